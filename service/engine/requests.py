@@ -1,0 +1,80 @@
+"""Validated, typed requests handed to the engine. The HTTP layer builds these from the
+parameter table; the engine never sees raw query strings or JSON."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Mapping
+
+# /query filter keys -> event column they filter
+FILTER_COLUMNS: dict[str, str] = {
+    "keywords": "keyword",
+    "domains": "domain",
+    "platforms": "platform",
+    "page_contexts": "page_context",
+    "countries": "country",
+    "regions": "region",
+    "counties": "county",
+    "cities": "city",
+}
+
+GEO_LEVELS = ("country", "region", "county", "city")
+GROUP_BY_DIMENSIONS = ("keyword", "domain", "platform", "page_context", "country", "region", "county", "city", "time")
+TRENDING_DIMENSIONS = ("keyword", "domain", "platform", "page_context")
+TRENDING_METRICS = ("suppressions", "events", "unique_users")
+ACTIVITY_TYPES = ("added", "removed", "edited", "all")
+QUERY_MEASURES = ("suppressions", "unique_users", "events")
+
+
+@dataclasses.dataclass(frozen=True)
+class TopKeywords:
+    window: str
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
+class KeywordTimeseries:
+    keyword: str  # already normalised
+    window: str
+    bucket: str
+
+
+@dataclasses.dataclass(frozen=True)
+class DomainTimeseries:
+    domain: str  # already normalised
+    window: str
+    bucket: str
+
+
+@dataclasses.dataclass(frozen=True)
+class GeoHeat:
+    window: str
+    level: str
+
+
+@dataclasses.dataclass(frozen=True)
+class Trending:
+    window: str
+    dimension: str
+    metric: str
+    limit: int
+    min_baseline: float
+
+
+@dataclasses.dataclass(frozen=True)
+class KeywordActivity:
+    window: str
+    type: str
+    limit: int
+
+
+@dataclasses.dataclass(frozen=True)
+class FlexibleQuery:
+    window: str
+    filters: Mapping[str, tuple[str, ...]]  # FILTER_COLUMNS keys -> normalised values
+    group_by: tuple[str, ...]
+    bucket: str | None
+    order_by: str = "suppressions"
+    order: str = "desc"
+    limit: int = 100
+    format: str = "json"

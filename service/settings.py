@@ -1,0 +1,70 @@
+"""Settings: the only module that reads the environment. Every variable is in .env.example."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+from typing import Mapping
+
+# Used only in development mode, and announced as such at start-up.
+DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
+
+
+class SettingsError(ValueError):
+    """A setting is missing or malformed; the message names the variable."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Settings:
+    data_dir: Path = Path("./data")
+    accounts_url: str = ""  # filled from data_dir when empty
+    redis_url: str | None = None
+    redis_prefix: str = "signals:"
+    port: int = 8000
+    environment: str = "development"  # development | production
+    secret: str = DEVELOPMENT_SECRET
+    web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
+    log_level: str = "info"
+
+    def __post_init__(self) -> None:
+        if not self.accounts_url:
+            object.__setattr__(self, "accounts_url", f"sqlite:///{(self.data_dir / 'accounts.db').as_posix()}")
+        if self.environment not in ("development", "production"):
+            raise SettingsError("SIGNALS_ENV must be 'development' or 'production'")
+        if self.environment == "production" and self.secret == DEVELOPMENT_SECRET:
+            raise SettingsError("SIGNALS_SECRET must be set in production (SIGNALS_ENV=production)")
+
+    @property
+    def uses_development_secret(self) -> bool:
+        return self.secret == DEVELOPMENT_SECRET
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+        env = os.environ if environ is None else environ
+
+        def text(name: str, default: str) -> str:
+            value = env.get(name, "").strip()
+            return value if value else default
+
+        def integer(name: str, default: int) -> int:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                return int(raw)
+            except ValueError:
+                raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+
+        environment = text("SIGNALS_ENV", "development").lower()
+        return cls(
+            data_dir=Path(text("SIGNALS_DATA_DIR", "./data")),
+            accounts_url=text("SIGNALS_ACCOUNTS_URL", ""),
+            redis_url=text("REDIS_URL", "") or None,
+            redis_prefix=text("SIGNALS_REDIS_PREFIX", "signals:"),
+            port=integer("PORT", 8000),
+            environment=environment,
+            secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
+            web_concurrency=integer("WEB_CONCURRENCY", 0),
+            log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
+        )

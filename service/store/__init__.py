@@ -1,0 +1,1 @@
+"""The event store: hive-partitioned, immutable Parquet files plus a data generation number."""

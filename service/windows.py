@@ -1,0 +1,134 @@
+"""Time windows, `as_of`, buckets and trending periods (DESIGN "Time").
+
+Every window is the half-open range [as_of - window, as_of). `as_of` is the start of the
+current UTC hour, but never later than the end of the last hour that has data, so every
+answer stays valid until the next hour or the next ingest.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+
+UTC = dt.timezone.utc
+HOUR = dt.timedelta(hours=1)
+
+WINDOW_HOURS: dict[str, int] = {
+    "1h": 1,
+    "6h": 6,
+    "12h": 12,
+    "24h": 24,
+    "7d": 7 * 24,
+    "30d": 30 * 24,
+    "90d": 90 * 24,
+}
+
+BUCKETS = ("hour", "day", "week")
+
+
+@dataclasses.dataclass(frozen=True)
+class TimeRange:
+    """Half-open UTC range [start, end)."""
+
+    start: dt.datetime
+    end: dt.datetime
+
+    @property
+    def hours(self) -> float:
+        return (self.end - self.start) / HOUR
+
+
+def floor_hour(moment: dt.datetime) -> dt.datetime:
+    moment = moment.astimezone(UTC)
+    return moment.replace(minute=0, second=0, microsecond=0)
+
+
+def compute_as_of(now: dt.datetime, last_event: dt.datetime | None) -> dt.datetime:
+    """Start of the current hour, but no later than the end of the last hour with data."""
+    current = floor_hour(now)
+    if last_event is None:
+        return current
+    data_end = floor_hour(last_event) + HOUR
+    return min(current, data_end)
+
+
+def window_range(window: str, as_of: dt.datetime) -> TimeRange:
+    return TimeRange(as_of - dt.timedelta(hours=WINDOW_HOURS[window]), as_of)
+
+
+def bucket_start(moment: dt.datetime, bucket: str) -> dt.datetime:
+    """Start of the bucket that holds `moment`: the hour, UTC midnight, or ISO-week Monday."""
+    hour = floor_hour(moment)
+    if bucket == "hour":
+        return hour
+    day = hour.replace(hour=0)
+    if bucket == "day":
+        return day
+    if bucket == "week":
+        return day - dt.timedelta(days=day.weekday())
+    raise ValueError(f"unknown bucket {bucket!r}")
+
+
+def bucket_step(bucket: str) -> dt.timedelta:
+    return {"hour": HOUR, "day": dt.timedelta(days=1), "week": dt.timedelta(weeks=1)}[bucket]
+
+
+def bucket_starts(time_range: TimeRange, bucket: str) -> list[dt.datetime]:
+    """Every bucket that overlaps the range, oldest first."""
+    step = bucket_step(bucket)
+    current = bucket_start(time_range.start, bucket)
+    starts = []
+    while current < time_range.end:
+        starts.append(current)
+        current += step
+    return starts
+
+
+def polars_every(bucket: str) -> str:
+    """The polars duration string that truncates timestamps to this bucket."""
+    return {"hour": "1h", "day": "1d", "week": "1w"}[bucket]
+
+
+@dataclasses.dataclass(frozen=True)
+class TrendingPeriods:
+    recent: TimeRange
+    baseline: TimeRange
+    recent_label: str
+    baseline_label: str
+
+
+# window -> (recent hours, human label of recent, human label of baseline)
+_TRENDING = {
+    "24h": (6, "last 6 hours", "6 to 24 hours ago"),
+    "7d": (24, "last 24 hours", "1 to 7 days ago"),
+    "30d": (7 * 24, "last 7 days", "7 to 30 days ago"),
+}
+TRENDING_WINDOWS = tuple(_TRENDING)
+
+
+def trending_periods(window: str, as_of: dt.datetime) -> TrendingPeriods:
+    recent_hours, recent_label, baseline_label = _TRENDING[window]
+    split = as_of - dt.timedelta(hours=recent_hours)
+    whole = window_range(window, as_of)
+    return TrendingPeriods(
+        recent=TimeRange(split, as_of),
+        baseline=TimeRange(whole.start, split),
+        recent_label=recent_label,
+        baseline_label=baseline_label,
+    )
+
+
+def growth_pct(recent: float, baseline: float, recent_hours: float, baseline_hours: float) -> float | None:
+    """Growth of the hourly rate: 100 * (recent/R - baseline/B) / (baseline/B), 2 decimals.
+
+    None when the baseline rate is zero (growth is undefined, the value is left out).
+    """
+    if baseline <= 0:
+        return None
+    base_rate = baseline / baseline_hours
+    return round(100.0 * (recent / recent_hours - base_rate) / base_rate, 2)
+
+
+def iso_z(moment: dt.datetime) -> str:
+    """ISO 8601 UTC with a trailing Z, second precision."""
+    return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
