@@ -1,0 +1,1 @@
+"""Command line: `python -m service keys ...` and `python -m service data ...`."""
