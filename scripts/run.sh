@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Run the product on the embedded default: demo data, SQLite accounts, in-process cache and
+# limits unless REDIS_URL is set. Starts every process of the Procfile (honcho).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh requirements.txt
+if [ -f .env ]; then set -a; . ./.env; set +a; fi
+export SIGNALS_DATA_DIR="${SIGNALS_DATA_DIR:-./data}"
+export PORT="${PORT:-8000}"
+py=.venv/bin/python
+
+if [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
+  echo "==> no event data in $SIGNALS_DATA_DIR: generating the demo data set (1,000,000 events, 90 days)"
+  $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90
+fi
+
+echo "==> a Professional demo key for this run (shown once; make more with: .venv/bin/python -m service keys create --tier analyst):"
+key=$($py -m service keys create --tier professional --subscription demo | tail -n 1)
+echo "    $key"
+if [ -z "${REDIS_URL:-}" ]; then
+  echo "==> REDIS_URL is not set: cache and rate limits are in-process (per worker). Set REDIS_URL for a shared limit."
+fi
+echo "==> API on http://127.0.0.1:$PORT  (try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords)"
+exec .venv/bin/honcho start -f Procfile -p "$PORT"

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Run the whole test suite. Installs the test dependencies into .venv, then runs pytest.
+# Tests use the real Redis (REDIS on 127.0.0.1:6379, or a throwaway redis-server the suite
+# starts itself) and the real PostgreSQL (SIGNALS_TEST_POSTGRES_URL, default the local `test` db).
+# Extra arguments go to pytest, e.g. scripts/test.sh -k openapi
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/bootstrap.sh requirements-dev.txt
+exec .venv/bin/python -m pytest "$@"

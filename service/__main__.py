@@ -1,0 +1,33 @@
+"""`python -m service keys ...` and `python -m service data ...`: the admin command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from service.cli import data, keys
+from service.logging_setup import configure_logging
+from service.settings import Settings, SettingsError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m service", description="Signals administration.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    keys.register(sub)
+    data.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        settings = Settings.from_env()
+    except SettingsError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    configure_logging("warning")
+    return args.func(args, settings)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,31 @@
+"""Accounts: subscriptions and their API keys (hashed), in SQLite or PostgreSQL."""
+
+from service.accounts.keys import KEY_PREFIX, display_prefix, generate_key, hash_key, looks_like_key
+from service.accounts.store import (
+    AccountError,
+    AccountStore,
+    AmbiguousPrefix,
+    AuthFailure,
+    KeyInfo,
+    KeyNotFound,
+    Principal,
+    create_schema,
+    make_engine,
+)
+
+__all__ = [
+    "KEY_PREFIX",
+    "AccountError",
+    "AccountStore",
+    "AmbiguousPrefix",
+    "AuthFailure",
+    "KeyInfo",
+    "KeyNotFound",
+    "Principal",
+    "create_schema",
+    "display_prefix",
+    "generate_key",
+    "hash_key",
+    "looks_like_key",
+    "make_engine",
+]

@@ -1,0 +1,381 @@
+"""Subscriptions and API keys in a SQL database (SQLite file by default, PostgreSQL supported).
+
+One ``AccountStore`` per process: it owns a connection pool. Create it after gunicorn forks,
+never in the master, so that no pooled connection is shared between processes.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import enum
+import hmac
+import secrets
+import string
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event, exc
+from sqlalchemy.engine import Engine
+
+from service.accounts import keys
+from service.accounts.tables import api_keys, metadata, subscriptions
+from service.clock import Clock, SystemClock
+from service.tiers import Tier
+
+# How long a SQLite connection waits for another process's write lock before giving up.
+SQLITE_BUSY_TIMEOUT_MS = 5000
+POSTGRES_CONNECT_TIMEOUT_S = 5
+# Any fixed 64-bit number; only schema creation in this database takes this advisory lock.
+_SCHEMA_LOCK_KEY = 0x5167_6E61_6C73  # "Signals"
+# Enough characters after "sig_live_" that a typo cannot revoke an arbitrary key.
+MIN_PREFIX_SECRET_CHARS = 4
+_NAME_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: names are read aloud
+_CREATE_ATTEMPTS = 3
+
+
+class AccountError(LookupError):
+    """A key or subscription asked for by an operator could not be found unambiguously."""
+
+
+class KeyNotFound(AccountError):
+    pass
+
+
+class AmbiguousPrefix(AccountError):
+    pass
+
+
+class AuthFailure(enum.Enum):
+    """Why a presented key was refused; the value is a short reason fit for a 401 body."""
+
+    MISSING = "no API key was sent (use the header Authorization: Bearer <key>)"
+    MALFORMED = "the API key is malformed"
+    UNKNOWN = "the API key is not recognised"
+    REVOKED = "the API key has been revoked"
+    EXPIRED = "the API key has expired"
+
+
+@dataclasses.dataclass(frozen=True)
+class Principal:
+    """Who is calling: the subscription behind an accepted key."""
+
+    subscription_id: int
+    subscription_name: str
+    tier: Tier
+    key_prefix: str
+
+
+@dataclasses.dataclass(frozen=True)
+class KeyInfo:
+    """A key as operators see it. Never holds the key or its hash."""
+
+    prefix: str
+    subscription_name: str
+    tier: Tier
+    created_at: dt.datetime
+    expires_at: dt.datetime | None
+    revoked_at: dt.datetime | None
+
+    def status(self, now: dt.datetime) -> str:
+        """``active``, ``revoked`` or ``expired`` at ``now`` (revocation wins, as in authenticate)."""
+        if self.revoked_at is not None:
+            return "revoked"
+        if self.expires_at is not None and self.expires_at <= now:
+            return "expired"
+        return "active"
+
+
+def make_engine(url: str) -> Engine:
+    """An engine with a pool suited to the backend.
+
+    SQLite file: QueuePool (SQLAlchemy's default for files), WAL so readers never wait for a
+    writer, and a busy timeout so worker processes sharing the file queue for the write lock
+    instead of failing. ``sqlite://`` (memory): one shared connection, for tools and trials.
+    PostgreSQL: a small QueuePool per process with pre-ping, so a restarted server costs
+    one retried checkout rather than a failed request.
+    """
+    parsed = sa.make_url(url)
+    backend = parsed.get_backend_name()
+    options: dict[str, Any] = {}
+    if backend == "sqlite":
+        database = parsed.database or ""
+        in_memory = database in ("", ":memory:") or "mode=memory" in database
+        if in_memory:
+            options.update(poolclass=sa.pool.StaticPool, connect_args={"check_same_thread": False})
+        elif not database.startswith("file:"):
+            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        engine = sa.create_engine(parsed, **options)
+        event.listen(engine, "connect", _configure_sqlite_connection)
+        return engine
+    if backend == "postgresql":
+        options.update(pool_size=5, max_overflow=10, pool_pre_ping=True)
+        if "connect_timeout" not in parsed.query:
+            options["connect_args"] = {"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S}
+    return sa.create_engine(parsed, **options)
+
+
+def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
+    cursor = dbapi_connection.cursor()
+    try:
+        # The busy timeout first: switching to WAL itself needs the lock another worker may hold.
+        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
+        cursor.execute("PRAGMA journal_mode = WAL")
+        cursor.execute("PRAGMA foreign_keys = ON")
+    finally:
+        cursor.close()
+
+
+def create_schema(engine: Engine) -> None:
+    """Create missing tables; safe when several workers start at the same moment.
+
+    ``create_all`` checks for each table and then creates it, so two processes can both see
+    "missing" and the second CREATE fails. Both backends have transactional DDL, so the check
+    and the creation run in one transaction behind a lock: the first process creates, the
+    others wait and then find the tables.
+    """
+    backend = engine.dialect.name
+    if backend == "postgresql":
+        with engine.begin() as connection:
+            # Advisory locks are per database, and the _xact_ form is released at commit.
+            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_SCHEMA_LOCK_KEY)))
+            metadata.create_all(connection)
+    elif backend == "sqlite":
+        # The sqlite3 module never opens a transaction for DDL, so take the write lock
+        # ourselves; BEGIN IMMEDIATE waits (busy timeout) while another worker holds it.
+        with engine.connect() as connection:
+            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
+            connection.exec_driver_sql("BEGIN IMMEDIATE")
+            try:
+                metadata.create_all(connection)
+            except BaseException:
+                connection.exec_driver_sql("ROLLBACK")
+                raise
+            connection.exec_driver_sql("COMMIT")
+    else:
+        metadata.create_all(engine)
+
+
+class AccountStore:
+    """Subscriptions and their API keys.
+
+    Database errors (``sqlalchemy.exc.SQLAlchemyError``) propagate: the caller decides whether
+    that is a 503 or a CLI error message.
+    """
+
+    def __init__(self, url: str, *, clock: Clock | None = None) -> None:
+        self.clock: Clock = clock or SystemClock()
+        self.engine: Engine = make_engine(url)
+        try:
+            create_schema(self.engine)
+        except BaseException:
+            self.engine.dispose()
+            raise
+
+    # -- issuing keys ------------------------------------------------------------------
+
+    def create_key(
+        self,
+        tier: Tier,
+        subscription: str | None = None,
+        expires_at: dt.datetime | None = None,
+    ) -> tuple[str, KeyInfo]:
+        """Issue a key; returns the key itself (to show once) and its listing.
+
+        Without a subscription name a new subscription is created with a generated name.
+        With a name, the key joins that subscription (created on first use); the tier must
+        then match the subscription's, because the subscription, not the key, holds the tier.
+        Raises ValueError for a bad name, a tier mismatch or an expiry not in the future.
+        """
+        now = self.clock.now()
+        if expires_at is not None:
+            if expires_at.tzinfo is None:
+                raise ValueError("expires_at must be an aware datetime")
+            expires_at = expires_at.astimezone(dt.timezone.utc)
+            if expires_at <= now:
+                raise ValueError(f"expires_at {expires_at.isoformat()} is not in the future")
+        name = _clean_subscription_name(subscription) if subscription is not None else None
+
+        # A retry covers two operators creating the same new subscription at once (the
+        # unique name refuses the second insert) and, in theory, a generated-name clash.
+        for attempt in range(_CREATE_ATTEMPTS):
+            key = keys.generate_key()
+            try:
+                with self.engine.begin() as connection:
+                    subscription_id, subscription_name = self._subscription_for(connection, tier, name, now)
+                    connection.execute(
+                        api_keys.insert().values(
+                            subscription_id=subscription_id,
+                            prefix=keys.display_prefix(key),
+                            key_hash=keys.hash_key(key),
+                            created_at=now,
+                            expires_at=expires_at,
+                        )
+                    )
+            except exc.IntegrityError:
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+                continue
+            info = KeyInfo(keys.display_prefix(key), subscription_name, tier, now, expires_at, None)
+            return key, info
+        raise AssertionError("unreachable")
+
+    def _subscription_for(
+        self, connection: sa.Connection, tier: Tier, name: str | None, now: dt.datetime
+    ) -> tuple[int, str]:
+        if name is not None:
+            row = connection.execute(
+                sa.select(subscriptions.c.id, subscriptions.c.tier).where(subscriptions.c.name == name)
+            ).one_or_none()
+            if row is not None:
+                existing = Tier.parse(row.tier)
+                if existing is not tier:
+                    raise ValueError(
+                        f"subscription {name!r} is on the {existing.label} tier, not {tier.label}: "
+                        f"keys share their subscription's tier (ask for --tier {existing.slug}, "
+                        f"or use another subscription name)"
+                    )
+                return row.id, name
+        else:
+            name = _generated_subscription_name()
+        result = connection.execute(subscriptions.insert().values(name=name, tier=tier.slug, created_at=now))
+        (subscription_id,) = result.inserted_primary_key
+        return subscription_id, name
+
+    # -- listing and revoking ------------------------------------------------------------
+
+    def list_keys(self) -> list[KeyInfo]:
+        """Every key, oldest first, revoked and expired ones included."""
+        with self.engine.connect() as connection:
+            rows = connection.execute(_key_info_query().order_by(api_keys.c.created_at, api_keys.c.id)).all()
+        return [_key_info(row) for row in rows]
+
+    def revoke(self, key_or_prefix: str) -> KeyInfo:
+        """Revoke a key given in full or by a unique prefix (``sig_live_`` + 4 to 7 characters).
+
+        Revoking an already revoked key changes nothing and returns it with its original
+        ``revoked_at``: the call is safe to repeat, and the answer still says when it happened.
+        Raises KeyNotFound (nothing matches, or the text is neither a key nor a prefix) or
+        AmbiguousPrefix (several keys match; give more characters or the full key).
+        """
+        text = key_or_prefix.strip()
+        if keys.looks_like_key(text):
+            condition = api_keys.c.key_hash == keys.hash_key(text)
+        elif _looks_like_prefix(text):
+            # substr + equality, not LIKE: SQLite's LIKE ignores case, and base62 does not.
+            condition = sa.func.substr(api_keys.c.prefix, 1, len(text)) == text
+        else:
+            # Echo at most a display prefix: the text may be a mistyped full key.
+            shown = text if len(text) <= keys.DISPLAY_PREFIX_LENGTH else keys.display_prefix(text) + "…"
+            raise KeyNotFound(
+                f"{shown!r} is neither an API key nor a key prefix "
+                f"({keys.KEY_PREFIX} followed by {MIN_PREFIX_SECRET_CHARS} to "
+                f"{keys.DISPLAY_PREFIX_LENGTH - len(keys.KEY_PREFIX)} characters, as `keys list` shows)"
+            )
+        now = self.clock.now()
+        with self.engine.begin() as connection:
+            ids = connection.execute(sa.select(api_keys.c.id).where(condition).limit(2)).scalars().all()
+            if not ids:
+                raise KeyNotFound(f"no API key matches {text!r}" if len(text) < keys.KEY_LENGTH else "no such API key")
+            if len(ids) > 1:
+                raise AmbiguousPrefix(f"several API keys start with {text!r}; give more characters or the full key")
+            connection.execute(
+                api_keys.update()
+                .where(api_keys.c.id == ids[0], api_keys.c.revoked_at.is_(None))
+                .values(revoked_at=now)
+            )
+            row = connection.execute(_key_info_query().where(api_keys.c.id == ids[0])).one()
+        return _key_info(row)
+
+    # -- the request path --------------------------------------------------------------
+
+    def authenticate(self, presented: str | None) -> Principal | AuthFailure:
+        """The subscription behind a presented key, or why it is refused.
+
+        Malformed text is refused without touching the database. The row is found through
+        the unique index on the hash; the comparison is repeated in constant time so that
+        the answer never depends on how the database compared strings.
+        """
+        if not presented:
+            return AuthFailure.MISSING
+        if not keys.looks_like_key(presented):
+            return AuthFailure.MALFORMED
+        digest = keys.hash_key(presented)
+        query = (
+            sa.select(
+                api_keys.c.key_hash,
+                api_keys.c.prefix,
+                api_keys.c.expires_at,
+                api_keys.c.revoked_at,
+                subscriptions.c.id.label("subscription_id"),
+                subscriptions.c.name,
+                subscriptions.c.tier,
+            )
+            .join(subscriptions, api_keys.c.subscription_id == subscriptions.c.id)
+            .where(api_keys.c.key_hash == digest)
+        )
+        with self.engine.connect() as connection:
+            row = connection.execute(query).one_or_none()
+        if row is None or not hmac.compare_digest(row.key_hash, digest):
+            return AuthFailure.UNKNOWN
+        if row.revoked_at is not None:
+            return AuthFailure.REVOKED
+        if row.expires_at is not None and row.expires_at <= self.clock.now():
+            return AuthFailure.EXPIRED
+        return Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix)
+
+    # -- operations --------------------------------------------------------------------
+
+    def ping(self) -> bool:
+        """True when the database answers a trivial query (for /readyz)."""
+        try:
+            with self.engine.connect() as connection:
+                connection.execute(sa.select(1))
+        except exc.SQLAlchemyError:
+            return False
+        return True
+
+    def close(self) -> None:
+        """Close every pooled connection."""
+        self.engine.dispose()
+
+
+def _key_info_query() -> sa.Select[Any]:
+    return sa.select(
+        api_keys.c.prefix,
+        subscriptions.c.name,
+        subscriptions.c.tier,
+        api_keys.c.created_at,
+        api_keys.c.expires_at,
+        api_keys.c.revoked_at,
+    ).join(subscriptions, api_keys.c.subscription_id == subscriptions.c.id)
+
+
+def _key_info(row: sa.Row[Any]) -> KeyInfo:
+    return KeyInfo(row.prefix, row.name, Tier.parse(row.tier), row.created_at, row.expires_at, row.revoked_at)
+
+
+def _looks_like_prefix(text: str) -> bool:
+    secret_part = text[len(keys.KEY_PREFIX) :]
+    return (
+        text.startswith(keys.KEY_PREFIX)
+        and MIN_PREFIX_SECRET_CHARS <= len(secret_part) <= keys.DISPLAY_PREFIX_LENGTH - len(keys.KEY_PREFIX)
+        and all(c in string.ascii_letters or c in string.digits for c in secret_part)
+    )
+
+
+def _clean_subscription_name(name: str) -> str:
+    cleaned = name.strip()
+    if not cleaned:
+        raise ValueError("the subscription name is empty")
+    if len(cleaned) > subscriptions.c.name.type.length:
+        raise ValueError(f"the subscription name is longer than {subscriptions.c.name.type.length} characters")
+    if not cleaned.isprintable():
+        raise ValueError("the subscription name contains control characters")
+    return cleaned
+
+
+def _generated_subscription_name() -> str:
+    """A readable, practically unique name such as ``sub-k7m2p9qx`` (a clash is retried)."""
+    return "sub-" + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(8))

@@ -1,0 +1,59 @@
+"""`create_app`: builds the Falcon app from its collaborators. Tests pass their own (a fixed
+clock, a fixture store, an accounts store on a temp database) instead of monkeypatching."""
+
+from __future__ import annotations
+
+import logging
+
+import falcon
+
+from service.accounts import AccountStore
+from service.clock import Clock, SystemClock
+from service.endpoints import ENDPOINTS
+from service.engine import Engine
+from service.errors import handle_unexpected, serialize_problem
+from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
+from service.middleware.request_id import RequestIdMiddleware
+from service.privacy import Privacy
+from service.resources.health import HealthResource, ReadinessResource
+from service.resources.openapi import OpenApiResource
+from service.resources.signals import SignalsResource
+from service.settings import Settings
+from service.store.reader import EventStore
+
+log = logging.getLogger("signals.app")
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    clock: Clock | None = None,
+    store: EventStore | None = None,
+    accounts: AccountStore | None = None,
+    engine: Engine | None = None,
+) -> falcon.App:
+    settings = settings or Settings.from_env()
+    clock = clock or SystemClock()
+    store = store or EventStore(settings.data_dir)
+    accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
+    engine = engine or Engine(Privacy())
+
+    # The order is the contract of the request path: who (401) -> may they (403) -> ...
+    middleware = [
+        RequestIdMiddleware(),
+        AuthenticationMiddleware(accounts),
+        TierMiddleware(),
+    ]
+    app = falcon.App(middleware=middleware)
+    app.req_options.keep_blank_qs_values = True  # '?limit=' is an error, not "use the default"
+    app.req_options.strip_url_path_trailing_slash = True
+    app.resp_options.secure_cookies_by_default = True
+    app.set_error_serializer(serialize_problem)
+    app.add_error_handler(Exception, handle_unexpected)
+
+    for endpoint in ENDPOINTS:
+        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock))
+    app.add_route("/api/v1/openapi", OpenApiResource())
+    app.add_route("/healthz", HealthResource())
+    app.add_route("/readyz", ReadinessResource(store, accounts))
+    return app

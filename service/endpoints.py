@@ -1,0 +1,268 @@
+"""The seven endpoints of the spec, as data: path, method, minimum tier, MCP tool name,
+parameters, response fields. Validation, routing, OpenAPI, the client and the MCP tools are
+all generated from this table, so a bound or a field is written exactly once.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from typing import Any, Callable
+
+from service.engine import requests as rq
+from service.params import FieldError, Param
+from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
+from service.store.schema import PAGE_CONTEXTS, PLATFORMS
+from service.tiers import Tier
+from service.windows import BUCKETS, TRENDING_WINDOWS, trending_periods
+
+BASE_PATH = "/api/v1/signals"
+
+SHORT_WINDOWS = ("1h", "6h", "12h", "24h", "7d", "30d")
+LONG_WINDOWS = ("24h", "7d", "30d", "90d")
+QUERY_WINDOWS = ("1h", "6h", "12h", "24h", "7d", "30d", "90d")
+
+
+def _window(choices: tuple[str, ...], default: str | None) -> Param:
+    return Param(
+        "window", "string",
+        "Length of the time window ending at as_of (the start of the current UTC hour, or the end of the last hour with data).",
+        required=default is None, default=default, enum=choices,
+    )
+
+
+def _limit(maximum: int, default: int) -> Param:
+    return Param("limit", "integer", "Maximum number of records returned.", default=default, minimum=1, maximum=maximum)
+
+
+def _bucket(required: bool = False, default: str | None = "hour") -> Param:
+    return Param(
+        "bucket", "string",
+        "Bucket size: hour, day (UTC midnight) or week (ISO week, Monday 00:00 UTC).",
+        default=default, enum=BUCKETS, required=required,
+    )
+
+
+_KEYWORD_TEXT = dict(normalise=normalise_keyword, min_length=1, max_length=KEYWORD_MAX_CHARS)
+_FILTER_VALUES = 50
+
+
+def _filter(name: str, what: str, item: Param) -> Param:
+    return Param(name, "array", f"Only events whose {what} is one of these values.",
+                 min_items=1, max_items=_FILTER_VALUES, items=item)
+
+
+_ID = dict(min_length=1, max_length=100)
+
+QUERY_FILTERS = Param(
+    "filters", "object",
+    "Restrict the events counted. Values within one key are alternatives (OR); keys combine with AND.",
+    properties=(
+        _filter("keywords", "normalised keyword", Param("keyword", "string", "", **_KEYWORD_TEXT)),
+        _filter("domains", "registrable domain", Param("domain", "string", "", normalise=normalise_domain, **_ID)),
+        _filter("platforms", "platform", Param("platform", "string", "", enum=PLATFORMS)),
+        _filter("page_contexts", "page context", Param("page_context", "string", "", enum=PAGE_CONTEXTS)),
+        _filter("countries", "ISO 3166-1 alpha-2 country code",
+                Param("country", "string", "", normalise=str.upper, min_length=2, max_length=2)),
+        _filter("regions", "ISO 3166-2 region code (US-CA)",
+                Param("region", "string", "", normalise=str.upper, **_ID)),
+        _filter("counties", "US county FIPS code (06037)", Param("county", "string", "", **_ID)),
+        _filter("cities", "GeoNames city id (5368361)", Param("city", "string", "", **_ID)),
+    ),
+)
+
+# ---- response records (JSON Schema) -------------------------------------------------------
+
+_INT = {"type": "integer", "minimum": 0}
+_TS = {"type": "string", "format": "date-time", "description": "Bucket start, ISO 8601 UTC."}
+
+
+def _record(properties: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+TOP_KEYWORD = _record({"keyword_raw": {"type": "string"}, "suppressions": _INT, "users_est": _INT,
+                       "rank": {"type": "integer", "minimum": 1}})
+TIME_BUCKET = _record({"ts": _TS, "suppressions": _INT, "users_est": _INT, "events": _INT})
+GEO_RECORD = _record({"geo_key": {"type": "string"}, "label": {"type": "string"}, "suppressions": _INT,
+                      "unique_users": _INT, "keyword_count": _INT})
+TRENDING_RECORD = _record({"value": {"type": "string"}, "recent": {"type": "number"},
+                           "baseline": {"type": "number"}, "growth_pct": {"type": "number"}})
+ACTIVITY_RECORD = _record({"keyword": {"type": "string"}, "adds": _INT, "removes": _INT, "edits": _INT,
+                           "total_events": _INT, "unique_users": _INT, "net_adds": {"type": "integer"}})
+QUERY_RECORD = {
+    "type": "object",
+    "description": "Dimension fields in group_by order (geography as <level>_id and <level>_name, time as ts), "
+                   "then suppressions, unique_users, events. With an empty group_by: one row of totals.",
+    "properties": {
+        "keyword": {"type": "string"}, "domain": {"type": "string"}, "platform": {"type": "string"},
+        "page_context": {"type": "string"},
+        "country_id": {"type": "string"}, "country_name": {"type": "string"},
+        "region_id": {"type": "string"}, "region_name": {"type": "string"},
+        "county_id": {"type": "string"}, "county_name": {"type": "string"},
+        "city_id": {"type": "string"}, "city_name": {"type": "string"},
+        "ts": _TS, "suppressions": _INT, "unique_users": _INT, "events": _INT,
+    },
+    "required": ["suppressions", "unique_users", "events"],
+    "additionalProperties": False,
+}
+
+
+@dataclasses.dataclass(frozen=True)
+class Endpoint:
+    name: str                 # operationId and engine method
+    tool: str                 # MCP tool name (spec)
+    method: str
+    path: str                 # relative to BASE_PATH
+    min_tier: Tier
+    summary: str
+    description: str
+    params: tuple[Param, ...]
+    records_field: str        # name of the array of records in the response
+    record_schema: dict[str, Any]
+    echo: tuple[str, ...]     # request values echoed in the response, in order, before the records
+    build: Callable[[dict[str, Any]], Any]  # validated values -> engine request
+    extra: Callable[[Any, dt.datetime], dict[str, Any]] | None = None  # computed envelope fields
+    check: Callable[[dict[str, Any]], list[FieldError]] | None = None  # rules across several fields
+
+    @property
+    def full_path(self) -> str:
+        return BASE_PATH + self.path
+
+    @property
+    def in_body(self) -> bool:
+        return self.method == "POST"
+
+    def envelope_schema(self) -> dict[str, Any]:
+        props: dict[str, Any] = {}
+        for name in self.echo:
+            param = next((p for p in self.params if p.name == name), None)
+            if param is None:  # echo of a computed value
+                continue
+            schema = param.json_schema()
+            schema.pop("default", None)
+            if name == "bucket" and self.in_body:
+                schema = {"type": ["string", "null"], "enum": [*BUCKETS, None],
+                          "description": "Echo of the request's bucket; null when absent."}
+            props[name] = schema
+        if self.name == "trending":
+            props["recent_period"] = {"type": "string", "description": "Human-readable length of the recent period."}
+            props["baseline_period"] = {"type": "string", "description": "Human-readable description of the baseline period."}
+        props[self.records_field] = {"type": "array", "items": self.record_schema}
+        props["disclaimer"] = {"type": "string", "minLength": 1}
+        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def _trending_extra(req: rq.Trending, as_of: dt.datetime) -> dict[str, Any]:
+    periods = trending_periods(req.window, as_of)
+    return {"recent_period": periods.recent_label, "baseline_period": periods.baseline_label}
+
+
+def _check_query(values: dict[str, Any]) -> list[FieldError]:
+    if "time" in values["group_by"] and values["bucket"] is None:
+        return [FieldError("bucket", "is required when group_by includes time; expected one of " + ", ".join(BUCKETS))]
+    return []
+
+
+def _build_query(values: dict[str, Any]) -> rq.FlexibleQuery:
+    filters = {key: tuple(dict.fromkeys(v)) for key, v in (values["filters"] or {}).items()}
+    return rq.FlexibleQuery(
+        window=values["window"], filters=filters, group_by=tuple(values["group_by"]),
+        bucket=values["bucket"], order_by=values["order_by"], order=values["order"],
+        limit=values["limit"], format=values["format"],
+    )
+
+
+ENDPOINTS: tuple[Endpoint, ...] = (
+    Endpoint(
+        name="top_keywords", tool="signals_top_keywords", method="GET", path="/top-keywords",
+        min_tier=Tier.OBSERVER, summary="Top keywords",
+        description="The most suppressed keywords globally, ranked by total suppression count.",
+        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50)),
+        records_field="keywords", record_schema=TOP_KEYWORD, echo=("window",),
+        build=lambda v: rq.TopKeywords(**v),
+    ),
+    Endpoint(
+        name="keyword_timeseries", tool="signals_keyword_timeseries", method="GET", path="/keyword-timeseries",
+        min_tier=Tier.OBSERVER, summary="Keyword timeseries",
+        description="Suppression counts for one keyword over time, bucketed and zero-filled, oldest first. "
+                    "The keyword is normalised (Unicode NFKC, case-folded, spaces collapsed) before matching.",
+        params=(Param("keyword", "string", "The keyword (any spelling; it is normalised).", required=True,
+                      **_KEYWORD_TEXT),
+                _window(LONG_WINDOWS, "7d"), _bucket()),
+        records_field="timeseries", record_schema=TIME_BUCKET, echo=("keyword", "window", "bucket"),
+        build=lambda v: rq.KeywordTimeseries(**v),
+    ),
+    Endpoint(
+        name="domain_timeseries", tool="signals_domain_timeseries", method="GET", path="/domain-timeseries",
+        min_tier=Tier.OBSERVER, summary="Domain timeseries",
+        description="Suppression activity on one domain over time, bucketed and zero-filled, oldest first. "
+                    "The domain is normalised (lowercase, no scheme, path or leading www.).",
+        params=(Param("domain", "string", "A domain name, e.g. reddit.com.", required=True,
+                      normalise=normalise_domain, min_length=1, max_length=253),
+                _window(LONG_WINDOWS, "7d"), _bucket()),
+        records_field="timeseries", record_schema=TIME_BUCKET, echo=("domain", "window", "bucket"),
+        build=lambda v: rq.DomainTimeseries(**v),
+    ),
+    Endpoint(
+        name="geo_heat", tool="signals_geo_heat", method="GET", path="/geo-heat",
+        min_tier=Tier.OBSERVER, summary="Geo heat map",
+        description="Geographic distribution of all suppression activity at one level, most active first.",
+        params=(_window(SHORT_WINDOWS, "24h"),
+                Param("level", "string", "Geographic level.", default="country", enum=rq.GEO_LEVELS)),
+        records_field="regions", record_schema=GEO_RECORD, echo=("window", "level"),
+        build=lambda v: rq.GeoHeat(**v),
+    ),
+    Endpoint(
+        name="trending", tool="signals_trending", method="GET", path="/trending",
+        min_tier=Tier.OBSERVER, summary="Trending detection",
+        description="Dimension values with the fastest growth of their hourly rate in the recent period "
+                    "compared with the baseline period. 24h: last 6 hours vs 6 to 24 hours ago; 7d: last 24 "
+                    "hours vs 1 to 7 days ago; 30d: last 7 days vs 7 to 30 days ago. growth_pct = "
+                    "100 x (recent/R - baseline/B) / (baseline/B), R and B the period lengths in hours.",
+        params=(_window(TRENDING_WINDOWS, "24h"),
+                Param("dimension", "string", "Dimension whose values are compared.", default="keyword",
+                      enum=rq.TRENDING_DIMENSIONS),
+                Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS),
+                _limit(500, 50),
+                Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
+                      default=10, minimum=0)),
+        records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
+        build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
+        extra=_trending_extra,
+    ),
+    Endpoint(
+        name="keyword_activity", tool="signals_keyword_activity", method="GET", path="/keyword-activity",
+        min_tier=Tier.OBSERVER, summary="Keyword list activity",
+        description="Which keywords users add to, remove from or edit in their filter lists. type=added, "
+                    "removed or edited lists keywords with at least one such change, most first; all ranks "
+                    "by total_events.",
+        params=(_window(SHORT_WINDOWS, "24h"),
+                Param("type", "string", "Kind of change.", default="all", enum=rq.ACTIVITY_TYPES),
+                _limit(500, 50)),
+        records_field="keywords", record_schema=ACTIVITY_RECORD, echo=("window", "type"),
+        build=lambda v: rq.KeywordActivity(**v),
+    ),
+    Endpoint(
+        name="query", tool="signals_query", method="POST", path="/query",
+        min_tier=Tier.ANALYST, summary="Flexible query",
+        description="Filter and group suppression events by any combination of dimensions in one request.",
+        params=(
+            _window(QUERY_WINDOWS, None),
+            QUERY_FILTERS,
+            Param("group_by", "array", "Dimensions to group by, in output order; time needs bucket.",
+                  default=(), max_items=5, unique_items=True,
+                  items=Param("dimension", "string", "", enum=rq.GROUP_BY_DIMENSIONS)),
+            _bucket(default=None),
+            Param("order_by", "string", "Measure to order by.", default="suppressions", enum=rq.QUERY_MEASURES),
+            Param("order", "string", "Order direction.", default="desc", enum=("asc", "desc")),
+            _limit(1000, 100),
+            Param("format", "string", "Response format: json, or csv (a downloadable file).", default="json",
+                  enum=("json", "csv")),
+        ),
+        records_field="results", record_schema=QUERY_RECORD, echo=("window", "bucket", "group_by"),
+        build=_build_query, check=_check_query,
+    ),
+)
+
+BY_NAME = {endpoint.name: endpoint for endpoint in ENDPOINTS}

@@ -1,0 +1,91 @@
+"""One error shape for every failure: application/problem+json (RFC 9457).
+
+Every error, whether raised by our code (`Problem`) or by Falcon itself (404, 405, ...), is
+serialised by `serialize_problem`, so clients see the same fields everywhere:
+type, title, status, detail, errors (per parameter), request_id, disclaimer.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from typing import Any, Sequence
+
+import falcon
+
+from service.disclaimer import DISCLAIMER
+from service.params import FieldError
+
+log = logging.getLogger("signals.errors")
+
+PROBLEM_JSON = "application/problem+json"
+
+# status -> (slug, title). The slug forms the problem type URI.
+_KINDS = {
+    400: ("invalid-request", "Invalid or missing parameter"),
+    401: ("unauthorized", "Missing or invalid API key"),
+    403: ("insufficient-tier", "The endpoint requires a higher plan tier"),
+    404: ("not-found", "Not found"),
+    405: ("method-not-allowed", "Method not allowed"),
+    413: ("payload-too-large", "Request body too large"),
+    415: ("unsupported-media-type", "Unsupported media type"),
+    429: ("rate-limited", "Rate limit exceeded"),
+    500: ("internal-error", "Internal server error"),
+    503: ("unavailable", "Service unavailable"),
+}
+
+
+def problem_type(status: int) -> str:
+    slug = _KINDS.get(status, ("error", ""))[0]
+    return f"urn:signals:problem:{slug}"
+
+
+class Problem(falcon.HTTPError):
+    """An error response. `errors` lists the offending parameters, each with a reason."""
+
+    def __init__(
+        self,
+        status: int,
+        detail: str,
+        *,
+        errors: Sequence[FieldError] = (),
+        headers: dict[str, str] | None = None,
+        title: str | None = None,
+    ) -> None:
+        super().__init__(
+            falcon.code_to_http_status(status),
+            title=title or _KINDS.get(status, ("", "Error"))[1],
+            description=detail,
+            headers=headers,
+        )
+        self.errors = list(errors)
+
+
+def problem_body(status: int, title: str, detail: str | None, errors: Sequence[FieldError], request_id: str | None) -> dict[str, Any]:
+    body: dict[str, Any] = {
+        "type": problem_type(status),
+        "title": title,
+        "status": status,
+        "detail": detail or title,
+    }
+    if errors:
+        body["errors"] = [e.as_dict() for e in errors]
+    body["request_id"] = request_id
+    body["disclaimer"] = DISCLAIMER
+    return body
+
+
+def serialize_problem(req: falcon.Request, resp: falcon.Response, exc: falcon.HTTPError) -> None:
+    """Falcon error serializer: every HTTPError becomes problem+json."""
+    status = exc.status_code
+    title = exc.title or _KINDS.get(status, ("", "Error"))[1]
+    body = problem_body(status, title, exc.description, getattr(exc, "errors", ()), getattr(req.context, "request_id", None))
+    resp.content_type = PROBLEM_JSON
+    resp.data = json.dumps(body).encode()
+    resp.append_header("Vary", "Accept")
+
+
+def handle_unexpected(req: falcon.Request, resp: falcon.Response, exc: Exception, params: dict) -> None:
+    """Last resort: log the traceback with the request id, answer a 500 problem without internals."""
+    log.exception("unhandled error (request_id=%s, path=%s)", getattr(req.context, "request_id", None), req.path)
+    raise Problem(500, "An unexpected error occurred. Quote the request_id when contacting support.")

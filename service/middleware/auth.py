@@ -1,0 +1,67 @@
+"""Authentication (who is calling: 401) and tier (may they call this endpoint: 403).
+
+A resource opts out of authentication with `auth_required = False` (health, OpenAPI). A resource
+that needs a minimum plan declares `min_tier`.
+"""
+
+from __future__ import annotations
+
+import falcon
+
+from service.accounts import AccountStore, AuthFailure, Principal
+from service.errors import Problem
+
+_CHALLENGE = 'Bearer realm="signals"'
+
+
+def _unauthorized(detail: str, *, invalid_token: bool) -> Problem:
+    challenge = _CHALLENGE + (', error="invalid_token"' if invalid_token else "")
+    return Problem(401, detail, headers={"WWW-Authenticate": challenge})
+
+
+_FAILURE_DETAIL = {
+    AuthFailure.MISSING: "Send your API key in the Authorization header: 'Authorization: Bearer <key>'.",
+    AuthFailure.MALFORMED: "The API key is malformed. Keys look like sig_live_ followed by 40 letters and digits.",
+    AuthFailure.UNKNOWN: "The API key is not valid.",
+    AuthFailure.REVOKED: "The API key has been revoked.",
+    AuthFailure.EXPIRED: "The API key has expired.",
+}
+
+
+def bearer_token(req: falcon.Request) -> str | None:
+    """The token of an `Authorization: Bearer <token>` header; None when absent.
+    Raises a 401 problem for another scheme."""
+    header = req.get_header("Authorization")
+    if not header or not header.strip():
+        return None
+    scheme, _, token = header.strip().partition(" ")
+    if scheme.lower() != "bearer":
+        raise _unauthorized("Use the Bearer scheme: 'Authorization: Bearer <key>'.", invalid_token=True)
+    return token.strip()
+
+
+class AuthenticationMiddleware:
+    def __init__(self, accounts: AccountStore) -> None:
+        self._accounts = accounts
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
+        if resource is None or not getattr(resource, "auth_required", True):
+            return
+        outcome = self._accounts.authenticate(bearer_token(req))
+        if isinstance(outcome, AuthFailure):
+            raise _unauthorized(_FAILURE_DETAIL[outcome], invalid_token=outcome is not AuthFailure.MISSING)
+        req.context.principal = outcome
+
+
+class TierMiddleware:
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
+        minimum = getattr(resource, "min_tier", None)
+        principal: Principal | None = getattr(req.context, "principal", None)
+        if minimum is None or principal is None:
+            return
+        if not principal.tier.allows(minimum):
+            raise Problem(
+                403,
+                f"{req.method} {req.path} requires the {minimum.label} plan or higher; "
+                f"this key's subscription is on the {principal.tier.label} plan.",
+            )

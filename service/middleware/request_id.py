@@ -1,0 +1,17 @@
+"""Give every request an id (or keep a sane one the caller sent) and echo it in X-Request-ID."""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+import falcon
+
+_SANE = re.compile(r"^[A-Za-z0-9._:-]{8,64}$")
+
+
+class RequestIdMiddleware:
+    def process_request(self, req: falcon.Request, resp: falcon.Response) -> None:
+        sent = req.get_header("X-Request-ID")
+        req.context.request_id = sent if sent and _SANE.match(sent) else uuid.uuid4().hex
+        resp.set_header("X-Request-ID", req.context.request_id)

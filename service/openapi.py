@@ -1,0 +1,138 @@
+"""The OpenAPI 3.1 document, generated from the endpoint table (service/endpoints.py)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from service import __version__
+from service.disclaimer import DISCLAIMER
+from service.endpoints import ENDPOINTS, Endpoint
+from service.errors import problem_type
+from service.tiers import Tier
+
+_ERRORS = {
+    "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
+    "401": "Missing or invalid API key. Carries `WWW-Authenticate: Bearer`.",
+    "403": "The endpoint requires a higher plan tier.",
+    "500": "Internal server error. Quote `request_id` to support.",
+}
+
+PROBLEM_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "description": "RFC 9457 problem details.",
+    "properties": {
+        "type": {"type": "string", "description": "URI identifying the kind of problem, e.g. " + problem_type(400)},
+        "title": {"type": "string"},
+        "status": {"type": "integer"},
+        "detail": {"type": "string"},
+        "errors": {
+            "type": "array",
+            "items": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}, "reason": {"type": "string"}},
+                "required": ["name", "reason"],
+            },
+        },
+        "request_id": {"type": "string"},
+        "disclaimer": {"type": "string"},
+    },
+    "required": ["type", "title", "status", "detail", "request_id", "disclaimer"],
+}
+
+
+def _tier_note(tier: Tier) -> str:
+    higher = [t.label for t in Tier if t.rank > tier.rank]
+    also = f" (and {', '.join(higher)})" if higher else ""
+    return f"Minimum plan: {tier.label}{also}."
+
+
+def _operation(endpoint: Endpoint) -> dict[str, Any]:
+    op: dict[str, Any] = {
+        "operationId": endpoint.name,
+        "summary": endpoint.summary,
+        "description": f"{endpoint.description}\n\n{_tier_note(endpoint.min_tier)}",
+        "tags": ["signals"],
+        "x-min-tier": endpoint.min_tier.slug,
+        "x-mcp-tool": endpoint.tool,
+        "security": [{"bearerAuth": []}],
+    }
+    ok_content: dict[str, Any] = {"application/json": {"schema": endpoint.envelope_schema()}}
+    if endpoint.in_body:
+        required = [p.name for p in endpoint.params if p.required]
+        op["requestBody"] = {
+            "required": True,
+            "content": {"application/json": {"schema": {
+                "type": "object",
+                "properties": {p.name: p.json_schema() for p in endpoint.params},
+                "required": required,
+                "additionalProperties": False,
+            }}},
+        }
+        ok_content["text/csv"] = {
+            "schema": {"type": "string"},
+            "description": "With format=csv: RFC 4180 CSV with a header row, columns as the JSON result fields.",
+        }
+    else:
+        op["parameters"] = [
+            {
+                "name": p.name,
+                "in": "query",
+                "required": p.required,
+                "description": p.description,
+                "schema": {k: v for k, v in p.json_schema().items() if k != "description"},
+            }
+            for p in endpoint.params
+        ]
+    responses: dict[str, Any] = {
+        "200": {
+            "description": "The aggregated statistics.",
+            "headers": {
+                "Last-Modified": {"schema": {"type": "string"}, "description": "as_of: the end of the window."},
+                "X-Signals-As-Of": {"schema": {"type": "string", "format": "date-time"}},
+            },
+            "content": ok_content,
+        }
+    }
+    if endpoint.in_body:
+        responses["413"] = {"$ref": "#/components/responses/Problem413"}
+        responses["415"] = {"$ref": "#/components/responses/Problem415"}
+    for status in _ERRORS:
+        responses[status] = {"$ref": f"#/components/responses/Problem{status}"}
+    op["responses"] = dict(sorted(responses.items()))
+    return op
+
+
+def build_openapi() -> dict[str, Any]:
+    paths: dict[str, Any] = {}
+    for endpoint in ENDPOINTS:
+        paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint)
+    descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON."}
+    return {
+        "openapi": "3.1.0",
+        "info": {
+            "title": "Signals API",
+            "version": __version__,
+            "description": "Read-only, aggregated, anonymous statistics about content-filtering behaviour. "
+                           + DISCLAIMER
+                           + " Plans, lowest to highest: " + ", ".join(t.label for t in Tier)
+                           + ". Requests per minute: "
+                           + ", ".join(f"{t.label} {t.requests_per_minute}" for t in Tier) + ".",
+        },
+        "servers": [{"url": "/"}],
+        "tags": [{"name": "signals", "description": "Aggregated statistics"}],
+        "paths": paths,
+        "components": {
+            "securitySchemes": {
+                "bearerAuth": {"type": "http", "scheme": "bearer",
+                               "description": "API key issued with a subscription: Authorization: Bearer <key>."}
+            },
+            "schemas": {"Problem": PROBLEM_SCHEMA},
+            "responses": {
+                f"Problem{status}": {
+                    "description": text,
+                    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+                }
+                for status, text in sorted(descriptions.items())
+            },
+        },
+    }

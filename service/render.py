@@ -1,0 +1,51 @@
+"""Frames to bytes: the JSON envelope and RFC 4180 CSV. No per-row Python objects on this path:
+records are serialised by polars and spliced into the envelope."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from typing import Any, Mapping
+
+import polars as pl
+
+from service.disclaimer import DISCLAIMER
+
+_ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
+# Cells starting with these may be run as formulas by spreadsheet programs (OWASP CSV injection).
+_FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+
+
+def _with_text_timestamps(frame: pl.DataFrame) -> pl.DataFrame:
+    temporal = [name for name, dtype in frame.schema.items() if isinstance(dtype, pl.Datetime)]
+    if not temporal:
+        return frame
+    return frame.with_columns(pl.col(temporal).dt.convert_time_zone("UTC").dt.strftime(_ISO_Z))
+
+
+def json_body(head: Mapping[str, Any], records_field: str, frame: pl.DataFrame) -> bytes:
+    """`{...head, <records_field>: [...frame rows...], "disclaimer": ...}` as UTF-8 bytes."""
+    parts = [f"{json.dumps(key)}:{json.dumps(value, ensure_ascii=False)}" for key, value in head.items()]
+    parts.append(f"{json.dumps(records_field)}:{_with_text_timestamps(frame).write_json()}")
+    parts.append(f'"disclaimer":{json.dumps(DISCLAIMER)}')
+    return ("{" + ",".join(parts) + "}").encode()
+
+
+def csv_body(frame: pl.DataFrame) -> bytes:
+    """RFC 4180 CSV (CRLF, quoted where needed) with a UTF-8 byte order mark so that Excel reads
+    non-ASCII labels correctly; text cells that a spreadsheet would run as a formula get a
+    leading apostrophe."""
+    text_columns = [name for name, dtype in frame.schema.items() if dtype == pl.String]
+    if text_columns:
+        frame = frame.with_columns(
+            pl.when(pl.any_horizontal(pl.col(name).str.starts_with(p) for p in _FORMULA_START))
+            .then(pl.lit("'") + pl.col(name))
+            .otherwise(pl.col(name))
+            .alias(name)
+            for name in text_columns
+        )
+    return b"\xef\xbb\xbf" + _with_text_timestamps(frame).write_csv(line_terminator="\r\n").encode()
+
+
+def csv_filename(window: str, as_of: dt.datetime) -> str:
+    return f"signals-query-{window}-{as_of.astimezone(dt.timezone.utc):%Y%m%dT%H%MZ}.csv"

@@ -1,0 +1,1 @@
+"""Falcon resources. Each is thin: parse, hand over, render."""

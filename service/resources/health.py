@@ -1,0 +1,44 @@
+"""Liveness (/healthz: the process answers) and readiness (/readyz: data loaded, accounts DB up)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import falcon
+
+from service.accounts import AccountStore
+from service.store.reader import EventStore
+
+log = logging.getLogger("signals.health")
+
+
+class HealthResource:
+    auth_required = False
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = b'{"status":"ok"}'
+
+
+class ReadinessResource:
+    auth_required = False
+
+    def __init__(self, store: EventStore, accounts: AccountStore) -> None:
+        self._store = store
+        self._accounts = accounts
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        checks: dict[str, dict] = {}
+        try:
+            frames = self._store.snapshot()
+            checks["data"] = {"ok": True, "generation": frames.generation, "events": frames.suppressions.height,
+                              "keyword_changes": frames.keyword_changes.height}
+        except Exception as exc:  # readiness reports every failure instead of raising
+            log.warning("readiness: data not loaded: %s", exc)
+            checks["data"] = {"ok": False, "error": type(exc).__name__}
+        checks["accounts"] = {"ok": self._accounts.ping()}
+        ready = all(check["ok"] for check in checks.values())
+        resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = json.dumps({"status": "ready" if ready else "not ready", "checks": checks}).encode()

@@ -1,0 +1,20 @@
+"""The gunicorn target (`service.wsgi:app`). Imported in each worker after fork (preload_app is
+off): the event data is loaded here, in the worker, never in the master — polars must not have
+run in a process before it forks."""
+
+import logging
+
+from service.app import create_app
+from service.logging_setup import configure_logging
+from service.settings import Settings
+from service.store.reader import EventStore
+
+settings = Settings.from_env()
+configure_logging(settings.log_level)
+if settings.uses_development_secret:
+    logging.getLogger("signals").warning(
+        "development mode: using the built-in development secret (set SIGNALS_SECRET and SIGNALS_ENV=production)"
+    )
+store = EventStore(settings.data_dir)
+store.snapshot()  # load now, so the first request does not pay for it
+app = create_app(settings, store=store)

@@ -1,0 +1,87 @@
+"""Shared fixtures: the fixture event store, an accounts store with a key per tier, the app
+built with a fixed clock, a Falcon test client, and a Redis for the run."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import falcon.testing
+import pytest
+
+from service.accounts import AccountStore
+from service.app import create_app
+from service.clock import FixedClock
+from service.settings import Settings
+from service.store.reader import EventStore
+from service.tiers import Tier
+from tests.support import redis_server
+from tests.support.fixture_data import FIXTURE_NOW, write_fixture_store
+
+
+@pytest.fixture(scope="session")
+def fixture_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    data_dir = tmp_path_factory.mktemp("fixture-data")
+    write_fixture_store(data_dir)
+    return data_dir
+
+
+@pytest.fixture(scope="session")
+def fixture_store(fixture_data_dir: Path) -> EventStore:
+    return EventStore(fixture_data_dir)
+
+
+@pytest.fixture(scope="session")
+def accounts(tmp_path_factory: pytest.TempPathFactory) -> AccountStore:
+    store = AccountStore(f"sqlite:///{tmp_path_factory.mktemp('accounts') / 'accounts.db'}")
+    yield store
+    store.close()
+
+
+@pytest.fixture(scope="session")
+def keys(accounts: AccountStore) -> dict[str, str]:
+    """One key per tier, by tier slug."""
+    return {tier.slug: accounts.create_key(tier, subscription=f"test-{tier.slug}")[0] for tier in Tier}
+
+
+@pytest.fixture(scope="session")
+def app(fixture_data_dir: Path, fixture_store: EventStore, accounts: AccountStore) -> falcon.App:
+    return create_app(
+        Settings(data_dir=fixture_data_dir),
+        clock=FixedClock(FIXTURE_NOW),
+        store=fixture_store,
+        accounts=accounts,
+    )
+
+
+@pytest.fixture(scope="session")
+def client(app: falcon.App) -> falcon.testing.TestClient:
+    return falcon.testing.TestClient(app)
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> str:
+    """A Redis for this run: SIGNALS_TEST_REDIS_URL, the local one, or a throwaway redis-server."""
+    configured = os.environ.get("SIGNALS_TEST_REDIS_URL")
+    if configured:
+        if not redis_server.answers(configured):
+            pytest.fail(f"SIGNALS_TEST_REDIS_URL={configured} does not answer PING")
+        yield configured
+        return
+    local = "redis://127.0.0.1:6379/0"
+    if redis_server.answers(local):
+        yield local
+        return
+    try:
+        server = redis_server.ThrowawayRedis().start()
+    except RuntimeError as exc:
+        pytest.fail(f"No Redis for the tests: nothing answers on 127.0.0.1:6379 and a throwaway "
+                    f"redis-server could not be started ({exc}). Install redis-server or set SIGNALS_TEST_REDIS_URL.")
+    yield server.url
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def redis_prefix() -> str:
+    """A key prefix unique to this test run."""
+    return redis_server.run_prefix()
