@@ -28,7 +28,7 @@ from service.tiers import Tier
 SQLITE_BUSY_TIMEOUT_MS = 5000
 POSTGRES_CONNECT_TIMEOUT_S = 5
 # Any fixed 64-bit number; only schema creation in this database takes this advisory lock.
-_SCHEMA_LOCK_KEY = 0x5167_6E61_6C73  # "Signals"
+_SCHEMA_LOCK_KEY = int.from_bytes(b"signals", "big")
 # Enough characters after "sig_live_" that a typo cannot revoke an arbitrary key.
 MIN_PREFIX_SECRET_CHARS = 4
 _NAME_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: names are read aloud
@@ -192,7 +192,7 @@ class AccountStore:
         if expires_at is not None:
             if expires_at.tzinfo is None:
                 raise ValueError("expires_at must be an aware datetime")
-            expires_at = expires_at.astimezone(dt.timezone.utc)
+            expires_at = expires_at.astimezone(dt.UTC)
             if expires_at <= now:
                 raise ValueError(f"expires_at {expires_at.isoformat()} is not in the future")
         name = _clean_subscription_name(subscription) if subscription is not None else None
@@ -281,9 +281,7 @@ class AccountStore:
             if len(ids) > 1:
                 raise AmbiguousPrefix(f"several API keys start with {text!r}; give more characters or the full key")
             connection.execute(
-                api_keys.update()
-                .where(api_keys.c.id == ids[0], api_keys.c.revoked_at.is_(None))
-                .values(revoked_at=now)
+                api_keys.update().where(api_keys.c.id == ids[0], api_keys.c.revoked_at.is_(None)).values(revoked_at=now)
             )
             row = connection.execute(_key_info_query().where(api_keys.c.id == ids[0])).one()
         return _key_info(row)

@@ -44,15 +44,15 @@ class UtcDateTime(sa.TypeDecorator[dt.datetime]):
             return None
         if value.tzinfo is None:
             raise ValueError(f"naive datetime {value!r}: the accounts database stores aware UTC times only")
-        value = value.astimezone(dt.timezone.utc)
+        value = value.astimezone(dt.UTC)
         return value.replace(tzinfo=None) if dialect.name == "sqlite" else value
 
     def process_result_value(self, value: Any, dialect: Dialect) -> dt.datetime | None:
         if value is None:
             return None
         if value.tzinfo is None:
-            return value.replace(tzinfo=dt.timezone.utc)
-        return value.astimezone(dt.timezone.utc)
+            return value.replace(tzinfo=dt.UTC)
+        return value.astimezone(dt.UTC)
 
 
 subscriptions = sa.Table(

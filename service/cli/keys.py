@@ -6,7 +6,8 @@ import argparse
 import contextlib
 import datetime as dt
 import sys
-from typing import Any, Iterator
+from collections.abc import Iterator
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import exc
@@ -14,6 +15,7 @@ from sqlalchemy import exc
 from service.accounts import AccountError, AccountStore, KeyInfo
 from service.settings import Settings
 from service.tiers import Tier
+
 
 def register(subparsers: Any) -> None:
     """Add the ``keys`` command to the parser's subparsers (from ``add_subparsers``)."""
@@ -48,7 +50,9 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(func=list_keys)
 
     revoke = commands.add_parser("revoke", help="revoke a key, given in full or by its prefix")
-    revoke.add_argument("key_or_prefix", metavar="KEY_OR_PREFIX", help="the full key, or its prefix as `keys list` shows it")
+    revoke.add_argument(
+        "key_or_prefix", metavar="KEY_OR_PREFIX", help="the full key, or its prefix as `keys list` shows it"
+    )
     revoke.set_defaults(func=revoke_key)
 
 
@@ -88,7 +92,7 @@ def list_keys(args: argparse.Namespace, settings: Settings) -> int:
     rows = [header] + [_row(info, now) for info in infos]
     widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
     for row in rows:
-        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths)).rstrip())
+        print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
     return 0
 
 
@@ -142,7 +146,7 @@ def _row(info: KeyInfo, now: dt.datetime) -> tuple[str, ...]:
 
 
 def _when(moment: dt.datetime) -> str:
-    return moment.astimezone(dt.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _positive_int(text: str) -> int:
