@@ -6,10 +6,15 @@ that needs a minimum plan declares `min_tier`.
 
 from __future__ import annotations
 
+import logging
+
 import falcon
+from sqlalchemy.exc import SQLAlchemyError
 
 from service.accounts import AccountStore, AuthFailure, Principal
 from service.errors import Problem
+
+log = logging.getLogger("signals.auth")
 
 _CHALLENGE = 'Bearer realm="signals"'
 
@@ -47,7 +52,11 @@ class AuthenticationMiddleware:
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         if resource is None or not getattr(resource, "auth_required", True):
             return
-        outcome = self._accounts.authenticate(bearer_token(req))
+        try:
+            outcome = self._accounts.authenticate(bearer_token(req))
+        except SQLAlchemyError as exc:
+            log.error("accounts database unavailable: %s", type(exc).__name__)
+            raise Problem(503, "Keys cannot be checked right now; retry shortly.", headers={"Retry-After": "5"}) from None
         if isinstance(outcome, AuthFailure):
             raise _unauthorized(_FAILURE_DETAIL[outcome], invalid_token=outcome is not AuthFailure.MISSING)
         req.context.principal = outcome

@@ -1,0 +1,79 @@
+"""Authentication (401) and tiers (403) across every endpoint."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from service.accounts.keys import generate_key
+from service.tiers import Tier
+from tests.spec_table import BASE, GET_ENDPOINTS, MIN_TIER, REQUIRED
+from tests.support.http import assert_problem, get, post_query
+
+ALL_PATHS = [*GET_ENDPOINTS, "/query"]
+
+
+def call(client, path, headers):
+    if path == "/query":
+        return client.simulate_post(BASE + path, body=b'{"window":"24h"}',
+                                    headers={"Content-Type": "application/json", **headers})
+    return client.simulate_get(BASE + path, params=REQUIRED.get(path), headers=headers)
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("header", [
+    None, "", "Bearer", "Bearer ", "Bearer not-a-key", "Basic dXNlcjpwYXNz", "sig_live_abc",
+])
+def test_missing_or_malformed_key_is_401_with_a_challenge(client, path, header):
+    headers = {} if header is None else {"Authorization": header}
+    result = call(client, path, headers)
+    assert_problem(result, 401)
+    assert result.headers["www-authenticate"].startswith("Bearer")
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+def test_unknown_well_formed_key_is_401(client, path):
+    result = call(client, path, {"Authorization": f"Bearer {generate_key()}"})
+    body = assert_problem(result, 401)
+    assert 'error="invalid_token"' in result.headers["www-authenticate"]
+    assert "not valid" in body["detail"]
+
+
+def test_revoked_and_expired_keys_are_401(client, accounts):
+    revoked, _ = accounts.create_key(Tier.PROFESSIONAL, subscription="revoked-sub")
+    assert get(client, "/top-keywords", revoked).status_code == 200
+    accounts.revoke(revoked)
+    assert "revoked" in assert_problem(get(client, "/top-keywords", revoked), 401)["detail"]
+
+    past = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
+    expired, _ = accounts.create_key(Tier.PROFESSIONAL, subscription="expired-sub", expires_at=past)
+    assert "expired" in assert_problem(get(client, "/top-keywords", expired), 401)["detail"]
+
+
+def test_the_key_never_appears_in_responses(client, keys):
+    result = get(client, "/top-keywords", keys["observer"], {"limt": "1"})
+    assert keys["observer"] not in result.text
+
+
+@pytest.mark.parametrize("path", ALL_PATHS)
+@pytest.mark.parametrize("tier", ["observer", "analyst", "professional"])
+def test_tiers(client, keys, path, tier):
+    result = call(client, path, {"Authorization": f"Bearer {keys[tier]}"})
+    order = ["observer", "analyst", "professional"]
+    if order.index(tier) >= order.index(MIN_TIER[path]):
+        assert result.status_code == 200, result.text
+    else:
+        body = assert_problem(result, 403)
+        assert "Analyst" in body["detail"] and "Observer" in body["detail"]
+
+
+def test_auth_is_checked_before_validation(client, keys):
+    """401 before 400: an anonymous caller learns nothing about parameters."""
+    assert_problem(get(client, "/top-keywords", None, {"limit": "0"}), 401)
+    assert_problem(post_query(client, keys["observer"], {"window": "bad"}), 403)
+
+
+def test_scheme_is_case_insensitive(client, keys):
+    result = client.simulate_get(BASE + "/top-keywords", headers={"Authorization": f"bearer {keys['observer']}"})
+    assert result.status_code == 200

@@ -1,0 +1,90 @@
+"""The real thing: `python -m service` in a subprocess, and the Procfile's web process (gunicorn,
+several workers) answering over HTTP."""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from tests.support.fixture_data import write_fixture_store
+from tests.support.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def service_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL", "WEB_CONCURRENCY"))}
+    env.update({"SIGNALS_DATA_DIR": str(data_dir), "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+                **extra})
+    return env
+
+
+def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "service", *args], cwd=ROOT, env=service_env(data_dir),
+                          capture_output=True, text=True, timeout=120)
+
+
+def test_cli_creates_a_key_on_the_last_line(tmp_path):
+    result = cli(tmp_path, "keys", "create", "--tier", "analyst")
+    assert result.returncode == 0, result.stderr
+    key = result.stdout.strip().splitlines()[-1]
+    assert key.startswith("sig_live_")
+    listed = cli(tmp_path, "keys", "list")
+    assert listed.returncode == 0 and key not in listed.stdout and key[:16] in listed.stdout
+    assert cli(tmp_path, "keys", "create", "--tier", "gold").returncode == 2
+
+
+def test_cli_without_a_command_is_a_usage_error(tmp_path):
+    result = cli(tmp_path)
+    assert result.returncode == 2 and "usage" in result.stderr.lower()
+
+
+@pytest.mark.process
+def test_gunicorn_from_the_procfile_serves_the_api(tmp_path):
+    data_dir = tmp_path / "data"
+    write_fixture_store(data_dir)
+    key = cli(data_dir, "keys", "create", "--tier", "analyst").stdout.strip().splitlines()[-1]
+
+    procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
+    port = free_port()
+    process = subprocess.Popen(
+        shlex.split(procfile["web"]), cwd=ROOT,
+        env=service_env(data_dir, PORT=str(port), WEB_CONCURRENCY="2"),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stdout.read()
+            assert time.monotonic() < deadline, "gunicorn did not become ready"
+            time.sleep(0.2)
+        headers = {"Authorization": f"Bearer {key}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
+            assert http.get("/healthz").json() == {"status": "ok"}
+            ready = http.get("/readyz").json()
+            assert ready["status"] == "ready" and ready["checks"]["data"]["events"] > 0
+            top = http.get("/api/v1/signals/top-keywords", params={"window": "30d"})
+            assert top.status_code == 200 and top.json()["keywords"]
+            query = http.post("/api/v1/signals/query", json={"window": "90d", "group_by": ["country"]})
+            assert query.status_code == 200 and query.json()["results"]
+            assert http.get("/api/v1/signals/top-keywords", headers={"Authorization": ""}).status_code == 401
+            assert http.get("/api/v1/openapi").json()["openapi"].startswith("3.1")
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+    assert key not in output, "the API key must never be logged"
+    assert "Traceback" not in output, output
