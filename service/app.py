@@ -7,12 +7,15 @@ import logging
 
 import falcon
 
+import cache
+
 from service.accounts import AccountStore
 from service.clock import Clock, SystemClock
 from service.endpoints import ENDPOINTS
 from service.engine import Engine
 from service.errors import handle_unexpected, serialize_problem
 from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
+from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
 from service.privacy import Privacy
 from service.resources.health import HealthResource, ReadinessResource
@@ -31,18 +34,22 @@ def create_app(
     store: EventStore | None = None,
     accounts: AccountStore | None = None,
     engine: Engine | None = None,
+    gate: cache.Gate | None = None,
 ) -> falcon.App:
     settings = settings or Settings.from_env()
     clock = clock or SystemClock()
     store = store or EventStore(settings.data_dir)
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
     engine = engine or Engine(Privacy())
+    gate = gate or cache.connect(settings.redis_url, settings.redis_prefix)
 
-    # The order is the contract of the request path: who (401) -> may they (403) -> ...
+    # The order is the contract of the request path:
+    # who (401) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
     middleware = [
         RequestIdMiddleware(),
-        AuthenticationMiddleware(accounts),
+        AuthenticationMiddleware(accounts, gate),
         TierMiddleware(),
+        RateLimitMiddleware(gate),
     ]
     app = falcon.App(middleware=middleware)
     app.req_options.keep_blank_qs_values = True  # '?limit=' is an error, not "use the default"
@@ -52,8 +59,8 @@ def create_app(
     app.add_error_handler(Exception, handle_unexpected)
 
     for endpoint in ENDPOINTS:
-        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock))
+        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate))
     app.add_route("/api/v1/openapi", OpenApiResource())
     app.add_route("/healthz", HealthResource())
-    app.add_route("/readyz", ReadinessResource(store, accounts))
+    app.add_route("/readyz", ReadinessResource(store, accounts, gate))
     return app

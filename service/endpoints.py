@@ -165,7 +165,9 @@ def _check_query(values: dict[str, Any]) -> list[FieldError]:
 
 
 def _build_query(values: dict[str, Any]) -> rq.FlexibleQuery:
-    filters = {key: tuple(dict.fromkeys(v)) for key, v in (values["filters"] or {}).items()}
+    # Canonical form: sorted keys, sorted distinct values. Order within a filter does not change
+    # the answer, so it must not change the cache key (or, later, the privacy cell).
+    filters = {key: tuple(sorted(set(v))) for key, v in sorted((values["filters"] or {}).items())}
     return rq.FlexibleQuery(
         window=values["window"], filters=filters, group_by=tuple(values["group_by"]),
         bucket=values["bucket"], order_by=values["order_by"], order=values["order"],

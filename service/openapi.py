@@ -69,8 +69,10 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
             }}},
         }
         ok_content["text/csv"] = {
-            "schema": {"type": "string"},
-            "description": "With format=csv: RFC 4180 CSV with a header row, columns as the JSON result fields.",
+            "schema": {
+                "type": "string",
+                "description": "With format=csv: RFC 4180 CSV with a header row; columns are the JSON result fields.",
+            },
         }
     else:
         op["parameters"] = [

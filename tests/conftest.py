@@ -4,11 +4,13 @@ built with a fixed clock, a Falcon test client, and a Redis for the run."""
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
 
 import falcon.testing
 import pytest
 
+from cache import LocalGate
 from service.accounts import AccountStore
 from service.app import create_app
 from service.clock import FixedClock
@@ -38,23 +40,28 @@ def accounts(tmp_path_factory: pytest.TempPathFactory) -> AccountStore:
     store.close()
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def keys(accounts: AccountStore) -> dict[str, str]:
-    """One key per tier, by tier slug."""
-    return {tier.slug: accounts.create_key(tier, subscription=f"test-{tier.slug}")[0] for tier in Tier}
+    """One key per tier, by tier slug, each on a subscription of its own (a fresh rate-limit window)."""
+    run = uuid.uuid4().hex[:8]
+    return {tier.slug: accounts.create_key(tier, subscription=f"test-{tier.slug}-{run}")[0] for tier in Tier}
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def app(fixture_data_dir: Path, fixture_store: EventStore, accounts: AccountStore) -> falcon.App:
+    """The app on the fixture data with a fixed clock and a fresh in-process gate (cache and limits),
+    so functional tests do not share rate-limit windows or cached bodies. Tests of the gate itself
+    build apps on the real Redis."""
     return create_app(
         Settings(data_dir=fixture_data_dir),
         clock=FixedClock(FIXTURE_NOW),
         store=fixture_store,
         accounts=accounts,
+        gate=LocalGate(),
     )
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def client(app: falcon.App) -> falcon.testing.TestClient:
     return falcon.testing.TestClient(app)
 

@@ -40,15 +40,31 @@ def test_unknown_well_formed_key_is_401(client, path):
     assert "not valid" in body["detail"]
 
 
-def test_revoked_and_expired_keys_are_401(client, accounts):
+def test_revoked_key_is_401(client, accounts):
     revoked, _ = accounts.create_key(Tier.PROFESSIONAL, subscription="revoked-sub")
     assert get(client, "/top-keywords", revoked).status_code == 200
     accounts.revoke(revoked)
     assert "revoked" in assert_problem(get(client, "/top-keywords", revoked), 401)["detail"]
 
-    past = dt.datetime(2000, 1, 1, tzinfo=dt.timezone.utc)
-    expired, _ = accounts.create_key(Tier.PROFESSIONAL, subscription="expired-sub", expires_at=past)
-    assert "expired" in assert_problem(get(client, "/top-keywords", expired), 401)["detail"]
+
+def test_expired_key_is_401(tmp_path, fixture_data_dir, fixture_store):
+    import falcon.testing
+
+    from service.accounts import AccountStore
+    from service.app import create_app
+    from service.clock import FixedClock
+    from service.settings import Settings
+    from tests.support.fixture_data import FIXTURE_NOW
+
+    clock = FixedClock(FIXTURE_NOW)
+    accounts = AccountStore(f"sqlite:///{tmp_path / 'accounts.db'}", clock=clock)
+    key, _ = accounts.create_key(Tier.OBSERVER, expires_at=FIXTURE_NOW + dt.timedelta(hours=1))
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=clock,
+                                                  store=fixture_store, accounts=accounts))
+    assert get(client, "/top-keywords", key).status_code == 200
+    clock.advance(dt.timedelta(hours=1))
+    assert "expired" in assert_problem(get(client, "/top-keywords", key), 401)["detail"]
+    accounts.close()
 
 
 def test_the_key_never_appears_in_responses(client, keys):

@@ -11,6 +11,7 @@ import logging
 import falcon
 from sqlalchemy.exc import SQLAlchemyError
 
+from cache import Gate
 from service.accounts import AccountStore, AuthFailure, Principal
 from service.errors import Problem
 
@@ -45,9 +46,19 @@ def bearer_token(req: falcon.Request) -> str | None:
     return token.strip()
 
 
+def client_address(req: falcon.Request) -> str:
+    """The peer address. Forwarded headers are not trusted: they are set by the caller."""
+    return req.remote_addr or "unknown"
+
+
 class AuthenticationMiddleware:
-    def __init__(self, accounts: AccountStore) -> None:
+    """401 for a missing or bad key. Failed attempts are counted per client address; past the
+    limit the address gets 429 (even with a valid key) until the window clears, so keys cannot
+    be guessed quickly."""
+
+    def __init__(self, accounts: AccountStore, gate: Gate) -> None:
         self._accounts = accounts
+        self._gate = gate
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         if resource is None or not getattr(resource, "auth_required", True):
@@ -58,6 +69,11 @@ class AuthenticationMiddleware:
             log.error("accounts database unavailable: %s", type(exc).__name__)
             raise Problem(503, "Keys cannot be checked right now; retry shortly.", headers={"Retry-After": "5"}) from None
         if isinstance(outcome, AuthFailure):
+            if outcome is not AuthFailure.MISSING:
+                block = self._gate.record_auth_failure(client_address(req))
+                if not block.allowed:
+                    raise Problem(429, "Too many failed authentications from this address; retry later.",
+                                  headers={"Retry-After": str(block.retry_after)})
             raise _unauthorized(_FAILURE_DETAIL[outcome], invalid_token=outcome is not AuthFailure.MISSING)
         req.context.principal = outcome
 

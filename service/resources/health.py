@@ -7,6 +7,7 @@ import logging
 
 import falcon
 
+from cache import Gate
 from service.accounts import AccountStore
 from service.store.reader import EventStore
 
@@ -24,9 +25,10 @@ class HealthResource:
 class ReadinessResource:
     auth_required = False
 
-    def __init__(self, store: EventStore, accounts: AccountStore) -> None:
+    def __init__(self, store: EventStore, accounts: AccountStore, gate: Gate) -> None:
         self._store = store
         self._accounts = accounts
+        self._gate = gate
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         checks: dict[str, dict] = {}
@@ -38,7 +40,14 @@ class ReadinessResource:
             log.warning("readiness: data not loaded: %s", exc)
             checks["data"] = {"ok": False, "error": type(exc).__name__}
         checks["accounts"] = {"ok": self._accounts.ping()}
-        ready = all(check["ok"] for check in checks.values())
+        try:
+            cache_status = self._gate.status()
+        except Exception as exc:  # a failing status probe is itself the report
+            cache_status = {"ok": False, "degraded": True, "error": type(exc).__name__}
+        # Without Redis the API still answers (uncached, per-process limits): degraded, not unready.
+        ready = checks["data"]["ok"] and checks["accounts"]["ok"]
+        checks["cache"] = cache_status
+        status = "not ready" if not ready else ("degraded" if cache_status.get("degraded") else "ready")
         resp.status = falcon.HTTP_200 if ready else falcon.HTTP_503
         resp.content_type = falcon.MEDIA_JSON
-        resp.data = json.dumps({"status": "ready" if ready else "not ready", "checks": checks}).encode()
+        resp.data = json.dumps({"status": status, "checks": checks}).encode()

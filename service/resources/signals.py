@@ -1,44 +1,83 @@
-"""One resource class serves every endpoint of the table in service/endpoints.py:
-validate (400) -> engine request -> answer (compute, render)."""
+"""One resource class serves every endpoint of the table in service/endpoints.py.
+
+`prepare` validates the request and works out its cache key; the rate-limit middleware calls
+it first so that one Redis round trip can both count the request and fetch its cached body.
+A validation problem found by `prepare` is raised only after the rate limit, keeping the
+documented order 401 -> 403 -> 429 -> 400. The responder then serves the cached body, or
+computes, stores and serves it.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
+import time
 from email.utils import format_datetime
 from typing import Any
 
 import falcon
 
+from cache import Gate
+from service.clock import Clock
+from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
 from service.engine import Engine
 from service.errors import Problem
 from service.params import FieldError, ValidationFailed, parse_body, parse_query
 from service.render import csv_body, csv_filename, json_body
-from service.clock import Clock
-from service.store.reader import EventStore
+from service.response_cache import CachedResponse, cache_key, etag_for, if_none_match, seconds_until_next_hour
+from service.store.reader import EventFrames, EventStore
 from service.windows import compute_as_of, iso_z
 
 log = logging.getLogger("signals.resources")
 
 MAX_BODY_BYTES = 64 * 1024
+FILL_LOCK_SECONDS = 30      # longest we expect one computation to take
+FILL_WAIT_SECONDS = 10.0    # how long a request waits for another worker's computation
+_CSV_TYPE = "text/csv; charset=utf-8; header=present"
+_DISCLAIMER_HEADER = DISCLAIMER.encode("ascii", "replace").decode()
+
+
+@dataclasses.dataclass
+class Plan:
+    """A request made ready: either a problem to report, or what to answer and its cache key."""
+
+    problem: Problem | None = None
+    request: Any = None
+    frames: EventFrames | None = None
+    as_of: Any = None
+    key: str | None = None
 
 
 class SignalsResource:
     """Serves one endpoint. `on_get` or `on_post` is bound according to the endpoint's method."""
 
-    def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock) -> None:
+    rate_limited = True
+
+    def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate) -> None:
         self.endpoint = endpoint
         self.min_tier = endpoint.min_tier
         self._engine = engine
         self._store = store
         self._clock = clock
+        self._gate = gate
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
 
-    def _respond(self, req: falcon.Request, resp: falcon.Response) -> None:
-        values = self._validated(req)
-        request = self.endpoint.build(values)
-        self.answer(request, resp)
+    # -- before the rate limit ------------------------------------------------------------
+
+    def prepare(self, req: falcon.Request) -> Plan:
+        try:
+            request = self.endpoint.build(self._validated(req))
+        except Problem as problem:
+            plan = Plan(problem=problem)
+        else:
+            frames = self._store.snapshot()
+            as_of = compute_as_of(self._clock.now(), frames.last_event)
+            key = cache_key(self.endpoint.name, request, as_of, frames.generation)
+            plan = Plan(request=request, frames=frames, as_of=as_of, key=key)
+        req.context.plan = plan
+        return plan
 
     def _validated(self, req: falcon.Request) -> dict[str, Any]:
         endpoint = self.endpoint
@@ -59,35 +98,72 @@ class SignalsResource:
             raise Problem(400, _summary(exc.errors), errors=exc.errors) from None
         return values
 
-    def answer(self, request: Any, resp: falcon.Response) -> None:
-        """Compute and render the answer to a validated request."""
-        frames = self._store.snapshot()
-        as_of = compute_as_of(self._clock.now(), frames.last_event)
-        frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
-        resp.set_header("Last-Modified", format_datetime(as_of, usegmt=True))
-        resp.set_header("X-Signals-As-Of", iso_z(as_of))
-        resp.set_header("X-Signals-Data-Generation", str(frames.generation))
+    # -- the responder ----------------------------------------------------------------------
+
+    def _respond(self, req: falcon.Request, resp: falcon.Response) -> None:
+        plan: Plan = getattr(req.context, "plan", None) or self.prepare(req)
+        if plan.problem:
+            raise plan.problem
+        admission = getattr(req.context, "admission", None)
+        raw = admission.cached if admission is not None else self._gate.get(plan.key)
+        if raw is not None:
+            resp.set_header("X-Cache", "hit")
+            entry = CachedResponse.decode(raw)
+        else:
+            resp.set_header("X-Cache", "miss")
+            entry = self._fill(plan)
+        self._send(req, resp, plan, entry)
+
+    def _fill(self, plan: Plan) -> CachedResponse:
+        """Compute the answer once across all workers: the lock holder computes and stores it,
+        the others wait for the stored body (and compute themselves if it does not come)."""
+        token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
+        if token is None:
+            deadline = time.monotonic() + FILL_WAIT_SECONDS
+            while time.monotonic() < deadline:
+                time.sleep(0.02)
+                raw = self._gate.get(plan.key)
+                if raw is not None:
+                    return CachedResponse.decode(raw)
+        try:
+            entry = self._compute(plan)
+            self._gate.put(plan.key, entry.encode(), seconds_until_next_hour(self._clock.now()))
+            return entry
+        finally:
+            if token is not None:
+                self._gate.unlock(plan.key, token)
+
+    def _compute(self, plan: Plan) -> CachedResponse:
+        request, as_of = plan.request, plan.as_of
+        frame = getattr(self._engine, self.endpoint.name)(plan.frames, as_of, request)
         if getattr(request, "format", "json") == "csv":
-            resp.content_type = "text/csv; charset=utf-8; header=present"
-            resp.downloadable_as = csv_filename(request.window, as_of)
-            resp.set_header("X-Signals-Disclaimer", _header_safe_disclaimer())
-            resp.data = csv_body(frame)
-            return
+            body = csv_body(frame)
+            return CachedResponse(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body)
         head = {name: _echo(getattr(request, name)) for name in self.endpoint.echo}
         if self.endpoint.extra:
             head.update(self.endpoint.extra(request, as_of))
-        resp.content_type = falcon.MEDIA_JSON
-        resp.data = json_body(head, self.endpoint.records_field, frame)
+        body = json_body(head, self.endpoint.records_field, frame)
+        return CachedResponse(etag_for(body), falcon.MEDIA_JSON, None, body)
+
+    def _send(self, req: falcon.Request, resp: falcon.Response, plan: Plan, entry: CachedResponse) -> None:
+        resp.set_header("ETag", entry.etag)
+        resp.set_header("Cache-Control", f"private, max-age={seconds_until_next_hour(self._clock.now())}")
+        resp.set_header("Last-Modified", format_datetime(plan.as_of, usegmt=True))
+        resp.set_header("X-Signals-As-Of", iso_z(plan.as_of))
+        resp.set_header("X-Signals-Data-Generation", str(plan.frames.generation))
+        resp.append_header("Vary", "Authorization")
+        if if_none_match(req.get_header("If-None-Match"), entry.etag):
+            resp.status = falcon.HTTP_304
+            return
+        resp.content_type = entry.content_type
+        if entry.filename:
+            resp.downloadable_as = entry.filename
+            resp.set_header("X-Signals-Disclaimer", _DISCLAIMER_HEADER)
+        resp.data = entry.body
 
 
 def _echo(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
-
-
-def _header_safe_disclaimer() -> str:
-    from service.disclaimer import DISCLAIMER
-
-    return DISCLAIMER.encode("ascii", "replace").decode()
 
 
 def _summary(errors: list[FieldError]) -> str:

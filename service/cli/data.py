@@ -1,0 +1,136 @@
+"""`python -m service data ...`: load event data (demo data set, or files).
+
+    data demo [--events N] [--days D] [--seed S] [--replace] [--no-progress]
+    data ingest FILE... [--table suppressions|keyword_changes] [--no-progress]
+
+Exit codes: 0 done; 1 the command ran but failed (data already present without --replace, a
+file refused as a whole, a write error); 2 bad usage (argparse) or a file that does not exist.
+Rows rejected by the contract do not change the exit code: they are quarantined and counted in
+the summary.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from service.clock import SystemClock
+from service.settings import Settings
+from service.store import demo, ingest, layout, schema
+from service.windows import floor_hour, iso_z
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    """Add the `data` command and its subcommands to the top-level parser's subparsers."""
+    data = subparsers.add_parser("data", help="load event data into the data directory")
+    commands = data.add_subparsers(dest="data_command", required=True, metavar="{demo,ingest}")
+
+    demo_parser = commands.add_parser(
+        "demo",
+        help="generate the demo data set",
+        description="Generate a realistic demo data set ending at the start of the current UTC hour.",
+    )
+    demo_parser.add_argument(
+        "--events", type=_positive_int, default=1_000_000, help="suppression rows (default 1000000)"
+    )
+    demo_parser.add_argument("--days", type=_positive_int, default=90, help="days of history (default 90)")
+    demo_parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    demo_parser.add_argument("--replace", action="store_true", help="replace event data already in the data directory")
+    demo_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    demo_parser.set_defaults(func=run_demo)
+
+    ingest_parser = commands.add_parser(
+        "ingest",
+        help="ingest NDJSON, CSV or Parquet event files",
+        description=(
+            "Validate event files and land the good rows; rejected rows go to the quarantine "
+            "directory with a reason each."
+        ),
+    )
+    ingest_parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help=".ndjson, .jsonl, .csv or .parquet")
+    ingest_parser.add_argument("--table", choices=schema.TABLES, help="the table (default: detected from the columns)")
+    ingest_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    ingest_parser.set_defaults(func=run_ingest)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def run_demo(args: argparse.Namespace, settings: Settings) -> int:
+    data_dir = settings.data_dir
+    end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour
+    try:
+        report = demo.generate_demo(
+            data_dir,
+            events=args.events,
+            days=args.days,
+            seed=args.seed,
+            end=end,
+            secret=settings.secret,
+            progress=args.progress,
+            replace=args.replace,
+        )
+    except demo.DemoDataExistsError:
+        print(
+            f"error: {data_dir} already holds event data; use `data demo --replace` to replace it",
+            file=sys.stderr,
+        )
+        return 1
+    except OSError as exc:
+        print(f"error: could not write the demo data to {data_dir}: {exc}", file=sys.stderr)
+        return 1
+    print(
+        f"Demo data in {data_dir}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
+        f"keyword changes from {report.users:,} users, {iso_z(report.start)} to {iso_z(report.end)}, "
+        f"{len(report.files)} files in {report.seconds:.1f} s; data generation {report.generation}."
+    )
+    print("Injected bursts:")
+    for burst in report.bursts:
+        print(f"  {burst.describe()}")
+    return 0
+
+
+def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    problems = [f"{path}: {'is a directory' if path.is_dir() else 'file not found'}" for path in args.files
+                if not path.is_file()]  # fmt: skip
+    if problems:
+        for problem in problems:
+            print(f"error: {problem}", file=sys.stderr)
+        print("nothing was ingested", file=sys.stderr)
+        return 2
+    try:
+        report = ingest.ingest_files(
+            settings.data_dir,
+            args.files,
+            secret=settings.secret,
+            now=SystemClock().now(),
+            table=args.table,
+            progress=args.progress,
+        )
+    except OSError as exc:
+        print(f"error: could not write to {settings.data_dir}: {exc}; nothing was ingested", file=sys.stderr)
+        return 1
+    for file in report.files:
+        if file.error is not None:
+            print(f"error: {file.path}: {file.error}", file=sys.stderr)
+            continue
+        line = f"{file.path}: {file.accepted:,} rows accepted into {file.table or '(no table)'}"
+        if file.rejected:
+            line += f", {file.rejected:,} rejected (see {file.quarantine})"
+        print(line)
+    landed = "landed" if report.written else "nothing landed"
+    print(
+        f"Total: {report.accepted:,} accepted, {report.rejected:,} rejected, {len(report.failed)} files refused; "
+        f"{landed}, data generation {report.generation}."
+    )
+    if report.rejected:
+        print(f"Quarantine: {layout.quarantine_dir(settings.data_dir)}")
+    return 1 if report.failed else 0

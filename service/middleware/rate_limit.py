@@ -1,0 +1,54 @@
+"""Rate limit per subscription (429), in one gate round trip with the cache lookup.
+
+Runs after authentication and tier. For a rate-limited resource it asks the resource to
+`prepare` (validate, work out the cache key), then asks the gate to count the request against
+the subscription's moving 60-second window, check the caller's address is not blocked for
+failed authentications, and fetch the cached body — all at once. The rate-limit headers are
+computed per request, here, and so are never part of a cached body.
+"""
+
+from __future__ import annotations
+
+import falcon
+
+from cache import Admission, Gate
+from service.errors import Problem
+from service.middleware.auth import client_address
+
+WINDOW_SECONDS = 60
+
+
+def rate_limit_headers(admission: Admission, policy: str) -> dict[str, str]:
+    return {
+        # IETF httpapi RateLimit header fields (draft 10): quota q per window w; remaining r, reset t.
+        "RateLimit-Policy": f'"{policy}";q={admission.limit};w={WINDOW_SECONDS}',
+        "RateLimit": f'"{policy}";r={admission.remaining};t={admission.reset_seconds}',
+        "X-RateLimit-Limit": str(admission.limit),
+        "X-RateLimit-Remaining": str(admission.remaining),
+        "X-RateLimit-Reset": str(admission.reset_seconds),
+    }
+
+
+class RateLimitMiddleware:
+    def __init__(self, gate: Gate) -> None:
+        self._gate = gate
+
+    def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
+        principal = getattr(req.context, "principal", None)
+        if principal is None or not getattr(resource, "rate_limited", False):
+            return
+        plan = resource.prepare(req)
+        admission = self._gate.admit(
+            f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key, client_address(req)
+        )
+        req.context.admission = admission
+        headers = rate_limit_headers(admission, principal.tier.slug)
+        resp.set_headers(headers)
+        if admission.allowed:
+            return
+        if admission.blocked_by == "auth":
+            detail = "Too many failed authentications from this address; retry later."
+        else:
+            detail = (f"The {principal.tier.label} plan allows {admission.limit} requests per minute "
+                      f"for the subscription; retry after {admission.retry_after} s.")
+        raise Problem(429, detail, headers={**headers, "Retry-After": str(admission.retry_after)})

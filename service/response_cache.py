@@ -1,0 +1,61 @@
+"""What a cached response is, and how it is keyed.
+
+A key is the endpoint plus the *validated, canonical* request (so `?a=1&b=2`, `?b=2&a=1` and
+`?window=24h` vs no window at all share one entry), the `as_of` and the data generation: a new
+hour or a new ingest makes new keys, and old entries simply expire. Entries are shared by every
+subscriber (the answer does not depend on who asks)."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import hashlib
+import json
+from typing import Any
+
+from service.windows import HOUR, floor_hour
+
+
+@dataclasses.dataclass(frozen=True)
+class CachedResponse:
+    etag: str
+    content_type: str
+    filename: str | None
+    body: bytes
+
+    def encode(self) -> bytes:
+        head = json.dumps({"etag": self.etag, "type": self.content_type, "file": self.filename}).encode()
+        return head + b"\n" + self.body
+
+    @classmethod
+    def decode(cls, raw: bytes) -> "CachedResponse":
+        head, _, body = raw.partition(b"\n")
+        meta = json.loads(head)
+        return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body)
+
+
+def etag_for(body: bytes) -> str:
+    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int) -> str:
+    canonical = json.dumps(
+        {"e": endpoint, "r": dataclasses.asdict(request), "a": as_of.isoformat(), "g": generation},
+        sort_keys=True, separators=(",", ":"), default=list,
+    )
+    return f"{endpoint}:{hashlib.sha256(canonical.encode()).hexdigest()[:40]}"
+
+
+def seconds_until_next_hour(now: dt.datetime) -> int:
+    """Time an answer stays valid: until the next hour, when as_of may move on."""
+    return max(1, int((floor_hour(now) + HOUR - now).total_seconds()))
+
+
+def if_none_match(header: str | None, etag: str) -> bool:
+    """True when an If-None-Match header matches the entity tag (weak comparison, RFC 9110)."""
+    if not header:
+        return False
+    if header.strip() == "*":
+        return True
+    wanted = etag.removeprefix("W/")
+    return any(tag.strip().removeprefix("W/") == wanted for tag in header.split(","))
