@@ -8,7 +8,6 @@ import logging
 import falcon
 
 import cache
-
 from service.accounts import AccountStore
 from service.clock import Clock, SystemClock
 from service.endpoints import ENDPOINTS

@@ -12,7 +12,7 @@ class Clock(Protocol):
 
 class SystemClock:
     def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.timezone.utc)
+        return dt.datetime.now(dt.UTC)
 
 
 class FixedClock:
@@ -21,7 +21,7 @@ class FixedClock:
     def __init__(self, at: dt.datetime) -> None:
         if at.tzinfo is None:
             raise ValueError("FixedClock needs an aware datetime")
-        self._at = at.astimezone(dt.timezone.utc)
+        self._at = at.astimezone(dt.UTC)
 
     def now(self) -> dt.datetime:
         return self._at

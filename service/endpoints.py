@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from service.engine import requests as rq
 from service.params import FieldError, Param

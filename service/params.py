@@ -11,7 +11,8 @@ import dataclasses
 import difflib
 import math
 import re
-from typing import Any, Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 _INTEGER = re.compile(r"^[+-]?\d{1,18}$")
 
@@ -31,8 +32,8 @@ class Param:
     min_items: int | None = None
     max_items: int | None = None
     unique_items: bool = False
-    items: "Param | None" = None  # arrays: the element
-    properties: "tuple[Param, ...] | None" = None  # objects: the allowed keys (all optional)
+    items: Param | None = None  # arrays: the element
+    properties: tuple[Param, ...] | None = None  # objects: the allowed keys (all optional)
     normalise: Callable[[str], str] | None = None  # strings: applied before length checks
 
     def json_schema(self) -> dict[str, Any]:

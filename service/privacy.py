@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from typing import Sequence
+from collections.abc import Sequence
 
 import polars as pl
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import datetime as dt
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 import polars as pl
 
@@ -48,4 +49,4 @@ def csv_body(frame: pl.DataFrame) -> bytes:
 
 
 def csv_filename(window: str, as_of: dt.datetime) -> str:
-    return f"signals-query-{window}-{as_of.astimezone(dt.timezone.utc):%Y%m%dT%H%MZ}.csv"
+    return f"signals-query-{window}-{as_of.astimezone(dt.UTC):%Y%m%dT%H%MZ}.csv"

@@ -28,7 +28,7 @@ class CachedResponse:
         return head + b"\n" + self.body
 
     @classmethod
-    def decode(cls, raw: bytes) -> "CachedResponse":
+    def decode(cls, raw: bytes) -> CachedResponse:
         head, _, body = raw.partition(b"\n")
         meta = json.loads(head)
         return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body)

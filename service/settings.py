@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import dataclasses
 import os
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Mapping
 
 # Used only in development mode, and announced as such at start-up.
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
@@ -40,7 +40,7 @@ class Settings:
         return self.secret == DEVELOPMENT_SECRET
 
     @classmethod
-    def from_env(cls, environ: Mapping[str, str] | None = None) -> "Settings":
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         env = os.environ if environ is None else environ
 
         def text(name: str, default: str) -> str:

@@ -21,11 +21,11 @@ class Tier(enum.Enum):
     def label(self) -> str:
         return self.slug.capitalize()
 
-    def allows(self, minimum: "Tier") -> bool:
+    def allows(self, minimum: Tier) -> bool:
         return self.rank >= minimum.rank
 
     @classmethod
-    def parse(cls, value: str) -> "Tier":
+    def parse(cls, value: str) -> Tier:
         """Tier from its slug, case-insensitive. Raises ValueError naming the choices."""
         wanted = value.strip().lower()
         for tier in cls:

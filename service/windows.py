@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 
-UTC = dt.timezone.utc
+UTC = dt.UTC
 HOUR = dt.timedelta(hours=1)
 
 WINDOW_HOURS: dict[str, int] = {

@@ -42,7 +42,7 @@ def test_default_call_returns_the_spec_envelope(client, keys, path):
     body = result.json
     assert list(body) == fields
     assert isinstance(body["disclaimer"], str) and body["disclaimer"]
-    for name, (allowed, default) in GET_ENDPOINTS[path].items():
+    for name, (_allowed, default) in GET_ENDPOINTS[path].items():
         if name in body and default is not None:
             assert body[name] == default, name
     assert isinstance(body[records_field], list)

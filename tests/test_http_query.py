@@ -159,7 +159,7 @@ def test_csv_format(client, keys):
     assert rows[0] == fields_for(["country", "keyword", "time"])
     as_json = post_query(client, keys["analyst"], {**body, "format": "json"}).json["results"]
     assert len(rows) - 1 == len(as_json)
-    for line, record in zip(rows[1:], as_json):
+    for line, record in zip(rows[1:], as_json, strict=True):
         assert line == [str(record[f]) if not str(record[f]).startswith(("=", "+", "-", "@")) else "'" + record[f]
                         for f in rows[0]]
 

@@ -3,17 +3,19 @@ several workers) answering over HTTP."""
 
 from __future__ import annotations
 
-import json
+import contextlib
 import os
 import shlex
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
 import httpx
 import pytest
 
+from cache import redis_client as redis_server_client
 from tests.support.fixture_data import write_fixture_store
 from tests.support.redis_server import free_port
 
@@ -47,20 +49,17 @@ def test_cli_without_a_command_is_a_usage_error(tmp_path):
     assert result.returncode == 2 and "usage" in result.stderr.lower()
 
 
-@pytest.mark.process
-def test_gunicorn_from_the_procfile_serves_the_api(tmp_path):
-    data_dir = tmp_path / "data"
-    write_fixture_store(data_dir)
-    key = cli(data_dir, "keys", "create", "--tier", "analyst").stdout.strip().splitlines()[-1]
-
+@contextlib.contextmanager
+def gunicorn(data_dir: Path, **env: str):
+    """The Procfile's web command, really started; yields its base URL and stops it afterwards."""
     procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
     port = free_port()
     process = subprocess.Popen(
-        shlex.split(procfile["web"]), cwd=ROOT,
-        env=service_env(data_dir, PORT=str(port), WEB_CONCURRENCY="2"),
+        shlex.split(procfile["web"]), cwd=ROOT, env=service_env(data_dir, PORT=str(port), **env),
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
     )
     base = f"http://127.0.0.1:{port}"
+    log: list[str] = []
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -72,6 +71,19 @@ def test_gunicorn_from_the_procfile_serves_the_api(tmp_path):
             assert process.poll() is None, process.stdout.read()
             assert time.monotonic() < deadline, "gunicorn did not become ready"
             time.sleep(0.2)
+        yield base, log
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+        log.append(output)
+
+
+@pytest.mark.process
+def test_gunicorn_from_the_procfile_serves_the_api(tmp_path):
+    data_dir = tmp_path / "data"
+    write_fixture_store(data_dir)
+    key = cli(data_dir, "keys", "create", "--tier", "analyst").stdout.strip().splitlines()[-1]
+    with gunicorn(data_dir, WEB_CONCURRENCY="2") as (base, log):
         headers = {"Authorization": f"Bearer {key}"}
         with httpx.Client(base_url=base, headers=headers, timeout=10) as http:
             assert http.get("/healthz").json() == {"status": "ok"}
@@ -83,8 +95,41 @@ def test_gunicorn_from_the_procfile_serves_the_api(tmp_path):
             assert query.status_code == 200 and query.json()["results"]
             assert http.get("/api/v1/signals/top-keywords", headers={"Authorization": ""}).status_code == 401
             assert http.get("/api/v1/openapi").json()["openapi"].startswith("3.1")
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=30)
+    output = log[0]
     assert key not in output, "the API key must never be logged"
     assert "Traceback" not in output, output
+
+
+@pytest.mark.process
+@pytest.mark.redis
+def test_concurrent_clients_on_several_workers_never_exceed_the_limit(tmp_path, redis_url, redis_prefix):
+    data_dir = tmp_path / "data"
+    write_fixture_store(data_dir)
+    key = cli(data_dir, "keys", "create", "--tier", "observer").stdout.strip().splitlines()[-1]
+    prefix = f"{redis_prefix}gunicorn:"
+    with gunicorn(data_dir, WEB_CONCURRENCY="3", REDIS_URL=redis_url, SIGNALS_REDIS_PREFIX=prefix) as (base, _):
+        statuses: list[int] = []
+        remaining: list[int] = []
+        lock = threading.Lock()
+
+        def client_loop() -> None:
+            with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=10) as http:
+                for _ in range(15):
+                    result = http.get("/api/v1/signals/top-keywords")
+                    with lock:
+                        statuses.append(result.status_code)
+                        remaining.append(int(result.headers["x-ratelimit-remaining"]))
+
+        started = time.monotonic()
+        threads = [threading.Thread(target=client_loop) for _ in range(6)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        elapsed = time.monotonic() - started
+    assert elapsed < 60, "all 90 requests must fall in one 60-second span for this check to mean anything"
+    assert statuses.count(200) == 30 and statuses.count(429) == 60
+    assert min(remaining) == 0 and max(remaining) == 29
+    client = redis_server_client(redis_url)
+    for stale in client.scan_iter(f"{prefix}*"):
+        client.delete(stale)

@@ -1,0 +1,92 @@
+"""Redis stopped or hanging: answers stay correct (uncached, per-process limits), readiness says
+so, the log warns once, and everything recovers by itself when Redis returns."""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import time
+import uuid
+
+import falcon.testing
+import pytest
+
+import cache
+from service.app import create_app
+from service.clock import FixedClock
+from service.settings import Settings
+from service.tiers import Tier
+from tests.support.fixture_data import FIXTURE_NOW
+from tests.support.http import get
+from tests.support.redis_server import ThrowawayRedis
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+def throwaway():
+    server = ThrowawayRedis().start()
+    yield server
+    if server.process and server.process.poll() is None:
+        os.kill(server.process.pid, signal.SIGCONT)
+    server.stop()
+
+
+def build(server, fixture_data_dir, fixture_store, accounts):
+    gate = cache.connect(server.url, f"outage-{uuid.uuid4().hex[:6]}:")
+    gate._retry_seconds = 0.2  # probe Redis often, so recovery is quick in a test
+    app = create_app(Settings(data_dir=fixture_data_dir, redis_url=server.url), clock=FixedClock(FIXTURE_NOW),
+                     store=fixture_store, accounts=accounts, gate=gate)
+    key = accounts.create_key(Tier.OBSERVER, subscription=f"outage-{uuid.uuid4().hex[:8]}")[0]
+    return falcon.testing.TestClient(app), key
+
+
+def test_redis_stopped_then_back(throwaway, fixture_data_dir, fixture_store, accounts, caplog):
+    client, key = build(throwaway, fixture_data_dir, fixture_store, accounts)
+    healthy = get(client, "/top-keywords", key)
+    assert healthy.headers["x-cache"] == "miss"
+    assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
+    assert client.simulate_get("/readyz").json["status"] == "ready"
+
+    throwaway.stop()
+    caplog.set_level(logging.WARNING, logger="signals.cache")
+    during = [get(client, "/top-keywords", key) for _ in range(3)]
+    assert all(r.status_code == 200 for r in during)
+    assert all(r.content == healthy.content for r in during)  # the same correct answer, uncached
+    assert all(r.headers["x-cache"] == "miss" for r in during)
+    assert during[0].headers["x-ratelimit-limit"] == "30"  # per-process limits still apply
+    ready = client.simulate_get("/readyz")
+    assert ready.status_code == 200 and ready.json["status"] == "degraded"
+    assert ready.json["checks"]["cache"]["degraded"] is True
+    warnings = [r for r in caplog.records if "Redis unavailable" in r.getMessage()]
+    assert len(warnings) == 1, "warn once, not per request"
+
+    throwaway.start()  # same port
+    deadline = time.monotonic() + 10
+    while client.simulate_get("/readyz").json["status"] != "ready":
+        assert time.monotonic() < deadline, "did not recover"
+        time.sleep(0.1)
+    get(client, "/top-keywords", key)
+    assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
+    assert any("Redis is back" in r.getMessage() for r in caplog.records)
+
+
+def test_redis_hanging_costs_a_timeout_not_a_hang(throwaway, fixture_data_dir, fixture_store, accounts):
+    client, key = build(throwaway, fixture_data_dir, fixture_store, accounts)
+    assert get(client, "/top-keywords", key).status_code == 200
+    os.kill(throwaway.process.pid, signal.SIGSTOP)  # accepts connections, never answers
+    try:
+        started = time.monotonic()
+        results = [get(client, "/top-keywords", key) for _ in range(5)]
+        elapsed = time.monotonic() - started
+        assert all(r.status_code == 200 for r in results)
+        # One 0.25 s timeout (plus connection retries) while degraded; not one per request per call.
+        assert elapsed < 5, elapsed
+        assert client.simulate_get("/readyz").json["status"] == "degraded"
+    finally:
+        os.kill(throwaway.process.pid, signal.SIGCONT)
+    deadline = time.monotonic() + 10
+    while client.simulate_get("/readyz").json["status"] != "ready":
+        assert time.monotonic() < deadline, "did not recover"
+        time.sleep(0.1)

@@ -1,0 +1,160 @@
+"""Response caching over the real Redis: shared canonical entries, ETag/304, Cache-Control,
+invalidation by a new data generation, and one computation per key."""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+import threading
+import uuid
+
+import falcon.testing
+import polars as pl
+import pytest
+
+import cache
+from service.app import create_app
+from service.clock import FixedClock
+from service.settings import Settings
+from service.store.reader import EventStore
+from service.store.writer import write_events
+from service.tiers import Tier
+from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
+from tests.support.http import get, post_query
+from tests.support.redis_app import delete_prefix, redis_test_client
+
+pytestmark = pytest.mark.redis
+
+
+@pytest.fixture
+def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
+    client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
+                                             FixedClock(FIXTURE_NOW))
+    yield client
+    delete_prefix(redis_url, prefix)
+
+
+def key_for(accounts, tier=Tier.PROFESSIONAL) -> str:
+    return accounts.create_key(tier, subscription=f"cache-{uuid.uuid4().hex[:8]}")[0]
+
+
+def test_miss_then_hit_with_the_same_bytes(rclient, accounts):
+    key = key_for(accounts)
+    first = get(rclient, "/top-keywords", key, {"window": "7d"})
+    second = get(rclient, "/top-keywords", key, {"window": "7d"})
+    assert (first.headers["x-cache"], second.headers["x-cache"]) == ("miss", "hit")
+    assert first.content == second.content and first.headers["etag"] == second.headers["etag"]
+
+
+def test_canonical_parameters_share_one_entry(rclient, accounts):
+    key = key_for(accounts)
+    assert get(rclient, "/trending", key, "window=24h&metric=events").headers["x-cache"] == "miss"
+    assert get(rclient, "/trending", key, "metric=events&window=24h").headers["x-cache"] == "hit"
+    assert get(rclient, "/trending", key, "metric=events").headers["x-cache"] == "hit"  # default window
+    assert get(rclient, "/trending", key, "metric=events&limit=50&min_baseline=10.0").headers["x-cache"] == "hit"
+    assert get(rclient, "/trending", key, "metric=events&limit=5").headers["x-cache"] == "miss"
+
+
+def test_query_bodies_are_canonical_too(rclient, accounts):
+    key = key_for(accounts, Tier.ANALYST)
+    body = {"window": "7d", "filters": {"countries": ["US", "DE"], "platforms": ["chrome"]}}
+    assert post_query(rclient, key, body).headers["x-cache"] == "miss"
+    same = {"filters": {"platforms": ["chrome"], "countries": ["de", "US", "US"]}, "window": "7d", "limit": 100}
+    assert post_query(rclient, key, same).headers["x-cache"] == "hit"
+
+
+def test_entries_are_shared_across_subscribers(rclient, accounts):
+    get(rclient, "/geo-heat", key_for(accounts), {"level": "city"})
+    assert get(rclient, "/geo-heat", key_for(accounts), {"level": "city"}).headers["x-cache"] == "hit"
+
+
+def test_etag_if_none_match_gives_304(rclient, accounts):
+    key = key_for(accounts)
+    first = get(rclient, "/keyword-activity", key)
+    etag = first.headers["etag"]
+    for header in (etag, f"W/{etag}", f'"nope", {etag}', "*"):
+        result = get(rclient, "/keyword-activity", key, headers={"If-None-Match": header})
+        assert result.status_code == 304 and result.content == b""
+        assert result.headers["etag"] == etag
+    assert get(rclient, "/keyword-activity", key, headers={"If-None-Match": '"other"'}).status_code == 200
+
+
+def test_cache_control_lasts_until_the_next_hour(rclient, accounts):
+    result = get(rclient, "/top-keywords", key_for(accounts))
+    next_hour = FIXTURE_NOW.replace(minute=0, second=0) + dt.timedelta(hours=1)
+    assert result.headers["cache-control"] == f"private, max-age={int((next_hour - FIXTURE_NOW).total_seconds())}"
+    assert result.headers["last-modified"] == "Tue, 10 Mar 2026 12:00:00 GMT"
+
+
+def test_csv_is_cached_with_its_headers(rclient, accounts):
+    key = key_for(accounts, Tier.ANALYST)
+    body = {"window": "7d", "group_by": ["keyword"], "format": "csv"}
+    first, second = post_query(rclient, key, body), post_query(rclient, key, body)
+    assert second.headers["x-cache"] == "hit" and first.content == second.content
+    assert second.headers["content-type"].startswith("text/csv")
+    assert second.headers["content-disposition"] == first.headers["content-disposition"]
+
+
+def test_an_ingest_invalidates_through_the_generation(tmp_path, fixture_data_dir, accounts, redis_url, redis_prefix):
+    data_dir = tmp_path / "data"
+    shutil.copytree(fixture_data_dir, data_dir)
+    store = EventStore(data_dir, check_interval=0)
+    client, gate, prefix = redis_test_client(redis_url, redis_prefix, data_dir, store, accounts,
+                                             FixedClock(FIXTURE_NOW))
+    try:
+        key = key_for(accounts)
+        before = get(client, "/top-keywords", key)
+        assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
+        extra = suppressions_frame().filter(pl.col("keyword") == "bitcoin").head(1).with_columns(
+            pl.lit("brand new keyword").alias("keyword"), pl.lit(5000).cast(pl.Int32).alias("suppressions"),
+            pl.lit(dt.datetime(2026, 3, 10, 9, tzinfo=dt.UTC)).dt.cast_time_unit("us").alias("ts"))
+        write_events(data_dir, "suppressions", extra)
+        after = get(client, "/top-keywords", key)
+        assert after.headers["x-cache"] == "miss"
+        assert after.json["keywords"][0]["keyword_raw"] == "brand new keyword"
+        assert after.headers["etag"] != before.headers["etag"]
+        assert int(after.headers["x-signals-data-generation"]) == int(before.headers["x-signals-data-generation"]) + 1
+    finally:
+        delete_prefix(redis_url, prefix)
+
+
+def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fixture_store, accounts, redis_url,
+                                                            redis_prefix):
+    """Many workers asking for the same missing entry at once: the engine runs once."""
+    calls = []
+
+    class CountingEngine:
+        def __init__(self):
+            from service.engine import Engine
+            from service.privacy import Privacy
+            self._inner = Engine(Privacy())
+
+        def __getattr__(self, name):
+            method = getattr(self._inner, name)
+
+            def counted(*args, **kwargs):
+                calls.append(name)
+                threading.Event().wait(0.3)  # a slow computation, so that the others must wait
+                return method(*args, **kwargs)
+            return counted
+
+    prefix = f"{redis_prefix}{uuid.uuid4().hex[:8]}:"
+    clients = [
+        falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW),
+                                             store=fixture_store, accounts=accounts, engine=CountingEngine(),
+                                             gate=cache.connect(redis_url, prefix)))
+        for _ in range(6)
+    ]  # six apps = six "workers" sharing one Redis
+    key = key_for(accounts)
+    results = []
+    threads = [threading.Thread(target=lambda c=c: results.append(get(c, "/geo-heat", key, {"window": "30d"})))
+               for c in clients]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        assert calls == ["geo_heat"]
+        assert len({r.content for r in results}) == 1 and all(r.status_code == 200 for r in results)
+    finally:
+        delete_prefix(redis_url, prefix)
