@@ -58,6 +58,7 @@ class Gate(Protocol):
     def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None: ...
     def unlock(self, cache_key: str, token: str) -> None: ...
     def status(self) -> dict: ...
+    def close(self) -> None: ...
 
 
 @dataclasses.dataclass(frozen=True)
@@ -121,6 +122,9 @@ class RedisGate:
     def status(self) -> dict:
         self._redis.ping()
         return {"backend": "redis", "ok": True, "shared": True}
+
+    def close(self) -> None:
+        self._redis.close()
 
 
 class LocalGate:
@@ -205,6 +209,11 @@ class LocalGate:
     def status(self) -> dict:
         return {"backend": "in-process", "ok": True, "shared": False}
 
+    def close(self) -> None:
+        with self._lock:
+            self._bodies.clear()
+            self._windows.clear()
+
 
 class ResilientGate:
     """Redis first; while Redis fails, the local gate answers, and Redis is retried at most once
@@ -273,3 +282,6 @@ class ResilientGate:
             return {"backend": "redis", "ok": False, "shared": False, "degraded": True,
                     "detail": "Redis unavailable: uncached, per-process rate limits"}
         return {**self._call("status"), "degraded": False}
+
+    def close(self) -> None:
+        self._primary.close()

@@ -9,6 +9,7 @@ import falcon
 
 import cache
 from service.accounts import AccountStore
+from service.accounts.cached import CachedAuthenticator
 from service.clock import Clock, SystemClock
 from service.endpoints import ENDPOINTS
 from service.engine import Engine
@@ -46,7 +47,7 @@ def create_app(
     # who (401) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
     middleware = [
         RequestIdMiddleware(),
-        AuthenticationMiddleware(accounts, gate),
+        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate),
         TierMiddleware(),
         RateLimitMiddleware(gate),
     ]

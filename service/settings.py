@@ -25,6 +25,7 @@ class Settings:
     environment: str = "development"  # development | production
     secret: str = DEVELOPMENT_SECRET
     web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
+    auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -66,5 +67,6 @@ class Settings:
             environment=environment,
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
             web_concurrency=integer("WEB_CONCURRENCY", 0),
+            auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
         )

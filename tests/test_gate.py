@@ -29,6 +29,7 @@ def make_gate(request, redis_url, redis_prefix):
     for client in clients:
         for key in client.scan_iter(f"{redis_prefix}*"):
             client.delete(key)
+        client.close()
 
 
 def test_exact_limit_and_remaining(make_gate):
@@ -122,9 +123,12 @@ def test_keys_carry_the_prefix(redis_url, redis_prefix):
     assert sorted(written) == [f"{prefix}body:body-key", f"{prefix}rate:sub:p"]
     for key in written:
         client.delete(key)
+    client.close()
 
 
 def test_redis_client_has_short_timeouts(redis_url):
-    kwargs = redis_client(redis_url).connection_pool.connection_kwargs
+    client = redis_client(redis_url)
+    kwargs = client.connection_pool.connection_kwargs
     assert kwargs["socket_timeout"] <= 0.5 and kwargs["socket_connect_timeout"] <= 0.5
-    assert isinstance(redis_client(redis_url), redis.Redis)
+    assert isinstance(client, redis.Redis) and client.get_retry() is None  # no retries: one timeout per call
+    client.close()

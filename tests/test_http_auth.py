@@ -6,6 +6,7 @@ import datetime as dt
 
 import pytest
 
+from service.accounts import AuthFailure
 from service.accounts.keys import generate_key
 from service.tiers import Tier
 from tests.spec_table import BASE, GET_ENDPOINTS, MIN_TIER, REQUIRED
@@ -40,11 +41,48 @@ def test_unknown_well_formed_key_is_401(client, path):
     assert "not valid" in body["detail"]
 
 
-def test_revoked_key_is_401(client, accounts):
+def _app_client(fixture_data_dir, fixture_store, accounts, clock, **settings):
+    import falcon.testing
+
+    from service.app import create_app
+    from service.settings import Settings
+
+    return falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, **settings), clock=clock,
+                                                store=fixture_store, accounts=accounts))
+
+
+def test_revoked_key_is_401(fixture_data_dir, fixture_store, accounts):
+    from service.clock import FixedClock
+    from tests.support.fixture_data import FIXTURE_NOW
+
+    client = _app_client(fixture_data_dir, fixture_store, accounts, FixedClock(FIXTURE_NOW), auth_cache_seconds=0)
     revoked, _ = accounts.create_key(Tier.PROFESSIONAL, subscription="revoked-sub")
     assert get(client, "/top-keywords", revoked).status_code == 200
     accounts.revoke(revoked)
     assert "revoked" in assert_problem(get(client, "/top-keywords", revoked), 401)["detail"]
+
+
+def test_accepted_keys_are_remembered_for_the_cache_ttl_only(accounts):
+    from service.accounts.cached import CachedAuthenticator
+
+    now = [0.0]
+    cached = CachedAuthenticator(accounts, ttl_seconds=10, timer=lambda: now[0])
+    key, _ = accounts.create_key(Tier.ANALYST, subscription="cached-sub")
+    assert cached.authenticate(key).tier is Tier.ANALYST
+    accounts.revoke(key)
+    now[0] = 9.9
+    assert cached.authenticate(key).tier is Tier.ANALYST  # within the TTL: remembered
+    now[0] = 10.1
+    assert cached.authenticate(key) is AuthFailure.REVOKED  # past it: the database decides
+
+
+def test_failures_are_never_remembered(accounts):
+    from service.accounts.cached import CachedAuthenticator
+
+    cached = CachedAuthenticator(accounts, ttl_seconds=60)
+    assert cached.authenticate(generate_key()) is AuthFailure.UNKNOWN
+    assert cached.authenticate(None) is AuthFailure.MISSING
+    assert cached.authenticate("Bearer nonsense") is AuthFailure.MALFORMED
 
 
 def test_expired_key_is_401(tmp_path, fixture_data_dir, fixture_store):

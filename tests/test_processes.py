@@ -133,3 +133,4 @@ def test_concurrent_clients_on_several_workers_never_exceed_the_limit(tmp_path, 
     client = redis_server_client(redis_url)
     for stale in client.scan_iter(f"{prefix}*"):
         client.delete(stale)
+    client.close()

@@ -22,6 +22,7 @@ def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
     client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
                                              FixedClock(FIXTURE_NOW))
     yield client
+    gate.close()
     delete_prefix(redis_url, prefix)
 
 

@@ -39,11 +39,11 @@ def build(server, fixture_data_dir, fixture_store, accounts):
     app = create_app(Settings(data_dir=fixture_data_dir, redis_url=server.url), clock=FixedClock(FIXTURE_NOW),
                      store=fixture_store, accounts=accounts, gate=gate)
     key = accounts.create_key(Tier.OBSERVER, subscription=f"outage-{uuid.uuid4().hex[:8]}")[0]
-    return falcon.testing.TestClient(app), key
+    return falcon.testing.TestClient(app), key, gate
 
 
 def test_redis_stopped_then_back(throwaway, fixture_data_dir, fixture_store, accounts, caplog):
-    client, key = build(throwaway, fixture_data_dir, fixture_store, accounts)
+    client, key, gate = build(throwaway, fixture_data_dir, fixture_store, accounts)
     healthy = get(client, "/top-keywords", key)
     assert healthy.headers["x-cache"] == "miss"
     assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
@@ -70,10 +70,11 @@ def test_redis_stopped_then_back(throwaway, fixture_data_dir, fixture_store, acc
     get(client, "/top-keywords", key)
     assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
     assert any("Redis is back" in r.getMessage() for r in caplog.records)
+    gate.close()
 
 
 def test_redis_hanging_costs_a_timeout_not_a_hang(throwaway, fixture_data_dir, fixture_store, accounts):
-    client, key = build(throwaway, fixture_data_dir, fixture_store, accounts)
+    client, key, gate = build(throwaway, fixture_data_dir, fixture_store, accounts)
     assert get(client, "/top-keywords", key).status_code == 200
     os.kill(throwaway.process.pid, signal.SIGSTOP)  # accepts connections, never answers
     try:
@@ -90,3 +91,4 @@ def test_redis_hanging_costs_a_timeout_not_a_hang(throwaway, fixture_data_dir, f
     while client.simulate_get("/readyz").json["status"] != "ready":
         assert time.monotonic() < deadline, "did not recover"
         time.sleep(0.1)
+    gate.close()

@@ -31,6 +31,7 @@ def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
     client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
                                              FixedClock(FIXTURE_NOW))
     yield client
+    gate.close()
     delete_prefix(redis_url, prefix)
 
 
@@ -115,6 +116,7 @@ def test_an_ingest_invalidates_through_the_generation(tmp_path, fixture_data_dir
         assert after.headers["etag"] != before.headers["etag"]
         assert int(after.headers["x-signals-data-generation"]) == int(before.headers["x-signals-data-generation"]) + 1
     finally:
+        gate.close()
         delete_prefix(redis_url, prefix)
 
 
@@ -139,12 +141,13 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
             return counted
 
     prefix = f"{redis_prefix}{uuid.uuid4().hex[:8]}:"
+    gates = [cache.connect(redis_url, prefix) for _ in range(6)]  # six "workers" sharing one Redis
     clients = [
         falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW),
                                              store=fixture_store, accounts=accounts, engine=CountingEngine(),
-                                             gate=cache.connect(redis_url, prefix)))
-        for _ in range(6)
-    ]  # six apps = six "workers" sharing one Redis
+                                             gate=gate))
+        for gate in gates
+    ]
     key = key_for(accounts)
     results = []
     threads = [threading.Thread(target=lambda c=c: results.append(get(c, "/geo-heat", key, {"window": "30d"})))
@@ -157,4 +160,6 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
         assert calls == ["geo_heat"]
         assert len({r.content for r in results}) == 1 and all(r.status_code == 200 for r in results)
     finally:
+        for gate in gates:
+            gate.close()
         delete_prefix(redis_url, prefix)

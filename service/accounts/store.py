@@ -65,6 +65,7 @@ class Principal:
     subscription_name: str
     tier: Tier
     key_prefix: str
+    expires_at: dt.datetime | None = None  # lets a cache of accepted keys respect expiry
 
 
 @dataclasses.dataclass(frozen=True)
@@ -321,7 +322,7 @@ class AccountStore:
             return AuthFailure.REVOKED
         if row.expires_at is not None and row.expires_at <= self.clock.now():
             return AuthFailure.EXPIRED
-        return Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix)
+        return Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix, row.expires_at)
 
     # -- operations --------------------------------------------------------------------
 

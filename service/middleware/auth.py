@@ -12,7 +12,8 @@ import falcon
 from sqlalchemy.exc import SQLAlchemyError
 
 from cache import Gate
-from service.accounts import AccountStore, AuthFailure, Principal
+from service.accounts import AuthFailure, Principal
+from service.accounts.cached import CachedAuthenticator
 from service.errors import Problem
 
 log = logging.getLogger("signals.auth")
@@ -56,7 +57,7 @@ class AuthenticationMiddleware:
     limit the address gets 429 (even with a valid key) until the window clears, so keys cannot
     be guessed quickly."""
 
-    def __init__(self, accounts: AccountStore, gate: Gate) -> None:
+    def __init__(self, accounts: CachedAuthenticator, gate: Gate) -> None:
         self._accounts = accounts
         self._gate = gate
 

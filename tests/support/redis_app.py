@@ -26,5 +26,8 @@ def redis_test_client(redis_url: str, prefix: str, data_dir: Path, store: EventS
 
 def delete_prefix(redis_url: str, prefix: str) -> None:
     client = cache.redis_client(redis_url)
-    for key in client.scan_iter(f"{prefix}*"):
-        client.delete(key)
+    try:
+        for key in client.scan_iter(f"{prefix}*"):
+            client.delete(key)
+    finally:
+        client.close()

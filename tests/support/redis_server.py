@@ -26,11 +26,13 @@ def free_port() -> int:
 
 
 def answers(url: str) -> bool:
+    client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
     try:
-        client = redis.Redis.from_url(url, socket_connect_timeout=0.5, socket_timeout=0.5)
         return bool(client.ping())
     except (redis.RedisError, OSError):
         return False
+    finally:
+        client.close()
 
 
 class ThrowawayRedis:
