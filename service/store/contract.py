@@ -1,0 +1,632 @@
+"""The ingest contract: which raw rows may enter the store, and in what form (DESIGN "Event data").
+
+`validate_rows` takes a frame of raw rows as read from a file (any dtypes) and splits it into
+rows in exactly the stored schema (`schema.SCHEMAS`) and rejected rows, each with a readable
+reason naming the column and the problem (several problems of one row are joined with "; ").
+
+Rules and decisions:
+
+- Columns: every column of the stored schema is required, except the nullable geography columns
+  `region`, `county`, `city`, which may be absent (treated as null). A missing required column or
+  any column the table does not have rejects the whole file (`ContractError`, naming the columns).
+  Unknown columns are refused rather than ignored because a misspelt optional column ("regoin")
+  would otherwise silently turn real data into nulls.
+- Text columns accept strings, and numbers (written as text: `county` integers are zero-padded to
+  5 digits because an integer column cannot hold FIPS leading zeros; an integral float is written
+  without ".0"). Booleans, lists, objects and dates in a text column are rejected. Surrounding
+  whitespace is trimmed; an empty string is a null.
+- `ts`: a datetime (naive = UTC, aware = converted to UTC) or an ISO 8601 string with date and
+  time; a string without offset is taken as UTC, `Z` and `+hh:mm` offsets are honoured. Numbers
+  are refused: epoch seconds and epoch milliseconds cannot be told apart reliably. A ts more
+  than `MAX_FUTURE_SKEW` after `now` (the caller's clock) is rejected.
+- `keyword`: `normalise.normalise_keyword`, then 1..100 characters and no control characters.
+- `domain`: `normalise.normalise_domain`, then every label must be an RFC 1123 host name label
+  (letters, digits, hyphens; Unicode labels must be IDNA-encodable), the last label must not be
+  numeric (IP addresses are not domains), and the name is reduced to its registrable domain with
+  the Public Suffix List bundled with `publicsuffixlist` (ICANN and private sections, unknown
+  suffixes refused, never fetched from the network): "old.reddit.com" -> "reddit.com".
+- `platform`, `page_context`, `action`: trimmed, lowercased, one of the values in `schema`.
+- `country`: uppercased ISO 3166-1 alpha-2. `region`: uppercased ISO 3166-2 of that country.
+  `county`: 5-digit FIPS of a known US county, of country US (or of the outlying area's own
+  code, e.g. PR), and of the row's region when one is given. `city`: a GeoNames id known to
+  `service.geo`, in the row's country, and in the row's region where that is derivable (US).
+- `suppressions`: an integer (an integral float or numeric string is fine) from 1 to 2**31 - 1.
+- `user_id`: any non-empty text; stored only as `hash_user_ids` (keyed BLAKE2b, 64 bits).
+
+The work is vectorised with polars; Python runs once per distinct value where a rule needs it
+(keyword/domain normalisation, hashing, unusual timestamp spellings).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import difflib
+import functools
+import hashlib
+import re
+from collections.abc import Callable, Iterable
+from typing import Any
+
+import polars as pl
+from publicsuffixlist import PublicSuffixList
+
+from service import geo
+from service.store import schema
+from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
+
+UTC = dt.UTC
+MAX_FUTURE_SKEW = dt.timedelta(minutes=5)
+SUPPRESSIONS_MAX = 2**31 - 1  # stored as Int32
+OPTIONAL_COLUMNS = frozenset({"region", "county", "city"})
+REJECTED_SCHEMA: dict[str, pl.DataType] = {"row_number": pl.Int64(), "reason": pl.String(), "row": pl.String()}
+
+_SHOWN_CHARS = 40  # longer values are cut in reasons so one bad row cannot flood the quarantine
+_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
+_CONTROL = r"[\x00-\x1f\x7f-\x9f]"
+
+
+class ContractError(ValueError):
+    """The file as a whole does not fit the contract (missing/unknown columns, unknown table)."""
+
+
+# ---------------------------------------------------------------------------------------------
+# Columns and tables
+
+
+def required_columns(table: str) -> tuple[str, ...]:
+    return tuple(c for c in schema.SCHEMAS[table] if c not in OPTIONAL_COLUMNS)
+
+
+def detect_table(columns: Iterable[str]) -> str:
+    """The table a file belongs to: `action` -> keyword_changes, `suppressions` -> suppressions."""
+    names = set(columns)
+    has_action, has_count = "action" in names, "suppressions" in names
+    if has_action and not has_count:
+        return schema.KEYWORD_CHANGES
+    if has_count and not has_action:
+        return schema.SUPPRESSIONS
+    if has_action and has_count:
+        raise ContractError(
+            "cannot tell the table: the file has both an 'action' column (keyword_changes) and a "
+            "'suppressions' column (suppressions); pass the table explicitly"
+        )
+    raise ContractError(
+        "cannot tell the table: the file has neither an 'action' column (keyword_changes) nor a "
+        "'suppressions' column (suppressions); pass the table explicitly"
+    )
+
+
+def check_columns(table: str, columns: Iterable[str]) -> None:
+    """Raise ContractError naming missing required columns and unknown columns."""
+    if table not in schema.SCHEMAS:
+        raise ContractError(f"unknown table {table!r}; expected one of {', '.join(schema.TABLES)}")
+    names = list(columns)
+    known = schema.SCHEMAS[table]
+    problems = []
+    missing = [c for c in required_columns(table) if c not in names]
+    if missing:
+        problems.append(f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
+    unknown = [c for c in names if c not in known]
+    if unknown:
+        described = []
+        for name in unknown:
+            close = difflib.get_close_matches(name.lower(), list(known), n=1)
+            described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+        problems.append(f"unknown column{'s' if len(unknown) > 1 else ''} for table {table}: {', '.join(described)}")
+    if problems:
+        raise ContractError("; ".join(problems) + f". Columns of {table}: {', '.join(known)}")
+
+
+# ---------------------------------------------------------------------------------------------
+# User ids
+
+
+def _hash_key(secret: str) -> bytes:
+    if not secret:
+        raise ValueError("the user id hashing secret must not be empty")
+    key = secret.encode("utf-8")
+    # BLAKE2b takes keys of at most 64 bytes; a longer secret is condensed, not truncated.
+    return key if len(key) <= 64 else hashlib.blake2b(key, digest_size=64).digest()
+
+
+def hash_user_ids(raw: pl.Series, secret: str) -> pl.Series:
+    """Keyed 64-bit BLAKE2b of each id (UTF-8), as big-endian UInt64; nulls stay null.
+
+    Each distinct id is hashed once. The same id and secret always give the same value, so
+    distinct-user counts work on the hashes; without the secret the raw ids cannot be recovered
+    or tested against guesses.
+    """
+    key = _hash_key(secret)
+    text = raw.cast(pl.String)
+    distinct = text.drop_nulls().unique()
+    if distinct.len() == 0:
+        return pl.Series(raw.name, [None] * raw.len(), dtype=pl.UInt64)
+    hashed = [
+        int.from_bytes(hashlib.blake2b(v.encode("utf-8"), key=key, digest_size=8).digest(), "big")
+        for v in distinct.to_list()
+    ]
+    return text.replace_strict(
+        distinct, pl.Series(hashed, dtype=pl.UInt64), default=None, return_dtype=pl.UInt64
+    ).rename(raw.name)
+
+
+# ---------------------------------------------------------------------------------------------
+# Helpers
+
+
+def _map_distinct(series: pl.Series, fn: Callable[[Any], Any], dtype: pl.DataType) -> pl.Series:
+    """Apply a Python function once per distinct non-null value."""
+    distinct = series.drop_nulls().unique()
+    if distinct.len() == 0:
+        return pl.Series(series.name, [None] * series.len(), dtype=dtype)
+    mapped = pl.Series([fn(v) for v in distinct.to_list()], dtype=dtype)
+    return series.replace_strict(distinct, mapped, default=None, return_dtype=dtype)
+
+
+def _shown(expr: pl.Expr) -> pl.Expr:
+    """A value quoted for a reason, cut to a readable length."""
+    cut = (
+        pl.when(expr.str.len_chars() > _SHOWN_CHARS)
+        .then(pl.concat_str([expr.str.head(_SHOWN_CHARS - 1), pl.lit("…")]))
+        .otherwise(expr)
+    )
+    return pl.concat_str([pl.lit("'"), cut, pl.lit("'")])
+
+
+def _kind(dtype: pl.DataType) -> str:
+    if dtype == pl.Boolean:
+        return "a boolean"
+    if isinstance(dtype, (pl.List, pl.Array)):
+        return "a list"
+    if isinstance(dtype, pl.Struct):
+        return "an object"
+    if dtype.is_temporal():
+        return "a date/time"
+    if dtype == pl.Binary:
+        return "binary data"
+    if dtype.is_numeric():
+        return "a number"
+    return f"a value of type {dtype}"
+
+
+def _text(series: pl.Series, *, zero_pad: int = 0) -> tuple[pl.Series, str | None]:
+    """(trimmed text with '' as null, or all-null plus the kind of value that is not text)."""
+    dtype = series.dtype
+    if dtype == pl.String or dtype == pl.Null or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        text = series.cast(pl.String)
+    elif dtype.is_integer():
+        text = series.cast(pl.String)
+        if zero_pad:
+            text = text.str.zfill(zero_pad)
+    elif dtype.is_float() or dtype.is_decimal():
+        as_float = series.cast(pl.Float64)
+        text = pl.select(
+            pl.when(as_float.is_finite() & (as_float == as_float.floor()))
+            .then(as_float.cast(pl.Int64, strict=False).cast(pl.String))
+            .otherwise(as_float.cast(pl.String))
+        ).to_series()
+        if zero_pad:
+            text = text.str.zfill(zero_pad)
+    else:
+        return pl.Series(series.name, [None] * series.len(), dtype=pl.String), _kind(dtype)
+    text = text.str.strip_chars()
+    return pl.select(pl.when(text != "").then(text)).to_series().rename(series.name), None
+
+
+# ---------------------------------------------------------------------------------------------
+# Parsing of single columns
+
+
+def _parse_iso(text: str) -> dt.datetime | None:
+    """Python's ISO 8601 reader, for spellings polars' two fast formats do not cover."""
+    if len(text) <= 10:  # a bare date is not a timestamp
+        return None
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        return None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
+
+
+def _parse_ts(series: pl.Series) -> tuple[pl.Series, pl.Series, str | None]:
+    """(parsed UTC timestamps, text as given for messages, kind when the dtype is unusable)."""
+    dtype = series.dtype
+    null_ts = pl.Series("ts", [None] * series.len(), dtype=schema.TS)
+    if isinstance(dtype, pl.Datetime):
+        moment = series.dt.replace_time_zone("UTC") if dtype.time_zone is None else series.dt.convert_time_zone("UTC")
+        return moment.cast(schema.TS), series.cast(pl.String), None
+    text, bad = _text(series)
+    if bad or dtype.is_numeric():
+        return null_ts, text, bad or "a number"
+    uniform = text.str.replace(r"^(\d{4}-\d{2}-\d{2})[ t]", "${1}T")
+    with_offset = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
+    without = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False)
+    parsed = with_offset.fill_null(without)
+    leftover = uniform.filter(parsed.is_null() & uniform.is_not_null())
+    if leftover.len():
+        slow = _map_distinct(uniform.filter(parsed.is_null()), _parse_iso, schema.TS)
+        parsed = parsed.scatter(parsed.is_null().arg_true(), slow)
+    return parsed.cast(schema.TS).rename("ts"), text, None
+
+
+@functools.cache
+def _psl() -> PublicSuffixList:
+    # No source argument: the list bundled with the package; accept_unknown=False refuses
+    # made-up top-level domains ("intranet.corp").
+    return PublicSuffixList(accept_unknown=False)
+
+
+def registrable_domain(raw: str) -> str | None:
+    """The registrable domain ingest would store for `raw` ("https://old.reddit.com/x" ->
+    "reddit.com"), or None when ingest would reject it. For query parameters that must match
+    stored domains."""
+    return _domain_verdict(raw)[0]
+
+
+def _domain_verdict(raw: str) -> tuple[str | None, str | None]:
+    """(registrable domain, None) or (None, problem)."""
+    host = normalise_domain(raw)
+    if not host:
+        return None, "is not a host name"
+    if len(host) > 253:
+        return None, "is longer than 253 characters"
+    labels = host.split(".")
+    for label in labels:
+        if label.isascii():
+            if not _LABEL.match(label):
+                return None, "is not a host name"
+        else:
+            try:
+                ascii_label = label.encode("idna").decode("ascii")
+            except UnicodeError:
+                return None, "is not a host name"
+            if not _LABEL.match(ascii_label):
+                return None, "is not a host name"
+    if labels[-1].isdigit():
+        return None, "is an IP address, not a domain"
+    if len(labels) < 2:
+        return None, "is not a registrable domain (no public suffix)"
+    registrable = _psl().privatesuffix(host)
+    if registrable is None:
+        if _psl().publicsuffix(host) == host:
+            return None, "is a public suffix, not a registrable domain"
+        return None, "has no known public suffix"
+    return registrable, None
+
+
+# ---------------------------------------------------------------------------------------------
+# Validation
+
+
+def validate_rows(
+    frame: pl.DataFrame,
+    table: str,
+    *,
+    now: dt.datetime,
+    secret: str,
+    row_numbers: pl.Series | None = None,
+    source_rows: pl.Series | None = None,
+) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Split raw rows into (good rows in the stored schema, rejected rows).
+
+    `row_numbers` are the 1-based positions of the rows in their source (default 1..n);
+    `source_rows` the original text of each row as JSON (default: the row encoded as a JSON
+    object). Rejected rows come back as `row_number`, `reason`, `row` (JSON text), in input order.
+    Raises ContractError when the columns do not fit the table.
+    """
+    if now.tzinfo is None:
+        raise ValueError("now must be timezone-aware")
+    check_columns(table, frame.columns)
+    n = frame.height
+    if row_numbers is None:
+        row_numbers = pl.Series("row_number", range(1, n + 1), dtype=pl.Int64)
+    if row_numbers.len() != n or (source_rows is not None and source_rows.len() != n):
+        raise ValueError("row_numbers and source_rows must have one entry per row")
+
+    rows = _Rows(frame, table)
+    rows.check_ts(now)
+    rows.require_text("user_id")  # hashed below, for the good rows only
+    rows.check_keyword()
+    rows.check_enum("platform", schema.PLATFORMS)
+    if table == schema.SUPPRESSIONS:
+        rows.check_enum("page_context", schema.PAGE_CONTEXTS)
+        rows.check_domain()
+        rows.check_geography()
+        rows.check_count()
+    else:
+        rows.check_enum("action", schema.ACTIONS)
+        rows.check_country()
+
+    work = rows.work_frame()
+    reason = work.select(pl.concat_str(rows.reasons, separator="; ", ignore_nulls=True)).to_series()
+    ok = reason == ""
+    passed = work.filter(ok)
+    good = passed.select(
+        [
+            hash_user_ids(passed["user_id"], secret).alias("user_id") if name == "user_id" else pl.col(name).cast(dtype)
+            for name, dtype in schema.SCHEMAS[table].items()
+        ]
+    )
+    bad = ok.not_()
+    rejected = pl.DataFrame(
+        {
+            "row_number": row_numbers.filter(bad).cast(pl.Int64),
+            "reason": reason.filter(bad),
+            "row": source_rows.filter(bad).cast(pl.String)
+            if source_rows is not None
+            else _rows_as_json(frame.filter(bad)),
+        },
+        schema=REJECTED_SCHEMA,
+    )
+    return good, rejected
+
+
+class _Rows:
+    """Cleaned columns plus one reason expression per column, evaluated together at the end.
+
+    The work frame holds, per column, `<name>` (the clean value), `<name>__raw` (the value as
+    given, as text, for messages), `<name>__given` (not null in the input) and helper columns.
+    """
+
+    def __init__(self, frame: pl.DataFrame, table: str) -> None:
+        self.frame = frame
+        self.table = table
+        self.n = frame.height
+        self.columns: dict[str, pl.Series] = {}
+        self.reasons: list[pl.Expr] = []
+        self._kinds: dict[str, str | None] = {}
+
+    def work_frame(self) -> pl.DataFrame:
+        given = {
+            f"{name}__given": (
+                self.frame[name].is_not_null() if name in self.frame.columns else pl.repeat(False, self.n, eager=True)
+            )
+            for name in schema.SCHEMAS[self.table]
+        }
+        return pl.DataFrame({**self.columns, **given})
+
+    def _nulls(self) -> pl.Series:
+        return pl.Series([None] * self.n, dtype=pl.String)
+
+    def text(self, name: str, zero_pad: int = 0) -> pl.Series:
+        """Register `<name>__raw` (trimmed text) and return it."""
+        if name in self.frame.columns:
+            text, self._kinds[name] = _text(self.frame[name], zero_pad=zero_pad)
+        else:
+            text, self._kinds[name] = self._nulls(), None
+        self.columns[f"{name}__raw"] = text
+        return text
+
+    def presence(self, name: str, *, required: bool) -> pl.Expr | None:
+        """Reason for an unusable type, or for a missing required value; None if neither."""
+        kind = self._kinds.get(name)
+        if kind:
+            return pl.when(pl.col(f"{name}__given")).then(pl.lit(f"{name}: expected text, got {kind}"))
+        if required:
+            return pl.when(pl.col(f"{name}__raw").is_null()).then(pl.lit(f"{name}: missing"))
+        return None
+
+    def add(self, *parts: pl.Expr | None) -> None:
+        """Add a column's reason: the first of `parts` that applies."""
+        present = [p for p in parts if p is not None]
+        self.reasons.append(pl.coalesce(present) if len(present) > 1 else present[0])
+
+    # -- columns ----------------------------------------------------------------------------
+
+    def require_text(self, name: str) -> None:
+        self.columns[name] = self.text(name)
+        self.add(self.presence(name, required=True))
+
+    def check_ts(self, now: dt.datetime) -> None:
+        ts, text, kind = _parse_ts(self.frame["ts"])
+        self.columns["ts"], self.columns["ts__raw"] = ts, text
+        limit = now.astimezone(UTC) + MAX_FUTURE_SKEW
+        if kind:
+            self.add(
+                pl.when(pl.col("ts__given")).then(pl.lit(f"ts: expected an ISO 8601 timestamp, got {kind}")),
+                pl.lit("ts: missing"),
+            )
+            return
+        self.add(
+            pl.when(pl.col("ts__raw").is_null())
+            .then(pl.lit("ts: missing"))
+            .when(pl.col("ts").is_null())
+            .then(pl.format("ts: {} is not an ISO 8601 timestamp", _shown(pl.col("ts__raw"))))
+            .when(pl.col("ts") > pl.lit(limit).cast(schema.TS))
+            .then(
+                pl.format(
+                    "ts: {} is in the future (more than {} minutes after {})",
+                    pl.col("ts").dt.strftime("%Y-%m-%dT%H:%M:%S%.fZ"),
+                    pl.lit(int(MAX_FUTURE_SKEW.total_seconds() // 60)),
+                    pl.lit(now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
+                )
+            )
+        )
+
+    def check_keyword(self) -> None:
+        self.columns["keyword"] = _map_distinct(self.text("keyword"), normalise_keyword, pl.String())
+        keyword = pl.col("keyword")
+        self.add(
+            self.presence("keyword", required=True),
+            pl.when(keyword == "")
+            .then(pl.lit("keyword: empty after normalisation"))
+            .when(keyword.str.len_chars() > KEYWORD_MAX_CHARS)
+            .then(
+                pl.format(
+                    "keyword: {} characters after normalisation, at most {} allowed",
+                    keyword.str.len_chars(),
+                    pl.lit(KEYWORD_MAX_CHARS),
+                )
+            )
+            .when(keyword.str.contains(_CONTROL))
+            .then(pl.lit("keyword: contains control characters")),
+        )
+
+    def check_enum(self, name: str, allowed: tuple[str, ...]) -> None:
+        self.columns[name] = self.text(name).str.to_lowercase()
+        self.add(
+            self.presence(name, required=True),
+            pl.when(pl.col(name).is_in(allowed).not_()).then(
+                pl.format(f"{name}: {{}} is not one of {', '.join(allowed)}", _shown(pl.col(f"{name}__raw")))
+            ),
+        )
+
+    def check_domain(self) -> None:
+        raw = self.text("domain")
+        distinct = raw.drop_nulls().unique()
+        verdicts = [_domain_verdict(value) for value in distinct.to_list()]
+        if verdicts:
+            self.columns["domain"] = raw.replace_strict(
+                distinct, pl.Series([v[0] for v in verdicts], dtype=pl.String), default=None, return_dtype=pl.String
+            )
+            problem = raw.replace_strict(
+                distinct, pl.Series([v[1] for v in verdicts], dtype=pl.String), default=None, return_dtype=pl.String
+            )
+        else:
+            self.columns["domain"], problem = self._nulls(), self._nulls()
+        self.columns["domain__problem"] = problem
+        self.add(
+            self.presence("domain", required=True),
+            pl.when(pl.col("domain__problem").is_not_null()).then(
+                pl.format("domain: {} {}", _shown(pl.col("domain__raw")), pl.col("domain__problem"))
+            ),
+        )
+
+    def check_country(self) -> pl.Expr:
+        """Country rule; returns the expression "country is valid" for the geography rules."""
+        self.columns["country"] = self.text("country").str.to_uppercase()
+        country_ok = pl.col("country").is_in(sorted(geo.country_codes()))
+        self.add(
+            self.presence("country", required=True),
+            pl.when(country_ok.not_()).then(
+                pl.format("country: {} is not an ISO 3166-1 alpha-2 country code", _shown(pl.col("country__raw")))
+            ),
+        )
+        return country_ok
+
+    def check_geography(self) -> None:
+        """country, region, county and city: valid keys that agree with each other."""
+        country_ok = self.check_country()
+        country = pl.col("country")
+
+        region_raw = self.text("region")
+        self.columns["region"] = region = region_raw.str.to_uppercase()
+        self.columns["region__country"] = region.replace_strict(
+            geo.region_countries(), default=None, return_dtype=pl.String
+        )
+        region, region_country = pl.col("region"), pl.col("region__country")
+        region_ok = region.is_not_null() & region_country.is_not_null()
+        self.add(
+            self.presence("region", required=False),
+            pl.when(region.is_not_null() & region_country.is_null())
+            .then(pl.format("region: {} is not an ISO 3166-2 code", _shown(pl.col("region__raw"))))
+            .when(region_ok & country_ok & (region_country != country))
+            .then(pl.format("region: '{}' is not in country '{}'", region, country)),
+        )
+
+        county_raw = self.text("county", zero_pad=5)
+        self.columns["county"] = county_raw
+        self.columns["county__region"] = county_raw.replace_strict(
+            geo.county_regions(), default=None, return_dtype=pl.String
+        )
+        self.columns["county__home"] = county_raw.replace_strict(
+            geo.county_countries(), default=None, return_dtype=pl.String
+        )
+        self.columns["county__label"] = _map_distinct(county_raw, lambda key: geo.label("county", key), pl.String())
+        county, county_region, county_label = pl.col("county"), pl.col("county__region"), pl.col("county__label")
+        county_ok = county.is_not_null() & county_region.is_not_null()
+        self.add(
+            self.presence("county", required=False),
+            pl.when(county.is_not_null() & county.str.contains(r"^\d{5}$").not_())
+            .then(pl.format("county: {} is not a 5-digit FIPS code", _shown(pl.col("county__raw"))))
+            .when(county.is_not_null() & county_region.is_null())
+            .then(pl.format("county: {} is not a known US county FIPS code", _shown(county)))
+            .when(county_ok & country_ok & (country != "US") & (country != pl.col("county__home")))
+            .then(pl.format("county: '{}' ({}) is a US county, but country is '{}'", county, county_label, country))
+            .when(county_ok & region_ok & (county_region != region))
+            .then(pl.format("county: '{}' ({}) is not in region '{}'", county, county_label, region)),
+        )
+
+        city_raw = self.text("city")
+        self.columns["city"] = city_raw
+        self.columns["city__country"] = city_raw.replace_strict(
+            geo.city_countries(), default=None, return_dtype=pl.String
+        )
+        self.columns["city__region"] = city_raw.replace_strict(geo.city_regions(), default=None, return_dtype=pl.String)
+        self.columns["city__label"] = _map_distinct(city_raw, lambda key: geo.label("city", key), pl.String())
+        city, city_country, city_region, city_label = (
+            pl.col("city"),
+            pl.col("city__country"),
+            pl.col("city__region"),
+            pl.col("city__label"),
+        )
+        city_ok = city.is_not_null() & city_country.is_not_null()
+        self.add(
+            self.presence("city", required=False),
+            pl.when(city.is_not_null() & city.str.contains(r"^\d+$").not_())
+            .then(pl.format("city: {} is not a GeoNames id", _shown(pl.col("city__raw"))))
+            .when(city.is_not_null() & city_country.is_null())
+            .then(
+                pl.format(
+                    "city: {} is not a known GeoNames city (population of at least {})",
+                    _shown(city),
+                    pl.lit(geo.CITY_MIN_POPULATION),
+                )
+            )
+            .when(city_ok & country_ok & (city_country != country))
+            .then(pl.format("city: '{}' ({}) is not in country '{}'", city, city_label, country))
+            .when(city_ok & region_ok & city_region.is_not_null() & (city_region != region))
+            .then(pl.format("city: '{}' ({}) is not in region '{}'", city, city_label, region)),
+        )
+
+    def check_count(self) -> None:
+        count, kind = _parse_count(self.frame["suppressions"])
+        self.columns["suppressions"] = count
+        self.columns["suppressions__raw"] = _text(self.frame["suppressions"])[0]
+        count = pl.col("suppressions")
+        if kind:
+            self.add(
+                pl.when(pl.col("suppressions__given")).then(pl.lit(f"suppressions: expected an integer, got {kind}")),
+                pl.lit("suppressions: missing"),
+            )
+            return
+        self.add(
+            pl.when(pl.col("suppressions__raw").is_null())
+            .then(pl.lit("suppressions: missing"))
+            .when(count.is_null())
+            .then(pl.format("suppressions: {} is not an integer", _shown(pl.col("suppressions__raw"))))
+            .when(count < 1)
+            .then(pl.format("suppressions: {} is less than 1", count))
+            .when(count > SUPPRESSIONS_MAX)
+            .then(pl.format("suppressions: {} is more than {}", count, pl.lit(SUPPRESSIONS_MAX)))
+        )
+
+
+def _parse_count(series: pl.Series) -> tuple[pl.Series, str | None]:
+    """(Int64 counts, null where not an integer; kind when the dtype cannot hold a count)."""
+    dtype = series.dtype
+    if dtype.is_integer():
+        return series.cast(pl.Int64, strict=False).rename("suppressions"), None
+    if dtype == pl.Null:
+        return series.cast(pl.Int64), None
+    if dtype.is_float() or dtype.is_decimal() or dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        text = series.cast(pl.String).str.strip_chars()
+        as_int = text.cast(pl.Int64, strict=False)
+        as_float = text.cast(pl.Float64, strict=False)
+        integral = as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**62)
+        from_float = pl.select(pl.when(integral).then(as_float.cast(pl.Int64, strict=False))).to_series()
+        return as_int.fill_null(from_float).rename("suppressions"), None
+    return pl.Series("suppressions", [None] * series.len(), dtype=pl.Int64), _kind(dtype)
+
+
+def _rows_as_json(frame: pl.DataFrame) -> pl.Series:
+    if frame.width == 0:
+        return pl.Series("row", ["{}"] * frame.height, dtype=pl.String)
+    try:
+        return frame.select(pl.struct(pl.all()).struct.json_encode()).to_series()
+    except pl.exceptions.PolarsError:
+        # Some dtypes (binary, objects) have no JSON form; show them as text instead.
+        as_text = frame.select(pl.all().cast(pl.String, strict=False))
+        return as_text.select(pl.struct(pl.all()).struct.json_encode()).to_series()

