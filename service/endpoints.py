@@ -12,6 +12,7 @@ from typing import Any
 
 from service.engine import requests as rq
 from service.params import FieldError, Param
+from service.store.contract import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
 from service.store.schema import PAGE_CONTEXTS, PLATFORMS
 from service.tiers import Tier
@@ -44,6 +45,12 @@ def _bucket(required: bool = False, default: str | None = "hour") -> Param:
     )
 
 
+def query_domain(raw: str) -> str:
+    """A domain as ingest stores it (registrable domain: old.reddit.com -> reddit.com); text that
+    is no host name is kept normalised, and simply matches nothing."""
+    return registrable_domain(raw) or normalise_domain(raw)
+
+
 _KEYWORD_TEXT = dict(normalise=normalise_keyword, min_length=1, max_length=KEYWORD_MAX_CHARS)
 _FILTER_VALUES = 50
 
@@ -60,7 +67,7 @@ QUERY_FILTERS = Param(
     "Restrict the events counted. Values within one key are alternatives (OR); keys combine with AND.",
     properties=(
         _filter("keywords", "normalised keyword", Param("keyword", "string", "", **_KEYWORD_TEXT)),
-        _filter("domains", "registrable domain", Param("domain", "string", "", normalise=normalise_domain, **_ID)),
+        _filter("domains", "registrable domain", Param("domain", "string", "", normalise=query_domain, **_ID)),
         _filter("platforms", "platform", Param("platform", "string", "", enum=PLATFORMS)),
         _filter("page_contexts", "page context", Param("page_context", "string", "", enum=PAGE_CONTEXTS)),
         _filter("countries", "ISO 3166-1 alpha-2 country code",
@@ -200,9 +207,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         name="domain_timeseries", tool="signals_domain_timeseries", method="GET", path="/domain-timeseries",
         min_tier=Tier.OBSERVER, summary="Domain timeseries",
         description="Suppression activity on one domain over time, bucketed and zero-filled, oldest first. "
-                    "The domain is normalised (lowercase, no scheme, path or leading www.).",
+                    "The domain is reduced to its registrable domain as stored (https://old.reddit.com/r/x -> reddit.com).",
         params=(Param("domain", "string", "A domain name, e.g. reddit.com.", required=True,
-                      normalise=normalise_domain, min_length=1, max_length=253),
+                      normalise=query_domain, min_length=1, max_length=253),
                 _window(LONG_WINDOWS, "7d"), _bucket()),
         records_field="timeseries", record_schema=TIME_BUCKET, echo=("domain", "window", "bucket"),
         build=lambda v: rq.DomainTimeseries(**v),

@@ -155,3 +155,10 @@ def test_trailing_slash_is_the_same_endpoint(client, keys):
 
     result = client.simulate_get(BASE + "/top-keywords/", headers={"Authorization": f"Bearer {keys['observer']}"})
     assert result.status_code == 200
+
+
+def test_domain_is_reduced_to_the_registrable_domain_like_stored_ones(client, keys):
+    sub = get(client, "/domain-timeseries", keys["observer"], {"domain": "https://old.Reddit.com/r/x", "window": "90d"})
+    plain = get(client, "/domain-timeseries", keys["observer"], {"domain": "reddit.com", "window": "90d"})
+    assert sub.json["domain"] == "reddit.com"
+    assert sub.json["timeseries"] == plain.json["timeseries"]

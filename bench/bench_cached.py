@@ -1,0 +1,161 @@
+"""Cached GET /top-keywords under load vs a bare Falcon app returning the same bytes.
+
+Both run under the same gunicorn settings (gunicorn.conf.py, same worker count) on loopback and
+are loaded by wrk with the same connections and duration, alternately, twice each; the better
+run of each is reported. Our side does everything a real request does: key check (cached per
+worker), tier, the moving-window rate limit and the cache read in one Redis round trip, ETag.
+Keys are spread over many subscriptions so the limit (300/min each) is not what is measured.
+
+    .venv/bin/python bench/bench_cached.py [--workers 2] [--duration 10] [--connections 32]
+
+Needs wrk (Debian package `wrk`) and Redis (REDIS_URL, default redis://127.0.0.1:6379/0).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from service.accounts import AccountStore  # noqa: E402
+from service.tiers import Tier  # noqa: E402
+
+PATH = "/api/v1/signals/top-keywords"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+@contextlib.contextmanager
+def served(target: str, env: dict[str, str]):
+    port = free_port()
+    full_env = {**os.environ, **env, "PORT": str(port), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", target],
+        cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(base + "/", timeout=1)
+                break
+            except httpx.TransportError:
+                if time.monotonic() > deadline or process.poll() is not None:
+                    raise SystemExit(f"{target} did not start") from None
+                time.sleep(0.2)
+        yield base
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
+
+
+def wrk(base: str, script: Path, args: argparse.Namespace) -> dict:
+    out = subprocess.run(
+        ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s", "--latency", "-s", str(script),
+         base + PATH],
+        capture_output=True, text=True, check=True,
+    ).stdout
+
+    def latency(pct: str) -> float:
+        match = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
+        value, unit = float(match.group(1)), match.group(2)
+        return value * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
+
+    non_ok = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
+        "p50_ms": latency("50"),
+        "p99_ms": latency("99"),
+        "requests": int(re.search(r"(\d+) requests in", out).group(1)),
+        "non_2xx": int(non_ok.group(1)) if non_ok else 0,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--duration", type=int, default=10)
+    parser.add_argument("--connections", type=int, default=32)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--subscriptions", type=int, default=1000)
+    parser.add_argument("--events", type=int, default=200_000)
+    args = parser.parse_args()
+    if not shutil.which("wrk"):
+        raise SystemExit("wrk is not installed (apt-get install wrk)")
+    redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+
+    work = Path(tempfile.mkdtemp(prefix="signals-bench-"))
+    data_dir = work / "data"
+    env = {"SIGNALS_DATA_DIR": str(data_dir), "WEB_CONCURRENCY": str(args.workers), "SIGNALS_LOG_LEVEL": "warning"}
+    subprocess.run([sys.executable, "-m", "service", "data", "demo", "--events", str(args.events), "--days", "30"],
+                   cwd=ROOT, env={**os.environ, **env}, check=True, capture_output=True)
+    accounts = AccountStore(f"sqlite:///{data_dir / 'accounts.db'}")
+    keys = [accounts.create_key(Tier.PROFESSIONAL)[0] for _ in range(args.subscriptions)]
+    accounts.close()
+    script = work / "keys.lua"
+    script.write_text(
+        "local keys = {" + ",".join(f'"{k}"' for k in keys) + "}\n"
+        "local i = 0\n"
+        "function init(args) math.randomseed(os.time() + math.floor(os.clock() * 1000000)); i = math.random(#keys) end\n"
+        "function request()\n  i = (i % #keys) + 1\n"
+        f'  return wrk.format("GET", "{PATH}", {{["Authorization"] = "Bearer " .. keys[i]}})\nend\n'
+    )
+
+    ours_env = {**env, "REDIS_URL": redis_url, "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
+    results: dict[str, list[dict]] = {"ours": [], "bare": []}
+    with served("service.wsgi:app", ours_env) as ours_base:
+        warm = httpx.get(ours_base + PATH, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=30)
+        warm.raise_for_status()
+        assert httpx.get(ours_base + PATH, headers={"Authorization": f"Bearer {keys[1]}"}).headers["x-cache"] == "hit"
+        body_file = work / "body.json"
+        body_file.write_bytes(warm.content)
+        with served("bench.bare_app:app", {**env, "BENCH_BODY_FILE": str(body_file)}) as bare_base:
+            for _ in range(2):
+                results["bare"].append(wrk(bare_base, script, args))
+                results["ours"].append(wrk(ours_base, script, args))
+
+    best = {name: max(runs, key=lambda r: r["rps"]) for name, runs in results.items()}
+    ratio = best["ours"]["rps"] / best["bare"]["rps"]
+    report = {
+        "command": " ".join(["bench/bench_cached.py", *sys.argv[1:]]),
+        "workers": args.workers, "connections": args.connections, "threads": args.threads,
+        "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "best": best,
+        "throughput_ratio": round(ratio, 3),
+    }
+    out_dir = ROOT / "bench" / "out"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / "cached.json").write_text(json.dumps(report, indent=2))
+    print(f"body {len(warm.content)} bytes, {args.workers} workers, wrk -t{args.threads} -c{args.connections} "
+          f"-d{args.duration}s, best of 2 alternating runs")
+    print("| server | requests/s | p50 ms | p99 ms | non-2xx |")
+    print("|---|---|---|---|---|")
+    for name in ("bare", "ours"):
+        r = best[name]
+        print(f"| {'bare Falcon, same bytes' if name == 'bare' else 'Signals, cached'} | {r['rps']:.0f} | "
+              f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['non_2xx']} |")
+    print(f"\nthroughput ratio (ours / bare): {ratio:.2f}")
+    shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
