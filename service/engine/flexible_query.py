@@ -1,0 +1,80 @@
+"""POST /query: filter by and group by any combination of dimensions.
+
+Output columns: the group_by dimensions in the requested order (geography as `<level>_id` and
+`<level>_name`, time as `ts`), then suppressions, unique_users, events. No zero-filling: only
+cells with events appear. An empty group_by gives exactly one row of totals.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+
+import polars as pl
+
+from service.engine.geo_labels import label_series
+from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, cell_measures, key_guards
+from service.engine.ordering import first_rows
+from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
+from service.engine.slicing import time_slice
+from service.privacy import CellContext, Privacy
+from service.store import schema
+from service.store.reader import EventFrames
+from service.windows import window_range
+
+TIME = "time"
+
+
+def _cell_column(dimension: str) -> str:
+    """The column that identifies a cell for a group_by entry (`time` is the bucket start `ts`)."""
+    return "ts" if dimension == TIME else dimension
+
+
+def _filters(filters: Mapping[str, tuple[str, ...]]) -> list[pl.Expr]:
+    """One condition per filter key (all must hold), each true for any of that key's values."""
+    return [pl.col(FILTER_COLUMNS[key]).is_in(list(values)) for key, values in filters.items()]
+
+
+def _output_columns(frame: pl.DataFrame, group_by: tuple[str, ...]) -> list[pl.Expr | pl.Series]:
+    columns: list[pl.Expr | pl.Series] = []
+    for dimension in group_by:
+        if dimension in GEO_LEVELS:
+            columns.append(pl.col(dimension).alias(f"{dimension}_id"))
+            columns.append(label_series(f"{dimension}_name", dimension, frame.get_column(dimension)))
+        else:
+            columns.append(pl.col(_cell_column(dimension)))
+    return columns + [pl.col(measure) for measure in CELL_MEASURES]
+
+
+def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, privacy: Privacy) -> pl.DataFrame:
+    """Cells of the suppressions in the window matching every filter, grouped by req.group_by."""
+    if TIME in req.group_by and req.bucket is None:
+        raise ValueError("a bucket is required to group by time")
+    window = window_range(req.window, as_of)
+    dims = tuple(_cell_column(dimension) for dimension in req.group_by)
+    categorical = [dimension for dimension in req.group_by if dimension != TIME]
+    sliced = time_slice(frames.suppressions, window)
+    # A null in a grouped dimension is not a unit of it: those rows are left out of the groups
+    # (but still count in totals, where nothing is grouped). One filter pass for everything.
+    conditions = _filters(req.filters) + key_guards(sliced, categorical)
+    rows = sliced.lazy().filter(conditions) if conditions else sliced.lazy()
+    if req.group_by:
+        keys = [bucket_key(req.bucket) if dimension == TIME else pl.col(dimension) for dimension in req.group_by]
+        cells = rows.group_by(keys).agg(cell_measures()).collect()
+    else:
+        cells = rows.select(cell_measures()).collect()  # one row, zeros when nothing matched
+
+    published = privacy.publish(
+        as_strings(cells, categorical),
+        CellContext(
+            table=schema.SUPPRESSIONS,
+            dims=dims,
+            measures=CELL_MEASURES,
+            time_range=window,
+            as_of=as_of,
+            bucket=req.bucket if TIME in req.group_by else None,
+        ),
+    )
+    # Ties break on the dimension values (ascending) so equal measures come back in a fixed order.
+    ordered = first_rows(published, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)
+    return ordered.select(_output_columns(ordered, req.group_by))

@@ -1,0 +1,53 @@
+"""GET /geo-heat: activity per geographic unit at one level (country, region, county, city)."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from service.engine.geo_labels import label_series
+from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, key_guards, measure
+from service.engine.requests import GeoHeat
+from service.engine.slicing import time_slice
+from service.privacy import CellContext, Privacy
+from service.store import schema
+from service.store.reader import EventFrames
+from service.windows import window_range
+
+KEYWORD_COUNT = "keyword_count"
+
+
+def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Privacy) -> pl.DataFrame:
+    """geo_key, label, suppressions, unique_users, keyword_count; rows without that level left out."""
+    level = req.level
+    window = window_range(req.window, as_of)
+    rows = time_slice(frames.suppressions, window)
+    guards = key_guards(rows, [level])
+    cells = (
+        (rows.filter(guards) if guards else rows)
+        .group_by(level)
+        .agg(
+            measure(SUPPRESSIONS),
+            measure(UNIQUE_USERS),
+            pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT),
+        )
+    )
+    published = privacy.publish(
+        as_strings(cells, [level]),
+        CellContext(
+            table=schema.SUPPRESSIONS,
+            dims=(level,),
+            measures=(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT),
+            time_range=window,
+            as_of=as_of,
+        ),
+    )
+    ordered = published.sort([SUPPRESSIONS, level], descending=[True, False])
+    return ordered.select(
+        pl.col(level).alias("geo_key"),
+        label_series("label", level, ordered.get_column(level)),
+        SUPPRESSIONS,
+        UNIQUE_USERS,
+        KEYWORD_COUNT,
+    )

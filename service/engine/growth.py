@@ -1,0 +1,74 @@
+"""Trending growth, vectorised, equal bit for bit to `windows.growth_pct`.
+
+`windows.growth_pct` is the definition: Python float arithmetic, then Python's `round(x, 2)`.
+Two polars shortcuts differ from it in the last bit, which `round` can turn into a visible
+0.01: polars divides by a scalar by multiplying with its reciprocal (not the correctly rounded
+quotient), and its `round` scales by 100 in floating point, landing on the wrong side of a half
+for values such as 51.725000000000001. Here every division is by a materialised column (exact
+IEEE division) and the rounding recovers the exact error of the scaling, so each published
+growth equals what the definition gives for the same published recent and baseline.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+# 2**27 + 1: Veltkamp's constant, splits a double into two halves of at most 26 bits each.
+_SPLIT = 134217729.0
+
+
+def _constant(value: float, height: int) -> pl.Series:
+    # A materialised column, not a literal: see the module docstring.
+    return pl.repeat(float(value), height, dtype=pl.Float64, eager=True)
+
+
+def round_like_python(value: pl.Expr, decimals: int, height: int) -> pl.Expr:
+    """Python's `round(x, decimals)` for a Float64 column of `height` rows.
+
+    Python rounds the exact binary value of x, half to even. Here x*scale is computed in floating
+    point and its exact rounding error recovered with Dekker's product (scale = 10**decimals fits
+    in 26 bits, so the split products are exact); the error decides only when the computed
+    product sits exactly on a half. k / scale, correctly rounded, is the double nearest to the
+    decimal k/10**decimals, which is what Python returns. The work is done on |x| so that the
+    fractional part is exact, and the sign is restored at the end.
+    """
+    if not 0 <= decimals <= 7:
+        raise ValueError("decimals must be between 0 and 7")
+    scale = float(10**decimals)
+    magnitude = value.abs()
+    scaled = magnitude * scale
+    c = magnitude * _SPLIT
+    high = c - (c - magnitude)
+    low = magnitude - high
+    err = (high * scale - scaled) + low * scale
+    whole = scaled.floor()
+    fraction = scaled - whole
+    rounded = (
+        pl.when(fraction > 0.5).then(whole + 1.0)
+        .when(fraction < 0.5).then(whole)
+        .when(err > 0.0).then(whole + 1.0)
+        .when(err < 0.0).then(whole)
+        .otherwise(whole + whole % 2.0)  # exactly a half: to even
+    )
+    # `+ 0.0` turns -0.0 into 0.0: equal values, but "-0.0" would be rendered.
+    return value.sign() * rounded / _constant(scale, height) + 0.0
+
+
+def with_growth_pct(
+    frame: pl.DataFrame,
+    recent: str,
+    baseline: str,
+    recent_hours: float,
+    baseline_hours: float,
+    name: str = "growth_pct",
+) -> pl.DataFrame:
+    """Add `name` = 100 * (recent/R - baseline/B) / (baseline/B), rounded to 2 decimals.
+
+    Every baseline must be > 0 (callers drop the others: growth is undefined there). The
+    operations are those of `windows.growth_pct`, in the same order.
+    """
+    height = frame.height
+    base_rate = pl.col(baseline).cast(pl.Float64) / _constant(baseline_hours, height)
+    recent_rate = pl.col(recent).cast(pl.Float64) / _constant(recent_hours, height)
+    raw = 100.0 * (recent_rate - base_rate) / base_rate
+    return frame.with_columns(round_like_python(raw, 2, height).alias(name))

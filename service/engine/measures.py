@@ -1,0 +1,63 @@
+"""The measures every query aggregates, and helpers shared by the queries.
+
+Measures are named canonically (`suppressions`, `unique_users`, `events`) when they reach the
+privacy stage, whatever the endpoint later calls them (`users_est`), so the same cell is
+described the same way by every endpoint.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import polars as pl
+
+from service.windows import polars_every
+
+SUPPRESSIONS = "suppressions"
+UNIQUE_USERS = "unique_users"
+EVENTS = "events"
+CELL_MEASURES = (SUPPRESSIONS, UNIQUE_USERS, EVENTS)
+
+# users_est / unique_users are exact distinct counts; the API documents them as estimates.
+# `suppressions` is stored as Int32 and polars sums Int32 in Int32: widen first, or it wraps.
+_EXPRESSIONS: dict[str, pl.Expr] = {
+    SUPPRESSIONS: pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS),
+    UNIQUE_USERS: pl.col("user_id").n_unique().cast(pl.Int64).alias(UNIQUE_USERS),
+    EVENTS: pl.len().cast(pl.Int64).alias(EVENTS),
+}
+
+
+def measure(name: str) -> pl.Expr:
+    """Aggregation of one measure over the rows of a group, as Int64."""
+    return _EXPRESSIONS[name]
+
+
+def cell_measures() -> list[pl.Expr]:
+    """suppressions, unique_users, events."""
+    return [_EXPRESSIONS[name] for name in CELL_MEASURES]
+
+
+def bucket_key(bucket: str) -> pl.Expr:
+    """Start of the time bucket (hour, UTC day, ISO week) each row falls in, named `ts`."""
+    return pl.col("ts").dt.truncate(polars_every(bucket)).alias("ts")
+
+
+def as_strings(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
+    """Dimension columns as plain strings: what is published and returned is never Categorical."""
+    return frame.with_columns(pl.col(column).cast(pl.String) for column in columns)
+
+
+def zero_filled(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
+    """Missing counts (cells without rows, after a left join) as 0."""
+    return frame.with_columns(pl.col(column).fill_null(0) for column in columns)
+
+
+def key_guards(frame: pl.DataFrame, columns: Iterable[str]) -> list[pl.Expr]:
+    """Conditions keeping the rows where none of `columns` is null, for the columns that have nulls.
+
+    An event located only down to a coarser level (no county outside the US, say) is not a unit of
+    the finer one. Filtering before grouping rather than dropping the null group afterwards: that
+    group can hold most rows (counties), and its distinct counts would be computed only to be
+    thrown away. Columns without nulls get no condition (checking is a bitmap count).
+    """
+    return [pl.col(column).is_not_null() for column in columns if frame.get_column(column).null_count()]

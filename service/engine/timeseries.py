@@ -1,0 +1,76 @@
+"""GET /keyword-timeseries and /domain-timeseries: one value's activity per time bucket.
+
+Every bucket that overlaps the window is listed, oldest first, with zeros where nothing
+happened; the first and last bucket may stick out of the window, but only events inside the
+window are counted in them.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from service.engine.measures import (
+    CELL_MEASURES,
+    EVENTS,
+    SUPPRESSIONS,
+    UNIQUE_USERS,
+    bucket_key,
+    cell_measures,
+    zero_filled,
+)
+from service.engine.requests import DomainTimeseries, KeywordTimeseries
+from service.engine.slicing import time_slice
+from service.privacy import CellContext, Privacy
+from service.store import schema
+from service.store.reader import EventFrames
+from service.windows import bucket_starts, window_range
+
+
+def keyword_timeseries(frames: EventFrames, as_of: dt.datetime, req: KeywordTimeseries, privacy: Privacy) -> pl.DataFrame:
+    return value_timeseries(frames, as_of, "keyword", req.keyword, req.window, req.bucket, privacy)
+
+
+def domain_timeseries(frames: EventFrames, as_of: dt.datetime, req: DomainTimeseries, privacy: Privacy) -> pl.DataFrame:
+    return value_timeseries(frames, as_of, "domain", req.domain, req.window, req.bucket, privacy)
+
+
+def value_timeseries(
+    frames: EventFrames,
+    as_of: dt.datetime,
+    column: str,
+    value: str,
+    window_name: str,
+    bucket: str,
+    privacy: Privacy,
+) -> pl.DataFrame:
+    """ts, suppressions, users_est, events of the rows where `column == value`, zero-filled."""
+    window = window_range(window_name, as_of)
+    buckets = pl.DataFrame({"ts": pl.Series(bucket_starts(window, bucket), dtype=schema.TS)})
+    counts = (
+        time_slice(frames.suppressions, window)
+        .lazy()
+        .filter(pl.col(column) == value)
+        .group_by(bucket_key(bucket))
+        .agg(cell_measures())
+        .collect()
+    )
+    # Every bucket is a cell, empty or not: the privacy stage decides what an empty one shows.
+    cells = zero_filled(buckets.join(counts, on="ts", how="left", maintain_order="left"), CELL_MEASURES)
+    published = privacy.publish(
+        cells.select(pl.lit(value, dtype=pl.String).alias(column), "ts", *CELL_MEASURES),
+        CellContext(
+            table=schema.SUPPRESSIONS,
+            dims=(column, "ts"),
+            measures=CELL_MEASURES,
+            time_range=window,
+            as_of=as_of,
+            bucket=bucket,
+        ),
+    )
+    # Joined back onto the bucket list: a bucket the privacy stage withheld still shows, as 0.
+    series = buckets.join(published.drop(column), on="ts", how="left", maintain_order="left")
+    return zero_filled(series, CELL_MEASURES).select(
+        "ts", SUPPRESSIONS, pl.col(UNIQUE_USERS).alias("users_est"), EVENTS
+    )

@@ -1,0 +1,48 @@
+"""GET /top-keywords: keywords ranked by suppressions in the window."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, measure
+from service.engine.ordering import first_rows
+from service.engine.requests import TopKeywords
+from service.engine.slicing import time_slice
+from service.privacy import CellContext, Privacy
+from service.store import schema
+from service.store.reader import EventFrames
+from service.windows import window_range
+
+
+def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy) -> pl.DataFrame:
+    """keyword_raw, suppressions, users_est, rank; rank 1..n over the published counts."""
+    window = window_range(req.window, as_of)
+    cells = (
+        time_slice(frames.suppressions, window)
+        .group_by("keyword")
+        .agg(measure(SUPPRESSIONS), measure(UNIQUE_USERS))
+        .drop_nulls("keyword")
+    )
+    published = privacy.publish(
+        as_strings(cells, ["keyword"]),
+        CellContext(
+            table=schema.SUPPRESSIONS,
+            dims=("keyword",),
+            measures=(SUPPRESSIONS, UNIQUE_USERS),
+            time_range=window,
+            as_of=as_of,
+        ),
+    )
+    # Ranked after publishing: a rank must agree with the numbers shown next to it.
+    return (
+        first_rows(published, [SUPPRESSIONS, "keyword"], [True, False], req.limit)
+        .with_row_index("rank", offset=1)
+        .select(
+            pl.col("keyword").alias("keyword_raw"),
+            SUPPRESSIONS,
+            pl.col(UNIQUE_USERS).alias("users_est"),
+            pl.col("rank").cast(pl.Int64),
+        )
+    )

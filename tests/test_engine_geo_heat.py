@@ -1,0 +1,98 @@
+"""GET /geo-heat in the engine: per-unit measures, null levels left out, labels, order."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+import service.geo
+from service.engine import Engine, GeoHeat
+from service.privacy import Privacy
+from service.windows import window_range
+from tests.support import fixture_data as fx
+
+SCHEMA = {
+    "geo_key": pl.String,
+    "label": pl.String,
+    "suppressions": pl.Int64,
+    "unique_users": pl.Int64,
+    "keyword_count": pl.Int64,
+}
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return fx.fixture_frames()
+
+
+def run(frames, window: str, level: str) -> pl.DataFrame:
+    return Engine(Privacy()).geo_heat(frames, fx.FIXTURE_AS_OF, GeoHeat(window=window, level=level))
+
+
+def naive(window: str, level: str) -> pl.DataFrame:
+    suppressions: dict[str, int] = defaultdict(int)
+    users: dict[str, set[int]] = defaultdict(set)
+    keywords: dict[str, set[str]] = defaultdict(set)
+    for row in fx.rows_in(fx.suppression_rows(), window_range(window, fx.FIXTURE_AS_OF)):
+        key = row[level]
+        if key is None:
+            continue
+        suppressions[key] += row["suppressions"]
+        users[key].add(row["user_id"])
+        keywords[key].add(row["keyword"])
+    keys = sorted(suppressions, key=lambda key: (-suppressions[key], key))
+    return pl.DataFrame(
+        {
+            "geo_key": keys,
+            "label": service.geo.labels(level, keys),
+            "suppressions": [suppressions[k] for k in keys],
+            "unique_users": [len(users[k]) for k in keys],
+            "keyword_count": [len(keywords[k]) for k in keys],
+        },
+        schema=SCHEMA,
+    )
+
+
+def test_countries_24h_match_the_hand_computed_heat(frames) -> None:
+    expected = pl.DataFrame(
+        [(key, service.geo.labels("country", [key])[0], *rest) for key, *rest in fx.EXPECTED_GEO_COUNTRIES_24H],
+        schema=SCHEMA,
+        orient="row",
+    )
+    assert_frame_equal(run(frames, "24h", "country"), expected)
+    assert_frame_equal(naive("24h", "country"), expected)
+
+
+@pytest.mark.parametrize("window", ["1h", "6h", "12h", "24h", "7d", "30d"])
+@pytest.mark.parametrize("level", ["country", "region", "county", "city"])
+def test_every_level_and_window_matches_a_naive_count(frames, window: str, level: str) -> None:
+    assert_frame_equal(run(frames, window, level), naive(window, level))
+
+
+def test_units_without_that_level_are_left_out(frames) -> None:
+    # GB events carry no region, county or city; Berlin has no county.
+    assert run(frames, "24h", "region").get_column("geo_key").to_list() == ["US-CA", "US-NY", "DE-BE"]
+    assert run(frames, "24h", "county").get_column("geo_key").to_list() == ["06037", "36061"]
+    assert sorted(run(frames, "24h", "city").get_column("geo_key").to_list()) == ["2950159", "5128581", "5368361"]
+
+
+def test_labels_come_from_service_geo_for_the_output_keys(frames, monkeypatch: pytest.MonkeyPatch) -> None:
+    calls = []
+
+    def fake_labels(level, keys):
+        calls.append((level, list(keys)))
+        return [f"<{level}:{key}>" for key in keys]
+
+    monkeypatch.setattr(service.geo, "labels", fake_labels)
+    result = run(frames, "24h", "county")
+    assert calls == [("county", ["06037", "36061"])]
+    assert result.get_column("label").to_list() == ["<county:06037>", "<county:36061>"]
+
+
+def test_real_labels_are_display_names(frames) -> None:
+    labels = dict(run(frames, "24h", "city").select("geo_key", "label").rows())
+    assert labels["5368361"].startswith("Los Angeles")
+    assert labels["2950159"].startswith("Berlin")
