@@ -12,8 +12,10 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import itertools
 import logging
 import math
+import os
 import threading
 import time
 import uuid
@@ -27,6 +29,26 @@ log = logging.getLogger("signals.cache")
 WINDOW_SECONDS = 60
 _US = 1_000_000
 _SCRIPTS = Path(__file__).parent
+
+
+class _Members:
+    """Unique sorted-set members for the rate windows without a system call per request (uuid4
+    reads the kernel's random source each time): a random token per process plus a counter.
+    A forked worker draws a new token, so it never reuses its parent's members."""
+
+    def __init__(self) -> None:
+        self._renew()
+        os.register_at_fork(after_in_child=self._renew)
+
+    def _renew(self) -> None:
+        self._token = uuid.uuid4().hex[:12]
+        self._counter = itertools.count()
+
+    def next(self) -> str:
+        return f"{self._token}{next(self._counter)}"
+
+
+_members = _Members()
 
 
 @dataclasses.dataclass(frozen=True)
@@ -89,7 +111,7 @@ class RedisGate:
                 self._key("authfail", client) if client else "",
                 self._key("body", cache_key) if cache_key else "",
             ],
-            args=[limit, window, uuid.uuid4().hex, self._settings.auth_failure_limit],
+            args=[limit, window, _members.next(), self._settings.auth_failure_limit],
         )
         return Admission(
             allowed=bool(allowed), limit=limit, remaining=int(remaining), reset_seconds=_seconds(reset_us),
@@ -101,7 +123,7 @@ class RedisGate:
         limit = self._settings.auth_failure_limit
         blocked, reset_us = self._fail(
             keys=[self._key("authfail", client)],
-            args=[limit, self._settings.window_seconds * _US, uuid.uuid4().hex],
+            args=[limit, self._settings.window_seconds * _US, _members.next()],
         )
         return Admission(allowed=not blocked, limit=limit, remaining=0, reset_seconds=_seconds(reset_us),
                          blocked_by="auth" if blocked else "")

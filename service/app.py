@@ -59,7 +59,7 @@ def create_app(
     app.add_error_handler(Exception, handle_unexpected)
 
     for endpoint in ENDPOINTS:
-        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate))
+        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate, cache_responses=settings.cache_responses))
     app.add_route("/api/v1/openapi", OpenApiResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))

@@ -26,6 +26,7 @@ class Settings:
     secret: str = DEVELOPMENT_SECRET
     web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
     auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
+    cache_responses: bool = True  # off: every request is computed (rate limits still apply)
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -57,6 +58,16 @@ class Settings:
             except ValueError:
                 raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
 
+        def boolean(name: str, default: bool) -> bool:
+            raw = env.get(name, "").strip().lower()
+            if not raw:
+                return default
+            if raw in ("1", "true", "yes", "on"):
+                return True
+            if raw in ("0", "false", "no", "off"):
+                return False
+            raise SettingsError(f"{name} must be true or false, got {raw!r}")
+
         environment = text("SIGNALS_ENV", "development").lower()
         return cls(
             data_dir=Path(text("SIGNALS_DATA_DIR", "./data")),
@@ -68,5 +79,6 @@ class Settings:
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
             web_concurrency=integer("WEB_CONCURRENCY", 0),
             auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
+            cache_responses=boolean("SIGNALS_CACHE_RESPONSES", True),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
         )

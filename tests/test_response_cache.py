@@ -163,3 +163,23 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
         for gate in gates:
             gate.close()
         delete_prefix(redis_url, prefix)
+
+
+def test_response_cache_can_be_switched_off(fixture_data_dir, fixture_store, accounts):
+    app = create_app(Settings(data_dir=fixture_data_dir, cache_responses=False), clock=FixedClock(FIXTURE_NOW),
+                     store=fixture_store, accounts=accounts, gate=cache.LocalGate())
+    client = falcon.testing.TestClient(app)
+    key = key_for(accounts)
+    first, second = get(client, "/top-keywords", key), get(client, "/top-keywords", key)
+    assert (first.headers["x-cache"], second.headers["x-cache"]) == ("miss", "miss")
+    assert first.content == second.content and first.headers["etag"] == second.headers["etag"]
+    assert second.headers["x-ratelimit-remaining"] == "298"
+
+
+def test_settings_parse_the_cache_switch():
+    from service.settings import SettingsError
+
+    assert Settings.from_env({"SIGNALS_CACHE_RESPONSES": "off"}).cache_responses is False
+    assert Settings.from_env({}).cache_responses is True
+    with pytest.raises(SettingsError, match="SIGNALS_CACHE_RESPONSES"):
+        Settings.from_env({"SIGNALS_CACHE_RESPONSES": "maybe"})

@@ -55,8 +55,10 @@ class SignalsResource:
 
     rate_limited = True
 
-    def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate) -> None:
+    def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
+                 *, cache_responses: bool = True) -> None:
         self.endpoint = endpoint
+        self._cache_responses = cache_responses
         self.min_tier = endpoint.min_tier
         self._engine = engine
         self._store = store
@@ -74,7 +76,7 @@ class SignalsResource:
         else:
             frames = self._store.snapshot()
             as_of = compute_as_of(self._clock.now(), frames.last_event)
-            key = cache_key(self.endpoint.name, request, as_of, frames.generation)
+            key = cache_key(self.endpoint.name, request, as_of, frames.generation) if self._cache_responses else None
             plan = Plan(request=request, frames=frames, as_of=as_of, key=key)
         req.context.plan = plan
         return plan
@@ -105,7 +107,10 @@ class SignalsResource:
         if plan.problem:
             raise plan.problem
         admission = getattr(req.context, "admission", None)
-        raw = admission.cached if admission is not None else self._gate.get(plan.key)
+        if plan.key is None:  # response caching is off
+            raw = None
+        else:
+            raw = admission.cached if admission is not None else self._gate.get(plan.key)
         if raw is not None:
             resp.set_header("X-Cache", "hit")
             entry = CachedResponse.decode(raw)
@@ -117,6 +122,8 @@ class SignalsResource:
     def _fill(self, plan: Plan) -> CachedResponse:
         """Compute the answer once across all workers: the lock holder computes and stores it,
         the others wait for the stored body (and compute themselves if it does not come)."""
+        if plan.key is None:
+            return self._compute(plan)
         token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
         if token is None:
             deadline = time.monotonic() + FILL_WAIT_SECONDS
