@@ -1,0 +1,627 @@
+"""Cold latency of every API endpoint: our engine in-process, over HTTP, and DuckDB on the same Parquet.
+
+For each case (one endpoint with one set of parameters: the largest window of every endpoint plus
+a few representative variants) three things are timed:
+
+- engine: `Engine.<endpoint>(frames, as_of, request)` in this process, on a snapshot loaded by
+  `EventStore` from the data directory: slicing, aggregation and the privacy stage, returning the
+  published polars frame (no JSON rendering).
+- HTTP: the same request sent to the real web process (`gunicorn -c gunicorn.conf.py
+  service.wsgi:app`, as in the Procfile) with one worker, over loopback, with one keep-alive httpx
+  client, until the whole body is read: authentication, rate limit, validation, engine, JSON
+  rendering and transport.
+- DuckDB: the same aggregate computed in SQL straight from the same Parquet files
+  (`read_parquet(..., hive_partitioning=true)`, date partitions pruned), materialised as an Arrow
+  table. Same semantics as the engine: window [as_of - window, as_of), exact count(DISTINCT
+  user_id), zero-filled buckets (generate_series + left join), the trending periods and growth
+  formula, the same ordering, tie-breaks and limit. Geographic labels are not computed.
+
+Cold means that no response cache is involved: the server runs with SIGNALS_CACHE_RESPONSES=false
+and no Redis, so every request is computed, and neither the engine nor DuckDB caches results. It
+does not mean a cold OS page cache or cold code paths: every case gets one warm-up run on each of
+the three sides first. The runs then alternate (engine and DuckDB in turns, then HTTP) so that
+machine noise hits all three alike; the median of --runs is reported. A ratio above 1 means we
+are faster than DuckDB. As a sanity check, the first rows and the row count of DuckDB's answer are
+compared with the engine's (and the HTTP record count with the engine's); differences are printed
+as warnings, they do not stop the run.
+
+The demo data set (`service.store.demo`) is generated once per (events, days, seed) under
+bench/out/data-<events>-<days>-<seed>/ and reused afterwards. HTTP requests are paced to stay
+under the Professional rate limit (300 a minute).
+
+    .venv/bin/python bench/bench_endpoints.py [--events 10000000] [--days 90] [--runs 5] [--seed 7]
+
+Prints a Markdown table and writes bench/out/endpoints.json and bench/out/endpoints.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import contextlib
+import dataclasses
+import datetime as dt
+import json
+import math
+import os
+import platform
+import shlex
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import httpx
+import polars as pl
+from tqdm import tqdm
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from service.clock import SystemClock  # noqa: E402
+from service.endpoints import BY_NAME  # noqa: E402
+from service.engine import (  # noqa: E402
+    DomainTimeseries,
+    Engine,
+    FlexibleQuery,
+    GeoHeat,
+    KeywordActivity,
+    KeywordTimeseries,
+    TopKeywords,
+    Trending,
+)
+from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
+from service.privacy import Privacy  # noqa: E402
+from service.settings import DEVELOPMENT_SECRET  # noqa: E402
+from service.store import demo  # noqa: E402
+from service.store.reader import EventFrames, EventStore  # noqa: E402
+from service.windows import (  # noqa: E402
+    TimeRange,
+    bucket_starts,
+    compute_as_of,
+    floor_hour,
+    iso_z,
+    trending_periods,
+    window_range,
+)
+
+OUT = ROOT / "bench" / "out"
+MARKER = "bench-data.json"
+LOAD_RUNS = 3
+REQUESTS_PER_MINUTE = 250  # below the Professional limit of 300, with room to spare
+CHECK_ROWS = 3  # first rows compared between DuckDB and the engine
+GROWTH_TOLERANCE = 0.01 + 1e-9  # growth_pct: both round to 2 decimals, half-way cases may differ
+HTTP_TIMEOUT = 120.0
+READY_TIMEOUT = 600.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str
+    endpoint: str  # engine method and service.endpoints name
+    request: Any  # the engine request; the HTTP request is derived from it
+    sql: str  # the same aggregate in DuckDB
+
+
+@dataclasses.dataclass
+class Timings:
+    engine: list[float] = dataclasses.field(default_factory=list)
+    http: list[float] = dataclasses.field(default_factory=list)
+    duckdb: list[float] = dataclasses.field(default_factory=list)
+    rows: int = 0
+
+
+# ---- data ----------------------------------------------------------------------------------
+
+
+def ensure_data(events: int, days: int, seed: int) -> tuple[Path, dict[str, Any]]:
+    """The cached demo data directory for these parameters, generated first when missing."""
+    data_dir = OUT / f"data-{events}-{days}-{seed}"
+    marker = data_dir / MARKER
+    wanted = {"events": events, "days": days, "seed": seed}
+    if marker.is_file():
+        info = json.loads(marker.read_text())
+        if all(info.get(key) == value for key, value in wanted.items()):
+            print(f"Reusing demo data in {data_dir} (generated {info['generated_at']}).", file=sys.stderr)
+            return data_dir, info
+    if data_dir.exists():  # an interrupted generation: start over
+        shutil.rmtree(data_dir)
+    data_dir.mkdir(parents=True)
+    end = floor_hour(SystemClock().now())
+    print(f"Generating demo data in {data_dir} ...", file=sys.stderr)
+    report = demo.generate_demo(data_dir, events=events, days=days, seed=seed, end=end,
+                                secret=DEVELOPMENT_SECRET, progress=True)
+    info = {**wanted, "end": iso_z(end), "suppressions": report.suppressions,
+            "keyword_changes": report.keyword_changes, "users": report.users,
+            "generation_seconds": round(report.seconds, 1), "generated_at": iso_z(SystemClock().now())}
+    marker.write_text(json.dumps(info, indent=2) + "\n")
+    return data_dir, info
+
+
+def load_snapshot(data_dir: Path) -> tuple[EventFrames, list[float]]:
+    """A snapshot from a fresh EventStore, loaded LOAD_RUNS times; the last one and every load time."""
+    seconds, frames = [], None
+    for _ in range(LOAD_RUNS):
+        frames = None  # let the previous snapshot go before loading the next
+        started = time.perf_counter()
+        frames = EventStore(data_dir).snapshot()
+        seconds.append(time.perf_counter() - started)
+    assert frames is not None
+    return frames, seconds
+
+
+# ---- SQL -----------------------------------------------------------------------------------
+
+
+def lit(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def ts_lit(moment: dt.datetime) -> str:
+    return f"TIMESTAMPTZ '{moment.astimezone(dt.UTC).isoformat()}'"
+
+
+def in_range(span: TimeRange) -> str:
+    """Rows with start <= ts < end, with the date partitions outside the range pruned."""
+    last_day = (span.end - dt.timedelta(microseconds=1)).astimezone(dt.UTC).date()
+    first_day = span.start.astimezone(dt.UTC).date()
+    return (f"date BETWEEN DATE '{first_day}' AND DATE '{last_day}' "
+            f"AND ts >= {ts_lit(span.start)} AND ts < {ts_lit(span.end)}")
+
+
+@dataclasses.dataclass(frozen=True)
+class Sources:
+    suppressions: str
+    keyword_changes: str
+
+    @classmethod
+    def of(cls, data_dir: Path) -> Sources:
+        def scan(table: str) -> str:
+            return f"read_parquet({lit(str(data_dir / table / '*' / '*.parquet'))}, hive_partitioning=true)"
+
+        return cls(scan("suppressions"), scan("keyword_changes"))
+
+
+CELL_MEASURES_SQL = ("coalesce(sum(suppressions), 0)::BIGINT AS suppressions, "
+                     "count(DISTINCT user_id) AS unique_users, count(*) AS events")
+
+
+def sql_top_keywords(src: Sources, as_of: dt.datetime, req: TopKeywords) -> str:
+    return f"""
+        SELECT keyword AS keyword_raw, sum(suppressions)::BIGINT AS suppressions,
+               count(DISTINCT user_id) AS users_est
+        FROM {src.suppressions}
+        WHERE {in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL
+        GROUP BY ALL ORDER BY suppressions DESC, keyword_raw LIMIT {req.limit}"""
+
+
+def sql_timeseries(src: Sources, as_of: dt.datetime, column: str, value: str, window: str, bucket: str) -> str:
+    span = window_range(window, as_of)
+    starts = bucket_starts(span, bucket)
+    return f"""
+        WITH buckets AS (
+            SELECT generate_series AS ts
+            FROM generate_series({ts_lit(starts[0])}, {ts_lit(starts[-1])}, INTERVAL 1 {bucket})
+        ), cells AS (
+            SELECT date_trunc('{bucket}', ts) AS bucket_ts, sum(suppressions)::BIGINT AS suppressions,
+                   count(DISTINCT user_id) AS users_est, count(*) AS events
+            FROM {src.suppressions}
+            WHERE {in_range(span)} AND {column} = {lit(value)}
+            GROUP BY ALL
+        )
+        SELECT buckets.ts, coalesce(suppressions, 0) AS suppressions, coalesce(users_est, 0) AS users_est,
+               coalesce(events, 0) AS events
+        FROM buckets LEFT JOIN cells ON cells.bucket_ts = buckets.ts
+        ORDER BY buckets.ts"""
+
+
+def sql_geo_heat(src: Sources, as_of: dt.datetime, req: GeoHeat) -> str:
+    return f"""
+        SELECT {req.level} AS geo_key, sum(suppressions)::BIGINT AS suppressions,
+               count(DISTINCT user_id) AS unique_users, count(DISTINCT keyword) AS keyword_count
+        FROM {src.suppressions}
+        WHERE {in_range(window_range(req.window, as_of))} AND {req.level} IS NOT NULL
+        GROUP BY ALL ORDER BY suppressions DESC, geo_key"""
+
+
+TRENDING_METRICS_SQL = {"suppressions": "sum(suppressions)", "events": "count(*)",
+                        "unique_users": "count(DISTINCT user_id)"}
+
+
+def sql_trending(src: Sources, as_of: dt.datetime, req: Trending) -> str:
+    periods = trending_periods(req.window, as_of)
+    metric = TRENDING_METRICS_SQL[req.metric]
+    split = ts_lit(periods.recent.start)
+    recent_hours, baseline_hours = float(periods.recent.hours), float(periods.baseline.hours)
+    return f"""
+        WITH cells AS (
+            SELECT {req.dimension} AS value,
+                   coalesce({metric} FILTER (WHERE ts >= {split}), 0)::BIGINT AS recent,
+                   coalesce({metric} FILTER (WHERE ts < {split}), 0)::BIGINT AS baseline
+            FROM {src.suppressions}
+            WHERE {in_range(window_range(req.window, as_of))} AND {req.dimension} IS NOT NULL
+            GROUP BY ALL
+        )
+        SELECT value, recent, baseline,
+               round(100.0 * (recent::DOUBLE / {recent_hours} - baseline::DOUBLE / {baseline_hours})
+                     / (baseline::DOUBLE / {baseline_hours}), 2) AS growth_pct
+        FROM cells
+        WHERE baseline > 0 AND baseline >= {float(req.min_baseline)}
+        ORDER BY growth_pct DESC, value LIMIT {req.limit}"""
+
+
+ACTIVITY_ORDER = {"added": "adds", "removed": "removes", "edited": "edits", "all": "total_events"}
+
+
+def sql_keyword_activity(src: Sources, as_of: dt.datetime, req: KeywordActivity) -> str:
+    order = ACTIVITY_ORDER[req.type]
+    only = "" if req.type == "all" else f"WHERE {order} > 0"
+    return f"""
+        WITH cells AS (
+            SELECT keyword, count(*) FILTER (WHERE action = 'add') AS adds,
+                   count(*) FILTER (WHERE action = 'remove') AS removes,
+                   count(*) FILTER (WHERE action = 'edit') AS edits,
+                   count(DISTINCT user_id) AS unique_users
+            FROM {src.keyword_changes}
+            WHERE {in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL
+            GROUP BY ALL
+        )
+        SELECT keyword, adds, removes, edits, adds + removes + edits AS total_events, unique_users,
+               adds - removes AS net_adds
+        FROM cells {only}
+        ORDER BY {order} DESC, keyword LIMIT {req.limit}"""
+
+
+def _query_column(dimension: str) -> str:
+    """The engine's output name of a group_by entry (geography as <level>_id, time as ts)."""
+    if dimension == "time":
+        return "ts"
+    return f"{dimension}_id" if dimension in GEO_LEVELS else dimension
+
+
+def sql_query(src: Sources, as_of: dt.datetime, req: FlexibleQuery) -> str:
+    conditions = [in_range(window_range(req.window, as_of))]
+    conditions += [f"{FILTER_COLUMNS[key]} IN ({', '.join(lit(v) for v in values)})"
+                   for key, values in req.filters.items()]
+    conditions += [f"{dimension} IS NOT NULL" for dimension in req.group_by if dimension != "time"]
+    where = " AND ".join(conditions)
+    if not req.group_by:
+        return f"SELECT {CELL_MEASURES_SQL} FROM {src.suppressions} WHERE {where}"
+    keys = [f"date_trunc('{req.bucket}', ts) AS ts" if dimension == "time" else f"{dimension} AS {_query_column(dimension)}"
+            for dimension in req.group_by]
+    order = [f"{req.order_by} {req.order.upper()}", *(_query_column(dimension) for dimension in req.group_by)]
+    return f"""
+        SELECT {', '.join(keys)}, {CELL_MEASURES_SQL}
+        FROM {src.suppressions} WHERE {where}
+        GROUP BY ALL ORDER BY {', '.join(order)} LIMIT {req.limit}"""
+
+
+def duckdb_connection() -> duckdb.DuckDBPyConnection:
+    con = duckdb.connect()
+    con.execute("SET TimeZone = 'UTC'")  # date_trunc of TIMESTAMPTZ follows the session time zone
+    con.execute("SET memory_limit = '6GB'")
+    return con
+
+
+# ---- cases ---------------------------------------------------------------------------------
+
+
+def ranked_values(engine: Engine, frames: EventFrames, as_of: dt.datetime, column: str, limit: int) -> list[str]:
+    """Values of `column` by number of events in the last 90 days, most frequent first (via the engine)."""
+    by_events = FlexibleQuery("90d", {}, (column,), None, order_by="events", limit=limit)
+    return engine.query(frames, as_of, by_events).get_column(column).to_list()
+
+
+def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: Sources) -> list[Case]:
+    keywords = ranked_values(engine, frames, as_of, "keyword", 500)
+    top_domain = ranked_values(engine, frames, as_of, "domain", 1)[0]
+    requests: list[tuple[str, Any]] = [
+        ("top-keywords 30d limit 500", TopKeywords("30d", 500)),
+        (f"keyword-timeseries 90d hour, #1 keyword {keywords[0]!r}", KeywordTimeseries(keywords[0], "90d", "hour")),
+        (f"keyword-timeseries 90d hour, #{len(keywords)} keyword {keywords[-1]!r}",
+         KeywordTimeseries(keywords[-1], "90d", "hour")),
+        (f"domain-timeseries 90d hour, #1 domain {top_domain!r}", DomainTimeseries(top_domain, "90d", "hour")),
+        ("geo-heat 30d country", GeoHeat("30d", "country")),
+        ("geo-heat 30d county", GeoHeat("30d", "county")),
+        ("geo-heat 30d city", GeoHeat("30d", "city")),
+        ("trending 30d keyword suppressions", Trending("30d", "keyword", "suppressions", 500, 10.0)),
+        ("trending 30d keyword unique_users", Trending("30d", "keyword", "unique_users", 500, 10.0)),
+        ("trending 30d domain suppressions", Trending("30d", "domain", "suppressions", 500, 10.0)),
+        ("keyword-activity 30d all limit 500", KeywordActivity("30d", "all", 500)),
+        ("query 90d totals", FlexibleQuery("90d", {}, (), None)),
+        ("query 90d by keyword, limit 1000", FlexibleQuery("90d", {}, ("keyword",), None, limit=1000)),
+        ("query 90d keyword x day, limit 1000", FlexibleQuery("90d", {}, ("keyword", "time"), "day", limit=1000)),
+        ("query 90d US, county x platform", FlexibleQuery("90d", {"countries": ("US",)}, ("county", "platform"),
+                                                          None, limit=1000)),
+    ]
+    return [Case(name, endpoint_of(request), request, sql_for(src, as_of, request)) for name, request in requests]
+
+
+ENDPOINT_OF = {TopKeywords: "top_keywords", KeywordTimeseries: "keyword_timeseries",
+               DomainTimeseries: "domain_timeseries", GeoHeat: "geo_heat", Trending: "trending",
+               KeywordActivity: "keyword_activity", FlexibleQuery: "query"}
+
+
+def endpoint_of(request: Any) -> str:
+    return ENDPOINT_OF[type(request)]
+
+
+def sql_for(src: Sources, as_of: dt.datetime, req: Any) -> str:
+    if isinstance(req, KeywordTimeseries):
+        return sql_timeseries(src, as_of, "keyword", req.keyword, req.window, req.bucket)
+    if isinstance(req, DomainTimeseries):
+        return sql_timeseries(src, as_of, "domain", req.domain, req.window, req.bucket)
+    builders: dict[type, Callable[[Sources, dt.datetime, Any], str]] = {
+        TopKeywords: sql_top_keywords, GeoHeat: sql_geo_heat, Trending: sql_trending,
+        KeywordActivity: sql_keyword_activity, FlexibleQuery: sql_query,
+    }
+    return builders[type(req)](src, as_of, req)
+
+
+# ---- HTTP ----------------------------------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def server_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
+    env = {**os.environ, "SIGNALS_DATA_DIR": str(data_dir), "WEB_CONCURRENCY": "1",
+           "SIGNALS_CACHE_RESPONSES": "false", "SIGNALS_LOG_LEVEL": "warning",
+           "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
+    for name in ("REDIS_URL", "SIGNALS_ACCOUNTS_URL"):  # in-process gate; accounts in the data dir
+        env.pop(name, None)
+    if port is not None:
+        env["PORT"] = str(port)
+    return env
+
+
+def create_key(data_dir: Path) -> str:
+    """A new Professional key (`python -m service keys create`; the key is the last line)."""
+    done = subprocess.run([sys.executable, "-m", "service", "keys", "create", "--tier", "professional"],
+                          cwd=ROOT, env=server_env(data_dir), capture_output=True, text=True, check=True)
+    return done.stdout.strip().splitlines()[-1]
+
+
+def wait_ready(process: subprocess.Popen, base: str) -> dict[str, Any]:
+    deadline = time.monotonic() + READY_TIMEOUT
+    while True:
+        if process.poll() is not None:
+            raise SystemExit(f"gunicorn exited with code {process.returncode} before it was ready")
+        with contextlib.suppress(httpx.TransportError):
+            resp = httpx.get(base + "/readyz", timeout=5)
+            if resp.status_code == 200:
+                return resp.json()
+        if time.monotonic() > deadline:
+            raise SystemExit(f"gunicorn not ready after {READY_TIMEOUT:.0f} s")
+        time.sleep(0.5)
+
+
+@contextlib.contextmanager
+def served(data_dir: Path) -> Iterator[tuple[httpx.Client, dict[str, Any]]]:
+    """The web process of the Procfile, one worker, no response cache; a client with a Professional key."""
+    key = create_key(data_dir)
+    port = free_port()
+    process = subprocess.Popen(
+        [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", "service.wsgi:app"],
+        cwd=ROOT, env=server_env(data_dir, port), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        ready = wait_ready(process, base)
+        headers = {"Authorization": f"Bearer {key}"}
+        with httpx.Client(base_url=base, headers=headers, timeout=HTTP_TIMEOUT) as client:
+            yield client, ready
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            process.wait()
+
+
+class Pacer:
+    """Keeps the requests sent in any 60 seconds below `per_minute` (the server's moving window)."""
+
+    def __init__(self, per_minute: int) -> None:
+        self.per_minute = per_minute
+        self.sent: collections.deque[float] = collections.deque()
+
+    def wait(self) -> None:
+        now = time.monotonic()
+        while self.sent and now - self.sent[0] >= 60:
+            self.sent.popleft()
+        if len(self.sent) >= self.per_minute:
+            time.sleep(60 - (now - self.sent[0]) + 0.1)
+        self.sent.append(time.monotonic())
+
+
+def http_request(case: Case) -> dict[str, Any]:
+    """httpx.Client.request arguments for the case: the engine request's fields as parameters or body."""
+    endpoint = BY_NAME[case.endpoint]
+    fields = {name: value for name, value in dataclasses.asdict(case.request).items() if value is not None}
+    if endpoint.in_body:
+        return {"method": "POST", "url": endpoint.full_path, "json": fields}
+    return {"method": "GET", "url": endpoint.full_path, "params": fields}
+
+
+def send(client: httpx.Client, pacer: Pacer, request: dict[str, Any]) -> tuple[float, httpx.Response]:
+    """Seconds until the whole response was read, and the response (retried after a 429)."""
+    for _ in range(3):
+        pacer.wait()
+        started = time.perf_counter()
+        resp = client.request(**request)
+        elapsed = time.perf_counter() - started
+        if resp.status_code == 429:
+            time.sleep(float(resp.headers.get("Retry-After", "5")))
+            continue
+        if resp.status_code != 200:
+            raise SystemExit(f"{request['method']} {request['url']}: HTTP {resp.status_code}: {resp.text[:500]}")
+        return elapsed, resp
+    raise SystemExit(f"{request['method']} {request['url']}: still rate limited after 3 attempts")
+
+
+# ---- measuring -----------------------------------------------------------------------------
+
+
+def timed(fn: Callable[[], Any]) -> tuple[float, Any]:
+    started = time.perf_counter()
+    result = fn()
+    return time.perf_counter() - started, result
+
+
+def _same(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        return a is not None and b is not None and math.isclose(a, b, rel_tol=0, abs_tol=GROWTH_TOLERANCE)
+    return a == b
+
+
+def compare(case: Case, ours: pl.DataFrame, theirs: pl.DataFrame) -> list[str]:
+    """Warnings where DuckDB's answer differs from the engine's (row count, first rows)."""
+    problems = []
+    if ours.height != theirs.height:
+        problems.append(f"{case.name}: engine {ours.height} rows, DuckDB {theirs.height}")
+    columns = theirs.columns
+    for i, (a, b) in enumerate(zip(ours.select(columns).head(CHECK_ROWS).rows(),
+                                   theirs.head(CHECK_ROWS).rows(), strict=False)):
+        if not all(_same(x, y) for x, y in zip(a, b, strict=True)):
+            problems.append(f"{case.name}: row {i + 1} differs: engine {a}, DuckDB {b} (columns {columns})")
+    return problems
+
+
+def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) -> list[str]:
+    problems = []
+    records = len(resp.json()[BY_NAME[case.endpoint].records_field])
+    if records != rows:
+        problems.append(f"{case.name}: HTTP returned {records} records, engine {rows} rows")
+    if resp.headers.get("X-Signals-As-Of") != iso_z(as_of):
+        problems.append(f"{case.name}: server as_of {resp.headers.get('X-Signals-As-Of')}, ours {iso_z(as_of)}")
+    return problems
+
+
+def measure(cases: list[Case], engine: Engine, frames: EventFrames, as_of: dt.datetime,
+            con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int) -> tuple[list[Timings], list[str]]:
+    pacer = Pacer(REQUESTS_PER_MINUTE)
+    results, warnings = [], []
+    with tqdm(total=len(cases) * (runs + 1), desc="cases x runs", unit="run", file=sys.stderr) as bar:
+        for case in cases:
+            run_engine = getattr(engine, case.endpoint)
+            sides: dict[str, Callable[[], Any]] = {
+                "engine": lambda run_engine=run_engine, case=case: run_engine(frames, as_of, case.request),
+                "duckdb": lambda case=case: con.sql(case.sql).to_arrow_table(),
+            }
+            request = http_request(case)
+            # Warm-up (not timed): code paths, page cache; and the sanity checks.
+            ours, theirs = sides["engine"](), pl.from_arrow(sides["duckdb"]())
+            warnings += compare(case, ours, theirs)
+            _, resp = send(client, pacer, request)
+            warnings += check_http(case, resp, ours.height, as_of)
+            bar.update(1)
+            timings = Timings(rows=ours.height)
+            for run in range(runs):
+                for side in ("engine", "duckdb") if run % 2 == 0 else ("duckdb", "engine"):
+                    getattr(timings, side).append(timed(sides[side])[0])
+                timings.http.append(send(client, pacer, request)[0])
+                bar.update(1)
+            results.append(timings)
+    return results, warnings
+
+
+# ---- reporting -----------------------------------------------------------------------------
+
+
+def ms(seconds: list[float]) -> float:
+    return statistics.median(seconds) * 1000
+
+
+def table(cases: list[Case], results: list[Timings]) -> str:
+    lines = ["| case | rows | engine ms | HTTP ms | DuckDB ms | DuckDB/engine | DuckDB/HTTP |",
+             "|---|---:|---:|---:|---:|---:|---:|"]
+    for case, t in zip(cases, results, strict=True):
+        e, h, d = ms(t.engine), ms(t.http), ms(t.duckdb)
+        lines.append(f"| {case.name} | {t.rows:,} | {e:.1f} | {h:.1f} | {d:.1f} | {d / e:.2f} | {d / h:.2f} |")
+    return "\n".join(lines)
+
+
+def header(command: str, data_info: dict[str, Any], frames: EventFrames, as_of: dt.datetime,
+           loads: list[float], runs: int) -> list[str]:
+    return [
+        "# Endpoint latency: engine vs HTTP (gunicorn, 1 worker) vs DuckDB, cold (no response cache)",
+        "",
+        f"- command: `{command}`",
+        f"- data: {frames.suppressions.height:,} suppressions, {frames.keyword_changes.height:,} keyword changes "
+        f"({data_info['days']} days, seed {data_info['seed']}, generated {data_info['generated_at']})",
+        f"- as_of: {iso_z(as_of)}",
+        f"- load (EventStore.snapshot, fresh store): median {statistics.median(loads):.2f} s of "
+        f"{', '.join(f'{s:.2f}' for s in loads)} s",
+        f"- median of {runs} runs per case after one warm-up; ms; ratio > 1: we are faster than DuckDB",
+        f"- Python {platform.python_version()}, polars {pl.__version__}, duckdb {duckdb.__version__}, "
+        f"{os.cpu_count()} cores",
+    ]
+
+
+def write_reports(md: str, payload: dict[str, Any]) -> None:
+    (OUT / "endpoints.md").write_text(md + "\n")
+    (OUT / "endpoints.json").write_text(json.dumps(payload, indent=2, default=str) + "\n")
+
+
+def parse_args() -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--events", type=int, default=10_000_000, help="suppression events (default 10000000)")
+    parser.add_argument("--days", type=int, default=90, help="days of history (default 90)")
+    parser.add_argument("--runs", type=int, default=5, help="timed runs per case and side (default 5)")
+    parser.add_argument("--seed", type=int, default=7, help="demo data seed (default 7)")
+    args = parser.parse_args()
+    if args.events < 1 or args.days < 1 or args.runs < 1:
+        parser.error("--events, --days and --runs must be at least 1")
+    return args
+
+
+def main() -> None:
+    args = parse_args()
+    command = shlex.join(sys.orig_argv)
+    OUT.mkdir(parents=True, exist_ok=True)
+    data_dir, data_info = ensure_data(args.events, args.days, args.seed)
+    print(f"Loading the event store {LOAD_RUNS} times ...", file=sys.stderr)
+    frames, loads = load_snapshot(data_dir)
+    as_of = compute_as_of(SystemClock().now(), frames.last_event)
+    engine = Engine(Privacy())
+    cases = build_cases(engine, frames, as_of, Sources.of(data_dir))
+    con = duckdb_connection()
+    print("Starting gunicorn ...", file=sys.stderr)
+    with served(data_dir) as (client, ready):
+        served_events = ready["checks"]["data"]["events"]
+        results, warnings = measure(cases, engine, frames, as_of, con, client, args.runs)
+    if served_events != frames.suppressions.height:
+        warnings.append(f"server loaded {served_events} suppressions, engine {frames.suppressions.height}")
+
+    lines = header(command, data_info, frames, as_of, loads, args.runs) + ["", table(cases, results)]
+    lines += ["", "Warnings:", *(f"- WARNING {w}" for w in warnings)] if warnings else ["", "No mismatches."]
+    md = "\n".join(lines)
+    print(md)
+    write_reports(md, {
+        "command": command, "args": vars(args), "data_dir": str(data_dir), "data": data_info,
+        "suppressions": frames.suppressions.height, "keyword_changes": frames.keyword_changes.height,
+        "as_of": iso_z(as_of), "load_seconds": loads, "load_seconds_median": statistics.median(loads),
+        "versions": {"python": platform.python_version(), "polars": pl.__version__, "duckdb": duckdb.__version__},
+        "cpu_count": os.cpu_count(), "warnings": warnings,
+        "cases": [{"name": c.name, "endpoint": c.endpoint, "http": http_request(c), "sql": " ".join(c.sql.split()),
+                   "rows": t.rows, "engine_s": t.engine, "http_s": t.http, "duckdb_s": t.duckdb,
+                   "engine_ms": ms(t.engine), "http_ms": ms(t.http), "duckdb_ms": ms(t.duckdb),
+                   "duckdb_over_engine": ms(t.duckdb) / ms(t.engine), "duckdb_over_http": ms(t.duckdb) / ms(t.http)}
+                  for c, t in zip(cases, results, strict=True)],
+    })
+    print(f"\nWrote {OUT / 'endpoints.md'} and {OUT / 'endpoints.json'}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
