@@ -12,7 +12,6 @@ import polars as pl
 import pytest
 
 from cache import LocalGate
-from service.accounts import AccountStore
 from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
