@@ -19,8 +19,8 @@ import json
 import os
 import re
 import shutil
-import statistics
 import socket
+import statistics
 import subprocess
 import sys
 import tempfile

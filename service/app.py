@@ -17,7 +17,7 @@ from service.errors import handle_unexpected, serialize_problem
 from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
-from service.privacy import Privacy
+from service.privacy import Privacy, PrivacyParams
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
@@ -25,6 +25,17 @@ from service.settings import Settings
 from service.store.reader import EventStore
 
 log = logging.getLogger("signals.app")
+
+
+def privacy_params(settings: Settings) -> PrivacyParams:
+    return PrivacyParams(
+        epsilon_suppressions=settings.privacy_epsilon_suppressions,
+        epsilon_events=settings.privacy_epsilon_events,
+        epsilon_users=settings.privacy_epsilon_users,
+        cap_suppressions=settings.privacy_cap_suppressions,
+        cap_events=settings.privacy_cap_events,
+        min_users=settings.privacy_min_users,
+    )
 
 
 def create_app(
@@ -40,7 +51,7 @@ def create_app(
     clock = clock or SystemClock()
     store = store or EventStore(settings.data_dir)
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
-    engine = engine or Engine(Privacy())
+    engine = engine or Engine(Privacy(settings.secret, privacy_params(settings)))
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix)
 
     # The order is the contract of the request path:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -27,6 +28,13 @@ class Settings:
     web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
     auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
     cache_responses: bool = True  # off: every request is computed (rate limits still apply)
+    # Privacy (docs/privacy.md): budget per measure, per-user caps per cell, minimum users k.
+    privacy_epsilon_suppressions: float = 1.0
+    privacy_epsilon_events: float = 1.0
+    privacy_epsilon_users: float = 1.0
+    privacy_cap_suppressions: int = 50
+    privacy_cap_events: int = 20
+    privacy_min_users: int = 10
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -36,6 +44,13 @@ class Settings:
             raise SettingsError("SIGNALS_ENV must be 'development' or 'production'")
         if self.environment == "production" and self.secret == DEVELOPMENT_SECRET:
             raise SettingsError("SIGNALS_SECRET must be set in production (SIGNALS_ENV=production)")
+        for name in ("privacy_epsilon_suppressions", "privacy_epsilon_events", "privacy_epsilon_users"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and value > 0):  # noise can be made smaller, never switched off
+                raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
+        for name, minimum in (("privacy_cap_suppressions", 1), ("privacy_cap_events", 1), ("privacy_min_users", 1)):
+            if getattr(self, name) < minimum:
+                raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
 
     @property
     def uses_development_secret(self) -> bool:
@@ -57,6 +72,15 @@ class Settings:
                 return int(raw)
             except ValueError:
                 raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+
+        def number(name: str, default: float) -> float:
+            raw = env.get(name, "").strip()
+            if not raw:
+                return default
+            try:
+                return float(raw)
+            except ValueError:
+                raise SettingsError(f"{name} must be a number, got {raw!r}") from None
 
         def boolean(name: str, default: bool) -> bool:
             raw = env.get(name, "").strip().lower()
@@ -80,5 +104,11 @@ class Settings:
             web_concurrency=integer("WEB_CONCURRENCY", 0),
             auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
             cache_responses=boolean("SIGNALS_CACHE_RESPONSES", True),
+            privacy_epsilon_suppressions=number("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0),
+            privacy_epsilon_events=number("SIGNALS_PRIVACY_EPSILON_EVENTS", 1.0),
+            privacy_epsilon_users=number("SIGNALS_PRIVACY_EPSILON_USERS", 1.0),
+            privacy_cap_suppressions=integer("SIGNALS_PRIVACY_CAP_SUPPRESSIONS", 50),
+            privacy_cap_events=integer("SIGNALS_PRIVACY_CAP_EVENTS", 20),
+            privacy_min_users=integer("SIGNALS_PRIVACY_MIN_USERS", 10),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
         )

@@ -14,6 +14,8 @@ from cache import LocalGate
 from service.accounts import AccountStore
 from service.app import create_app
 from service.clock import FixedClock
+from service.engine import Engine
+from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
 from service.tiers import Tier
@@ -49,15 +51,17 @@ def keys(accounts: AccountStore) -> dict[str, str]:
 
 @pytest.fixture
 def app(fixture_data_dir: Path, fixture_store: EventStore, accounts: AccountStore) -> falcon.App:
-    """The app on the fixture data with a fixed clock and a fresh in-process gate (cache and limits),
-    so functional tests do not share rate-limit windows or cached bodies. Tests of the gate itself
-    build apps on the real Redis."""
+    """The app on the fixture data with a fixed clock, a fresh in-process gate (cache and limits),
+    so functional tests do not share rate-limit windows or cached bodies, and the exact privacy
+    stage, so they can check the fixture's known aggregates. Tests of the gate build apps on the
+    real Redis; tests of privacy (test_privacy*.py) build apps with the real stage."""
     return create_app(
         Settings(data_dir=fixture_data_dir),
         clock=FixedClock(FIXTURE_NOW),
         store=fixture_store,
         accounts=accounts,
         gate=LocalGate(),
+        engine=Engine(Privacy.exact()),
     )
 
 

@@ -29,7 +29,7 @@ def frames():
 
 
 def run(frames, window: str, level: str) -> pl.DataFrame:
-    return Engine(Privacy()).geo_heat(frames, fx.FIXTURE_AS_OF, GeoHeat(window=window, level=level))
+    return Engine(Privacy.exact()).geo_heat(frames, fx.FIXTURE_AS_OF, GeoHeat(window=window, level=level))
 
 
 def naive(window: str, level: str) -> pl.DataFrame:

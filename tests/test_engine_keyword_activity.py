@@ -24,7 +24,7 @@ def frames():
 
 
 def run(frames, window="24h", type="all", limit=50) -> pl.DataFrame:
-    return Engine(Privacy()).keyword_activity(frames, fx.FIXTURE_AS_OF, KeywordActivity(window, type, limit))
+    return Engine(Privacy.exact()).keyword_activity(frames, fx.FIXTURE_AS_OF, KeywordActivity(window, type, limit))
 
 
 def naive(window: str, type: str, limit: int) -> pl.DataFrame:

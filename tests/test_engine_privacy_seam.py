@@ -19,8 +19,8 @@ from service.engine import (
     TopKeywords,
     Trending,
 )
-from service.privacy import CellContext, Privacy
-from service.windows import window_range
+from service.privacy import CellContext, Privacy, PrivacyParams
+from service.windows import trending_periods, window_range
 from tests.support import fixture_data as fx
 
 UTC = dt.UTC
@@ -28,9 +28,10 @@ AS_OF = fx.FIXTURE_AS_OF
 
 
 class Recording(Privacy):
-    """The identity stage, plus a record of every call and an optional rewrite of its output."""
+    """The exact stage (no noise), plus a record of every call and an optional rewrite of its output."""
 
     def __init__(self, rewrite: Callable[[pl.DataFrame], pl.DataFrame] = lambda frame: frame) -> None:
+        super().__init__("exact", PrivacyParams.exact())
         self.calls: list[tuple[pl.DataFrame, CellContext]] = []
         self.rewrite = rewrite
 
@@ -46,38 +47,55 @@ def frames():
 
 W24 = window_range("24h", AS_OF)
 W7 = window_range("7d", AS_OF)
+P7 = trending_periods("7d", AS_OF)
+CELL = {"suppressions": "suppressions", "unique_users": "unique_users", "events": "events"}
 
+# method, request, (table, dims, {published column: measure}, time range, bucket, fixed constraints)
 CALLS = [
-    ("top_keywords", TopKeywords("24h", 5), CellContext("suppressions", ("keyword",), ("suppressions", "unique_users"), W24, AS_OF)),
+    ("top_keywords", TopKeywords("24h", 5),
+     ("suppressions", ("keyword",), {"suppressions": "suppressions", "unique_users": "unique_users"}, W24, None, {})),
     ("keyword_timeseries", KeywordTimeseries("snakes", "7d", "day"),
-     CellContext("suppressions", ("keyword", "ts"), ("suppressions", "unique_users", "events"), W7, AS_OF, "day")),
+     ("suppressions", ("keyword", "ts"), CELL, W7, "day", {})),
     ("domain_timeseries", DomainTimeseries("x.com", "24h", "hour"),
-     CellContext("suppressions", ("domain", "ts"), ("suppressions", "unique_users", "events"), W24, AS_OF, "hour")),
+     ("suppressions", ("domain", "ts"), CELL, W24, "hour", {})),
     ("geo_heat", GeoHeat("24h", "city"),
-     CellContext("suppressions", ("city",), ("suppressions", "unique_users", "keyword_count"), W24, AS_OF)),
+     ("suppressions", ("city",), {"suppressions": "suppressions", "unique_users": "unique_users",
+                                  "keyword_count": "keyword_count"}, W24, None, {})),
     ("trending", Trending("7d", "domain", "events", 5, 10),
-     CellContext("suppressions", ("domain",), ("recent", "baseline"), W7, AS_OF)),
+     ("suppressions", ("domain",), {"recent": "events", "baseline": "events"}, W7, None, {})),
     ("keyword_activity", KeywordActivity("24h", "added", 3),
-     CellContext("keyword_changes", ("keyword",), ("adds", "removes", "edits", "unique_users"), W24, AS_OF)),
+     ("keyword_changes", ("keyword",), {"unique_users": "unique_users", "adds": "events", "removes": "events",
+                                        "edits": "events"}, W24, None, {})),
     ("query", FlexibleQuery("7d", {"countries": ("US",)}, ("county", "time", "platform"), "day", limit=4),
-     CellContext("suppressions", ("county", "ts", "platform"), ("suppressions", "unique_users", "events"), W7, AS_OF, "day")),
-    ("query", FlexibleQuery("24h", {}, (), None),
-     CellContext("suppressions", (), ("suppressions", "unique_users", "events"), W24, AS_OF)),
+     ("suppressions", ("county", "ts", "platform"), CELL, W7, "day", {"country": ("US",)})),
+    ("query", FlexibleQuery("24h", {}, (), None), ("suppressions", (), CELL, W24, None, {})),
     ("query", FlexibleQuery("24h", {}, ("keyword",), "week"),  # bucket without time: not a cell property
-     CellContext("suppressions", ("keyword",), ("suppressions", "unique_users", "events"), W24, AS_OF)),
+     ("suppressions", ("keyword",), CELL, W24, None, {})),
 ]
 
 
-@pytest.mark.parametrize(("method", "req", "context"), CALLS, ids=[c[0] for c in CALLS])
-def test_publish_is_called_once_with_the_cells(frames, method: str, req, context: CellContext) -> None:
+@pytest.mark.parametrize(("method", "req", "expected"), CALLS, ids=[c[0] for c in CALLS])
+def test_publish_is_called_once_with_the_cells(frames, method: str, req, expected) -> None:
+    table, dims, measures, time_range, bucket, fixed = expected
     privacy = Recording()
     getattr(Engine(privacy), method)(frames, AS_OF, req)
     assert len(privacy.calls) == 1
     frame, cell = privacy.calls[0]
-    assert cell == context
-    assert frame.columns == [*context.dims, *context.measures]
+    assert (cell.table, tuple(cell.dims), cell.time_range, cell.as_of, cell.bucket) == (table, dims, time_range,
+                                                                                        AS_OF, bucket)
+    assert dict(cell.fixed) == fixed
+    assert {p.column: p.measure for p in cell.published} == measures
+    assert set(dims) | {p.column for p in cell.published} | {p.users for p in cell.published} <= set(frame.columns)
     # Cells are described by plain values, never by per-process Categorical codes.
-    assert all(frame.schema[dim] in (pl.String, pl.Datetime("us", "UTC")) for dim in context.dims)
+    assert all(frame.schema[dim] in (pl.String, pl.Datetime("us", "UTC")) for dim in dims)
+
+
+def test_trending_periods_are_cells_of_their_own(frames) -> None:
+    privacy = Recording()
+    Engine(privacy).trending(frames, AS_OF, Trending("7d", "keyword", "suppressions", 5, 10))
+    _, cell = privacy.calls[0]
+    periods = {p.column: (p.period, p.users) for p in cell.published}
+    assert periods == {"recent": (P7.recent, "recent_users"), "baseline": (P7.baseline, "baseline_users")}
 
 
 def _drop(column: str, value: str) -> Callable[[pl.DataFrame], pl.DataFrame]:

@@ -30,7 +30,7 @@ def run(frames, window="24h", filters=None, group_by=(), bucket=None, order_by="
         window=window, filters=filters or {}, group_by=tuple(group_by), bucket=bucket,
         order_by=order_by, order=order, limit=limit,
     )
-    return Engine(Privacy()).query(frames, fx.FIXTURE_AS_OF, req)
+    return Engine(Privacy.exact()).query(frames, fx.FIXTURE_AS_OF, req)
 
 
 def output_schema(group_by) -> dict[str, Any]:

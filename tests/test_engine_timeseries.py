@@ -24,11 +24,11 @@ def frames():
 
 
 def keyword_series(frames, keyword: str, window: str, bucket: str) -> pl.DataFrame:
-    return Engine(Privacy()).keyword_timeseries(frames, fx.FIXTURE_AS_OF, KeywordTimeseries(keyword, window, bucket))
+    return Engine(Privacy.exact()).keyword_timeseries(frames, fx.FIXTURE_AS_OF, KeywordTimeseries(keyword, window, bucket))
 
 
 def domain_series(frames, domain: str, window: str, bucket: str) -> pl.DataFrame:
-    return Engine(Privacy()).domain_timeseries(frames, fx.FIXTURE_AS_OF, DomainTimeseries(domain, window, bucket))
+    return Engine(Privacy.exact()).domain_timeseries(frames, fx.FIXTURE_AS_OF, DomainTimeseries(domain, window, bucket))
 
 
 def naive(column: str, value: str, window: str, bucket: str) -> pl.DataFrame:

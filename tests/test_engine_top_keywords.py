@@ -24,7 +24,7 @@ def frames():
 
 
 def run(frames, window: str, limit: int = 50) -> pl.DataFrame:
-    return Engine(Privacy()).top_keywords(frames, fx.FIXTURE_AS_OF, TopKeywords(window=window, limit=limit))
+    return Engine(Privacy.exact()).top_keywords(frames, fx.FIXTURE_AS_OF, TopKeywords(window=window, limit=limit))
 
 
 def naive(window: str, limit: int) -> pl.DataFrame:

@@ -129,7 +129,7 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
         def __init__(self):
             from service.engine import Engine
             from service.privacy import Privacy
-            self._inner = Engine(Privacy())
+            self._inner = Engine(Privacy.exact())
 
         def __getattr__(self, name):
             method = getattr(self._inner, name)

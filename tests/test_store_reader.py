@@ -213,26 +213,3 @@ def test_other_threads_keep_the_old_snapshot_during_a_reload(store_dir: Path, mo
     loader.join()
     assert reloaded[0].generation == 2
     assert store.snapshot() is reloaded[0]
-
-
-def test_hourly_rollups_are_sums_and_counts_per_hour_and_value() -> None:
-    frames = fx.fixture_frames()
-    assert list(frames.hourly) == list(reader.ROLLUP_DIMENSIONS)
-    for dimension, rollup in frames.hourly.items():
-        assert rollup.schema == pl.Schema(
-            {"ts": schema.TS, dimension: pl.Categorical(), "suppressions": pl.Int64, "events": pl.Int64}
-        )
-        assert rollup.get_column("ts").is_sorted()
-        expected: dict[tuple, list[int]] = {}
-        for row in fx.suppression_rows():
-            cell = expected.setdefault((row["ts"].replace(minute=0, second=0, microsecond=0), row[dimension]), [0, 0])
-            cell[0] += row["suppressions"]
-            cell[1] += 1
-        got = {(ts, value): [s, e] for ts, value, s, e in rollup.cast({dimension: pl.String}).rows()}
-        assert got == expected
-
-
-def test_empty_store_has_empty_rollups(tmp_path: Path) -> None:
-    frames = EventStore(tmp_path).snapshot()
-    assert all(rollup.height == 0 for rollup in frames.hourly.values())
-    assert list(frames.hourly) == list(reader.ROLLUP_DIMENSIONS)

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.engine.geo_labels import label_series
-from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, cell_measures, key_guards
+from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, capped_cells, key_guards, published
 from service.engine.ordering import first_rows
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.engine.slicing import time_slice
@@ -58,23 +58,21 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     # (but still count in totals, where nothing is grouped). One filter pass for everything.
     conditions = _filters(req.filters) + key_guards(sliced, categorical)
     rows = sliced.lazy().filter(conditions) if conditions else sliced.lazy()
-    if req.group_by:
-        keys = [bucket_key(req.bucket) if dimension == TIME else pl.col(dimension) for dimension in req.group_by]
-        cells = rows.group_by(keys).agg(cell_measures()).collect()
-    else:
-        cells = rows.select(cell_measures()).collect()  # one row, zeros when nothing matched
-
-    published = privacy.publish(
+    keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
+    cells = capped_cells(rows, keys, privacy.params)  # no keys: one row, zeros when nothing matched
+    shown = privacy.publish(
         as_strings(cells, categorical),
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=dims,
-            measures=CELL_MEASURES,
+            published=published(*CELL_MEASURES),
             time_range=window,
             as_of=as_of,
             bucket=req.bucket if TIME in req.group_by else None,
+            # Filters are part of a cell's identity: platform in {chrome} is another cell than all platforms.
+            fixed={FILTER_COLUMNS[key]: values for key, values in req.filters.items()},
         ),
     )
     # Ties break on the dimension values (ascending) so equal measures come back in a fixed order.
-    ordered = first_rows(published, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)
+    ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)
     return ordered.select(_output_columns(ordered, req.group_by))

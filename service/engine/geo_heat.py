@@ -7,7 +7,7 @@ import datetime as dt
 import polars as pl
 
 from service.engine.geo_labels import label_series
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, key_guards, measure
+from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, capped_cells, key_guards, published
 from service.engine.requests import GeoHeat
 from service.engine.slicing import time_slice
 from service.privacy import CellContext, Privacy
@@ -24,26 +24,21 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     window = window_range(req.window, as_of)
     rows = time_slice(frames.suppressions, window)
     guards = key_guards(rows, [level])
-    cells = (
-        (rows.filter(guards) if guards else rows)
-        .group_by(level)
-        .agg(
-            measure(SUPPRESSIONS),
-            measure(UNIQUE_USERS),
-            pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT),
-        )
+    cells = capped_cells(
+        rows.filter(guards) if guards else rows, [level], privacy.params,
+        extra=[pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT)],
     )
-    published = privacy.publish(
+    shown = privacy.publish(
         as_strings(cells, [level]),
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=(level,),
-            measures=(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT),
+            published=published(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT),
             time_range=window,
             as_of=as_of,
         ),
     )
-    ordered = published.sort([SUPPRESSIONS, level], descending=[True, False])
+    ordered = shown.sort([SUPPRESSIONS, level], descending=[True, False])
     return ordered.select(
         pl.col(level).alias("geo_key"),
         label_series("label", level, ordered.get_column(level)),

@@ -6,11 +6,11 @@ import datetime as dt
 
 import polars as pl
 
-from service.engine.measures import UNIQUE_USERS, as_strings, measure
+from service.engine.measures import EVENTS, UNIQUE_USERS, as_strings
 from service.engine.ordering import first_rows
 from service.engine.requests import KeywordActivity
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy
+from service.privacy import CellContext, Privacy, Published
 from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
@@ -26,28 +26,45 @@ _ORDER_BY = {"added": ADDS, "removed": REMOVES, "edited": EDITS, "all": "total_e
 def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivity, privacy: Privacy) -> pl.DataFrame:
     """keyword, adds, removes, edits, total_events, unique_users, net_adds."""
     window = window_range(req.window, as_of)
-    cells = (
+    cap = privacy.params.cap_events
+    per_user = (
         time_slice(frames.keyword_changes, window)
-        .group_by("keyword")
+        .lazy()
+        .group_by("keyword", "user_id")
         .agg(
-            *((pl.col("action") == action).sum().cast(pl.Int64).alias(name) for name, action in _ACTION_COUNTS.items()),
-            measure(UNIQUE_USERS),
+            (pl.col("action") == action).sum().cast(pl.Int64).clip(upper_bound=cap).alias(name)
+            for name, action in _ACTION_COUNTS.items()
+        )
+    )
+    cells = (
+        per_user.group_by("keyword")
+        .agg(
+            *(pl.col(name).sum() for name in _ACTION_COUNTS),
+            # Users behind each count: an action's count is its own cell ({keyword, action}).
+            *((pl.col(name) > 0).sum().cast(pl.Int64).alias(f"{name}_users") for name in _ACTION_COUNTS),
+            pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
         )
         .drop_nulls("keyword")
+        .collect()
     )
-    published = privacy.publish(
+    shown = privacy.publish(
         as_strings(cells, ["keyword"]),
         CellContext(
             table=schema.KEYWORD_CHANGES,
             dims=("keyword",),
-            measures=(ADDS, REMOVES, EDITS, UNIQUE_USERS),
+            published=(
+                Published(UNIQUE_USERS, UNIQUE_USERS, UNIQUE_USERS),
+                # A count with too few users behind it shows 0; the keyword row needs its own users.
+                *(Published(name, EVENTS, f"{name}_users", extra=(("action", action),), when_suppressed="zero")
+                  for name, action in _ACTION_COUNTS.items()),
+            ),
             time_range=window,
             as_of=as_of,
         ),
     )
     # Derived from the published counts, so total = adds + removes + edits and
     # net = adds - removes hold exactly in every answer.
-    derived = published.with_columns(
+    derived = shown.with_columns(
         (pl.col(ADDS) + pl.col(REMOVES) + pl.col(EDITS)).alias("total_events"),
         (pl.col(ADDS) - pl.col(REMOVES)).alias("net_adds"),
     )

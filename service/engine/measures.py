@@ -7,10 +7,11 @@ described the same way by every endpoint.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from service.privacy import PrivacyParams, Published
 from service.windows import polars_every
 
 SUPPRESSIONS = "suppressions"
@@ -25,6 +26,34 @@ _EXPRESSIONS: dict[str, pl.Expr] = {
     UNIQUE_USERS: pl.col("user_id").n_unique().cast(pl.Int64).alias(UNIQUE_USERS),
     EVENTS: pl.len().cast(pl.Int64).alias(EVENTS),
 }
+
+
+def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published, ...]:
+    """The cell's own measures, suppression decided by its own user count."""
+    return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)
+
+
+def capped_cells(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr], params: PrivacyParams,
+                 extra: Sequence[pl.Expr] = ()) -> pl.DataFrame:
+    """suppressions, events and unique_users per cell, each user's contribution to a cell capped.
+
+    Two stages: per cell and user (capped sums), then per cell (sums of the capped values, and
+    the number of users, which is the exact distinct count). With no keys, one row of totals.
+    `extra` aggregations run on the rows per cell (e.g. distinct keywords) and are joined on.
+    """
+    lazy = rows.lazy()
+    names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
+    per_user = lazy.group_by([*keys, "user_id"]).agg(
+        pl.col("suppressions").cast(pl.Int64).sum().clip(upper_bound=params.cap_suppressions).alias(SUPPRESSIONS),
+        pl.len().cast(pl.Int64).clip(upper_bound=params.cap_events).alias(EVENTS),
+    )
+    totals = [pl.col(SUPPRESSIONS).sum(), pl.col(EVENTS).sum(), pl.len().cast(pl.Int64).alias(UNIQUE_USERS)]
+    if not names:
+        return per_user.select(*totals).collect()
+    cells = per_user.group_by(names).agg(*totals)
+    if extra:
+        cells = cells.join(lazy.group_by(keys).agg(*extra), on=names, how="left")
+    return cells.collect()
 
 
 def measure(name: str) -> pl.Expr:

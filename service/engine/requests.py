@@ -4,7 +4,7 @@ parameter table; the engine never sees raw query strings or JSON."""
 from __future__ import annotations
 
 import dataclasses
-from typing import Mapping
+from collections.abc import Mapping
 
 # /query filter keys -> event column they filter
 FILTER_COLUMNS: dict[str, str] = {

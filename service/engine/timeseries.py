@@ -17,7 +17,8 @@ from service.engine.measures import (
     SUPPRESSIONS,
     UNIQUE_USERS,
     bucket_key,
-    cell_measures,
+    capped_cells,
+    published,
     zero_filled,
 )
 from service.engine.requests import DomainTimeseries, KeywordTimeseries
@@ -48,29 +49,23 @@ def value_timeseries(
     """ts, suppressions, users_est, events of the rows where `column == value`, zero-filled."""
     window = window_range(window_name, as_of)
     buckets = pl.DataFrame({"ts": pl.Series(bucket_starts(window, bucket), dtype=schema.TS)})
-    counts = (
-        time_slice(frames.suppressions, window)
-        .lazy()
-        .filter(pl.col(column) == value)
-        .group_by(bucket_key(bucket))
-        .agg(cell_measures())
-        .collect()
-    )
+    rows = time_slice(frames.suppressions, window).lazy().filter(pl.col(column) == value)
+    counts = capped_cells(rows, [bucket_key(bucket)], privacy.params)
     # Every bucket is a cell, empty or not: the privacy stage decides what an empty one shows.
     cells = zero_filled(buckets.join(counts, on="ts", how="left", maintain_order="left"), CELL_MEASURES)
-    published = privacy.publish(
+    shown = privacy.publish(
         cells.select(pl.lit(value, dtype=pl.String).alias(column), "ts", *CELL_MEASURES),
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=(column, "ts"),
-            measures=CELL_MEASURES,
+            published=published(*CELL_MEASURES, when_suppressed="zero"),
             time_range=window,
             as_of=as_of,
             bucket=bucket,
         ),
     )
-    # Joined back onto the bucket list: a bucket the privacy stage withheld still shows, as 0.
-    series = buckets.join(published.drop(column), on="ts", how="left", maintain_order="left")
+    # Joined back onto the bucket list, so the answer always lists every bucket.
+    series = buckets.join(shown.drop(column), on="ts", how="left", maintain_order="left")
     return zero_filled(series, CELL_MEASURES).select(
         "ts", SUPPRESSIONS, pl.col(UNIQUE_USERS).alias("users_est"), EVENTS
     )

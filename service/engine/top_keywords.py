@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, measure
+from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, capped_cells, published
 from service.engine.ordering import first_rows
 from service.engine.requests import TopKeywords
 from service.engine.slicing import time_slice
@@ -19,25 +19,20 @@ from service.windows import window_range
 def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy) -> pl.DataFrame:
     """keyword_raw, suppressions, users_est, rank; rank 1..n over the published counts."""
     window = window_range(req.window, as_of)
-    cells = (
-        time_slice(frames.suppressions, window)
-        .group_by("keyword")
-        .agg(measure(SUPPRESSIONS), measure(UNIQUE_USERS))
-        .drop_nulls("keyword")
-    )
-    published = privacy.publish(
+    cells = capped_cells(time_slice(frames.suppressions, window), ["keyword"], privacy.params).drop_nulls("keyword")
+    shown = privacy.publish(
         as_strings(cells, ["keyword"]),
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=("keyword",),
-            measures=(SUPPRESSIONS, UNIQUE_USERS),
+            published=published(SUPPRESSIONS, UNIQUE_USERS),
             time_range=window,
             as_of=as_of,
         ),
     )
     # Ranked after publishing: a rank must agree with the numbers shown next to it.
     return (
-        first_rows(published, [SUPPRESSIONS, "keyword"], [True, False], req.limit)
+        first_rows(shown, [SUPPRESSIONS, "keyword"], [True, False], req.limit)
         .with_row_index("rank", offset=1)
         .select(
             pl.col("keyword").alias("keyword_raw"),

@@ -106,10 +106,9 @@ class SignalsResource:
         plan: Plan = getattr(req.context, "plan", None) or self.prepare(req)
         if plan.problem:
             raise plan.problem
-        admission = getattr(req.context, "admission", None)
-        if plan.key is None:  # response caching is off
-            raw = None
-        else:
+        raw = None
+        if plan.key is not None:  # None: response caching is off
+            admission = getattr(req.context, "admission", None)
             raw = admission.cached if admission is not None else self._gate.get(plan.key)
         if raw is not None:
             resp.set_header("X-Cache", "hit")

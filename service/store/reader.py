@@ -17,7 +17,6 @@ import dataclasses
 import logging
 import threading
 import time
-from collections.abc import Mapping
 from datetime import datetime
 from pathlib import Path
 
@@ -27,10 +26,6 @@ from service.store import layout, schema
 
 log = logging.getLogger(__name__)
 
-# Dimensions with an hourly rollup: the ones trending ranks (requests.TRENDING_DIMENSIONS).
-ROLLUP_DIMENSIONS = ("keyword", "domain", "platform", "page_context")
-
-
 @dataclasses.dataclass(frozen=True, eq=False)
 class EventFrames:
     """One consistent view of both event tables (compared and hashed by identity)."""
@@ -39,9 +34,6 @@ class EventFrames:
     keyword_changes: pl.DataFrame   # same
     generation: int                 # data generation the frames were loaded at
     last_event: datetime | None     # max ts over both tables; None when both are empty
-    # Per ROLLUP_DIMENSIONS entry: suppressions per hour and value (see `hourly_rollups`). Optional:
-    # a snapshot without them answers the same, only slower.
-    hourly: Mapping[str, pl.DataFrame] = dataclasses.field(default_factory=dict)
 
 
 def memory_schema(table: str) -> dict[str, pl.DataType]:
@@ -96,27 +88,6 @@ def build_frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, gene
     return _frames(suppressions, keyword_changes, generation)
 
 
-def hourly_rollups(suppressions: pl.DataFrame) -> dict[str, pl.DataFrame]:
-    """For each of ROLLUP_DIMENSIONS: `ts` (hour start), the dimension, `suppressions` (sum, Int64)
-    and `events` (rows, Int64), sorted by ts.
-
-    Sums and counts add up over hours, so any range of whole hours can be answered from these
-    instead of the events, which makes trending by suppressions or events several times faster.
-    Distinct users do not add up, so everything that counts users reads the events.
-    """
-    plans = [
-        suppressions.lazy()
-        .group_by(pl.col("ts").dt.truncate("1h"), dimension)
-        .agg(
-            pl.col("suppressions").cast(pl.Int64).sum().alias("suppressions"),
-            pl.len().cast(pl.Int64).alias("events"),
-        )
-        .sort("ts")
-        for dimension in ROLLUP_DIMENSIONS
-    ]
-    return dict(zip(ROLLUP_DIMENSIONS, pl.collect_all(plans), strict=True))
-
-
 def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generation: int) -> EventFrames:
     ends = [ts for ts in (_last_ts(suppressions), _last_ts(keyword_changes)) if ts is not None]
     return EventFrames(
@@ -124,7 +95,6 @@ def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generatio
         keyword_changes=keyword_changes,
         generation=generation,
         last_event=max(ends) if ends else None,
-        hourly=hourly_rollups(suppressions),
     )
 
 

@@ -11,6 +11,8 @@ import cache
 from service.accounts import AccountStore
 from service.app import create_app
 from service.clock import Clock
+from service.engine import Engine
+from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
 
@@ -20,7 +22,8 @@ def redis_test_client(redis_url: str, prefix: str, data_dir: Path, store: EventS
     own_prefix = f"{prefix}{uuid.uuid4().hex[:8]}:"
     gate = cache.connect(redis_url, own_prefix)
     app = create_app(Settings(data_dir=data_dir, redis_url=redis_url, redis_prefix=own_prefix),
-                     clock=clock, store=store, accounts=accounts, gate=gate)
+                     clock=clock, store=store, accounts=accounts, gate=gate,
+                     engine=Engine(Privacy.exact()))  # exact numbers: these tests are about caching and limits
     return falcon.testing.TestClient(app), gate, own_prefix
 
 

@@ -50,7 +50,7 @@ class ThrowawayRedis:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.port}/0"
 
-    def start(self) -> "ThrowawayRedis":
+    def start(self) -> ThrowawayRedis:
         self.process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
              "--dir", self.dir],

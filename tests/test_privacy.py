@@ -1,0 +1,146 @@
+"""The privacy stage without HTTP: noise distribution and determinism, secrets, suppression at
+the threshold, non-negativity, and canonical cell descriptions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+
+import polars as pl
+import pytest
+
+from service.privacy import CellContext, Privacy, PrivacyParams, Published
+from service.windows import TimeRange
+
+AS_OF = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
+WEEK = TimeRange(AS_OF - dt.timedelta(days=7), AS_OF)
+CELL = (Published("suppressions", "suppressions", "unique_users"), Published("events", "events", "unique_users"),
+        Published("unique_users", "unique_users", "unique_users"))
+
+
+def cells(n: int, suppressions: int = 10_000, events: int = 10_000, users: int = 1_000) -> pl.DataFrame:
+    return pl.DataFrame({
+        "keyword": [f"kw{i}" for i in range(n)],
+        "suppressions": [suppressions] * n, "events": [events] * n, "unique_users": [users] * n,
+    })
+
+
+def context(**overrides) -> CellContext:
+    return CellContext(**{"table": "suppressions", "dims": ("keyword",), "published": CELL, "time_range": WEEK,
+                          "as_of": AS_OF, **overrides})
+
+
+@pytest.mark.parametrize("measure, column", [("suppressions", "suppressions"), ("events", "events"),
+                                             ("unique_users", "unique_users")])
+def test_noise_has_mean_zero_and_the_configured_variance(measure, column):
+    params = PrivacyParams()
+    frame = cells(20_000)
+    noise = (Privacy("s3cret", params).publish(frame, context())[column] - frame[column]).to_list()
+    alpha = params.alpha(measure)
+    expected_variance = 2 * alpha / (1 - alpha) ** 2
+    std = math.sqrt(expected_variance)
+    assert abs(statistics.fmean(noise)) < 4 * std / math.sqrt(len(noise))  # mean 0, within 4 standard errors
+    assert statistics.pvariance(noise) == pytest.approx(expected_variance, rel=0.06)
+    assert all(isinstance(value, int) for value in noise)
+    assert params.noise_std(measure) == pytest.approx(std)
+
+
+def test_noise_scale_follows_epsilon_and_cap():
+    loose, tight = PrivacyParams(epsilon_suppressions=2.0), PrivacyParams(epsilon_suppressions=0.5)
+    assert loose.noise_std("suppressions") < PrivacyParams().noise_std("suppressions") < tight.noise_std("suppressions")
+    assert PrivacyParams(cap_suppressions=10).noise_std("suppressions") < PrivacyParams().noise_std("suppressions")
+
+
+def test_same_cell_same_noise_and_different_secret_different_noise():
+    frame = cells(500)
+    first = Privacy("s3cret").publish(frame, context())
+    assert first.equals(Privacy("s3cret").publish(frame, context()))
+    assert first.equals(Privacy("s3cret").publish(frame.reverse(), context()).reverse())  # row order is no input
+    other = Privacy("another secret").publish(frame, context())
+    assert (first["suppressions"] != other["suppressions"]).sum() > 450
+
+
+def test_noise_depends_on_every_part_of_the_cell():
+    frame = cells(300)
+    base = Privacy("s").publish(frame, context())["suppressions"]
+    variants = [
+        context(as_of=AS_OF + dt.timedelta(hours=1)),
+        context(time_range=TimeRange(WEEK.start + dt.timedelta(hours=1), WEEK.end)),
+        context(table="keyword_changes"),
+        context(fixed={"platform": ("chrome",)}),
+    ]
+    for variant in variants:
+        assert (Privacy("s").publish(frame, variant)["suppressions"] != base).sum() > 250, variant
+
+
+def test_filters_and_grouped_values_describe_the_same_cell():
+    """keyword X as a grouped value, or as a one-value filter with no grouping: one cell."""
+    grouped = Privacy("s").publish(cells(1).with_columns(pl.lit("elon musk").alias("keyword")), context())
+    filtered = Privacy("s").publish(cells(1).drop("keyword"),
+                                    context(dims=(), fixed={"keyword": ("elon musk",)}))
+    assert grouped["suppressions"].to_list() == filtered["suppressions"].to_list()
+    # a filter's values are a set: order and repetition do not matter
+    a = Privacy("s").publish(cells(1), context(fixed={"platform": ("ios", "chrome")}))
+    b = Privacy("s").publish(cells(1), context(fixed={"platform": ("chrome", "ios", "chrome")}))
+    assert a.equals(b)
+
+
+def test_values_with_separator_characters_cannot_collide():
+    frame = pl.DataFrame({"a": ["x|b=1:y", "x"], "b": ["z", "y|b=1:z"], "suppressions": [10_000] * 2,
+                          "events": [10_000] * 2, "unique_users": [1000] * 2})
+    published = Privacy("s").publish(frame, context(dims=("a", "b")))
+    assert published["suppressions"][0] != published["suppressions"][1]
+
+
+def test_published_numbers_are_never_negative():
+    zeros = cells(5000, suppressions=0, events=0, users=0)
+    published = Privacy("s", PrivacyParams(min_users=0)).publish(zeros, context())
+    for column in ("suppressions", "events", "unique_users"):
+        assert published[column].min() >= 0 and published[column].dtype == pl.Int64
+
+
+def test_suppression_at_the_threshold_uses_the_noisy_count():
+    almost_exact = PrivacyParams(epsilon_users=1e6, min_users=10)  # users noise practically zero
+    frame = pl.DataFrame({"keyword": ["nine", "ten"], "suppressions": [500, 500], "events": [50, 50],
+                          "unique_users": [9, 10]})
+    assert Privacy("s", almost_exact).publish(frame, context())["keyword"].to_list() == ["ten"]
+    # With real noise, near the threshold the noisy count decides, in both directions.
+    noisy = Privacy("s", PrivacyParams(min_users=10))
+    frame = cells(4000, users=10)
+    published = noisy.publish(frame, context(published=CELL))
+    shown = published["unique_users"]
+    assert 0 < published.height < 4000  # some true-10 cells fall below 10 after noise, some do not
+    assert shown.min() >= 10
+
+
+def test_zero_policy_keeps_rows_and_shows_zeros():
+    frame = pl.DataFrame({"keyword": ["few", "many"], "suppressions": [40, 4000], "events": [4, 400],
+                          "unique_users": [2, 200]})
+    zero = tuple(Published(p.column, p.measure, p.users, when_suppressed="zero") for p in CELL)
+    published = Privacy("s").publish(frame, context(published=zero))
+    assert published.height == 2
+    assert published.row(0) == ("few", 0, 0, 0)
+    assert published.row(1)[1] > 0
+
+
+def test_exact_params_publish_true_values_and_settings_cannot_ask_for_them():
+    from service.settings import Settings, SettingsError
+
+    frame = cells(10, suppressions=7, events=3, users=1)
+    assert Privacy.exact().publish(frame, context()).equals(frame)
+    with pytest.raises(SettingsError, match="EPSILON"):
+        Settings.from_env({"SIGNALS_PRIVACY_EPSILON_USERS": "inf"})
+    with pytest.raises(SettingsError, match="EPSILON"):
+        Settings.from_env({"SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS": "0"})
+    with pytest.raises(SettingsError, match="MIN_USERS"):
+        Settings.from_env({"SIGNALS_PRIVACY_MIN_USERS": "0"})
+
+
+def test_production_refuses_to_start_without_a_secret():
+    from service.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="SIGNALS_SECRET"):
+        Settings.from_env({"SIGNALS_ENV": "production"})
+    assert Settings.from_env({"SIGNALS_ENV": "production", "SIGNALS_SECRET": "x" * 32}).secret == "x" * 32
+    assert Settings.from_env({}).uses_development_secret

@@ -1,0 +1,212 @@
+"""The privacy guarantees end to end, on realistic demo data with the real stage (noise, caps,
+k = 10) and the response cache off, so that every request below is computed afresh."""
+
+from __future__ import annotations
+
+import datetime as dt
+import statistics
+import uuid
+
+import falcon.testing
+import polars as pl
+import pytest
+
+from cache import LocalGate
+from service.app import create_app
+from service.clock import FixedClock
+from service.settings import Settings
+from service.store.demo import generate_demo
+from service.store.reader import EventStore
+from service.store.writer import write_events
+from service.tiers import Tier
+from tests.support.http import get, post_query
+
+DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
+NOW = DEMO_END + dt.timedelta(minutes=20)
+RARE = 60  # keywords used by exactly one user each: the small groups of the differencing test
+
+
+@pytest.fixture(scope="module")
+def demo_dir(tmp_path_factory):
+    data_dir = tmp_path_factory.mktemp("privacy-demo")
+    generate_demo(data_dir, events=80_000, days=30, seed=11, end=DEMO_END, secret="test", progress=False)
+    one = pl.read_parquet(next((data_dir / "suppressions").rglob("*.parquet"))).head(1)
+    rare = pl.concat([
+        one.with_columns(pl.lit(f"rare keyword {i}").alias("keyword"), pl.lit(5, dtype=pl.Int32).alias("suppressions"),
+                         pl.lit(10_000_000 + i, dtype=pl.UInt64).alias("user_id"),
+                         pl.lit(DEMO_END - dt.timedelta(hours=3)).dt.cast_time_unit("us").alias("ts"))
+        for i in range(RARE)
+    ])
+    write_events(data_dir, "suppressions", rare)
+    return data_dir
+
+
+@pytest.fixture(scope="module")
+def demo_store(demo_dir):
+    return EventStore(demo_dir)
+
+
+def make_client(demo_dir, demo_store, accounts, secret="privacy-test-secret"):
+    settings = Settings(data_dir=demo_dir, secret=secret, cache_responses=False)
+    return falcon.testing.TestClient(create_app(settings, clock=FixedClock(NOW), store=demo_store,
+                                                accounts=accounts, gate=LocalGate()))
+
+
+@pytest.fixture
+def client(demo_dir, demo_store, accounts):
+    return make_client(demo_dir, demo_store, accounts)
+
+
+@pytest.fixture
+def key(accounts):
+    return accounts.create_key(Tier.PROFESSIONAL, subscription=f"privacy-{uuid.uuid4().hex[:8]}")[0]
+
+
+def top(client, key, window="7d", limit=50):
+    return get(client, "/top-keywords", key, {"window": window, "limit": str(limit)}).json["keywords"]
+
+
+def test_same_request_same_bytes_even_from_another_process(client, key, demo_dir, demo_store, accounts):
+    first = get(client, "/top-keywords", key, {"window": "7d"}).content
+    assert get(client, "/top-keywords", key, {"window": "7d"}).content == first
+    other = make_client(demo_dir, demo_store, accounts)  # a fresh app: nothing remembered
+    assert get(other, "/top-keywords", key, {"window": "7d"}).content == first
+
+
+def test_a_different_secret_gives_different_noise(client, key, demo_dir, demo_store, accounts):
+    ours = {k["keyword_raw"]: k["suppressions"] for k in top(client, key)}
+    theirs = {k["keyword_raw"]: k["suppressions"]
+              for k in top(make_client(demo_dir, demo_store, accounts, secret="other"), key)}
+    common = set(ours) & set(theirs)
+    assert len(common) > 20 and sum(ours[k] != theirs[k] for k in common) > len(common) * 0.8
+
+
+def test_the_numbers_are_noisy(client, key, demo_store):
+    exact = demo_store.snapshot().suppressions
+    start = DEMO_END - dt.timedelta(days=7)
+    true = dict(exact.filter(pl.col("ts") >= start).group_by("keyword").agg(pl.col("suppressions").sum())
+                .with_columns(pl.col("keyword").cast(pl.String)).iter_rows())
+    shown = top(client, key)
+    assert sum(k["suppressions"] != true[k["keyword_raw"]] for k in shown) > len(shown) * 0.8
+
+
+def test_top_keywords_and_query_agree_on_a_cell(client, key):
+    for record in top(client, key, limit=10):
+        word = record["keyword_raw"]
+        grouped = post_query(client, key, {"window": "7d", "filters": {"keywords": [word]}, "group_by": ["keyword"]})
+        totals = post_query(client, key, {"window": "7d", "filters": {"keywords": [word.upper()]}})
+        all_rows = post_query(client, key, {"window": "7d", "group_by": ["keyword"], "limit": 1000})
+        from_all = next(r for r in all_rows.json["results"] if r["keyword"] == word)
+        for result in (grouped.json["results"][0], totals.json["results"][0], from_all):
+            assert (result["suppressions"], result["unique_users"]) == (record["suppressions"], record["users_est"])
+
+
+def test_timeseries_buckets_agree_with_query_time_buckets(client, key):
+    word = top(client, key, limit=1)[0]["keyword_raw"]
+    series = get(client, "/keyword-timeseries", key, {"keyword": word, "window": "7d", "bucket": "day"}).json
+    by_day = {b["ts"]: b for b in series["timeseries"]}
+    query = post_query(client, key, {"window": "7d", "filters": {"keywords": [word]}, "group_by": ["time"],
+                                     "bucket": "day"}).json["results"]
+    assert query
+    for row in query:
+        bucket = by_day[row["ts"]]
+        assert (bucket["suppressions"], bucket["users_est"], bucket["events"]) == (
+            row["suppressions"], row["unique_users"], row["events"])
+    shown = {row["ts"] for row in query}
+    assert all(b["suppressions"] == 0 for ts, b in by_day.items() if ts not in shown)  # suppressed buckets
+
+
+def test_trending_recent_period_agrees_with_a_6h_query(client, key):
+    trending = get(client, "/trending", key, {"window": "24h", "min_baseline": "0"}).json["trending"]
+    assert trending
+    for record in trending[:5]:
+        six_hours = post_query(client, key, {"window": "6h", "filters": {"keywords": [record["value"]]}})
+        assert six_hours.json["results"][0]["suppressions"] == record["recent"]
+
+
+def test_geo_heat_agrees_with_query_by_country(client, key):
+    heat = get(client, "/geo-heat", key, {"window": "7d"}).json["regions"]
+    rows = {r["country_id"]: r for r in post_query(client, key, {"window": "7d", "group_by": ["country"],
+                                                                  "limit": 1000}).json["results"]}
+    for unit in heat:
+        assert (unit["suppressions"], unit["unique_users"]) == (rows[unit["geo_key"]]["suppressions"],
+                                                              rows[unit["geo_key"]]["unique_users"])
+
+
+def test_averaging_hundreds_of_rephrasings_learns_one_value(client, key):
+    """Re-ordered parameters, other limits, other spellings and other query shapes all return
+    the same noisy number for the cell, so their average is that one published value."""
+    word = top(client, key, limit=1)[0]["keyword_raw"]
+    seen = []
+    for limit in range(1, 101):
+        seen.append(top(client, key, limit=limit)[0]["suppressions"])
+    spellings = [word, word.upper(), f"  {word}  ", word.title(), word.replace(" ", "   ")]
+    for i in range(100):
+        spelling = spellings[i % len(spellings)]
+        body = {"limit": 1 + i, "filters": {"keywords": [spelling, spelling]}, "window": "7d"}
+        if i % 2:
+            body["group_by"] = ["keyword"]
+        seen.append(post_query(client, key, body).json["results"][0]["suppressions"])
+    assert len(seen) == 200 and len(set(seen)) == 1
+
+
+def test_small_groups_are_not_published(client, key):
+    for i in range(5):
+        word = f"rare keyword {i}"
+        assert post_query(client, key, {"window": "24h", "filters": {"keywords": [word]}}).json["results"] == []
+        series = get(client, "/keyword-timeseries", key, {"keyword": word, "window": "24h"}).json["timeseries"]
+        assert all(b["suppressions"] == b["users_est"] == b["events"] == 0 for b in series)
+    listed = {k["keyword_raw"] for k in top(client, key, window="24h", limit=500)}
+    assert not any(word.startswith("rare keyword") for word in listed)
+
+
+def test_differencing_overlapping_filters_does_not_reveal_a_small_group(client, key):
+    """Asking for {big, rare_i} and for {big} and subtracting targets rare_i (one user, 5
+    suppressions). Asked directly, rare_i is suppressed (test above). The differences are
+    dominated by the cells' independent noise: they look the same as the differences for
+    keywords that do not exist at all, so they do not even tell whether rare_i exists."""
+    big = top(client, key, window="24h", limit=1)[0]["keyword_raw"]
+    base = post_query(client, key, {"window": "24h", "filters": {"keywords": [big]}}).json["results"][0]["suppressions"]
+
+    def differences(words: list[str]) -> list[int]:
+        return [post_query(client, key, {"window": "24h", "filters": {"keywords": [big, word]}})
+                .json["results"][0]["suppressions"] - base for word in words]
+
+    present = differences([f"rare keyword {i}" for i in range(RARE)])
+    absent = differences([f"no such keyword {i}" for i in range(RARE)])
+    assert statistics.pstdev(present) > 10 * 5  # the noise dwarfs the group's true 5
+    above = sum(a >= statistics.median(present) for a in absent) / RARE
+    assert 0.25 < above < 0.75, above  # present and absent groups are indistinguishable
+
+
+def test_invariants_hold_on_noisy_numbers(client, key):
+    for kind in ("all", "added", "removed", "edited"):
+        records = get(client, "/keyword-activity", key, {"window": "7d", "type": kind, "limit": "500"}).json["keywords"]
+        assert records
+        for r in records:
+            assert r["net_adds"] == r["adds"] - r["removes"]
+            assert r["total_events"] == r["adds"] + r["removes"] + r["edits"]
+    ranks = top(client, key, limit=100)
+    assert [r["rank"] for r in ranks] == list(range(1, len(ranks) + 1))
+    assert [r["suppressions"] for r in ranks] == sorted((r["suppressions"] for r in ranks), reverse=True)
+    for record in get(client, "/trending", key, {"window": "7d"}).json["trending"]:
+        r, b = record["recent"], record["baseline"]
+        assert record["growth_pct"] == round(100 * (r / 24 - b / 144) / (b / 144), 2)
+
+
+def test_no_negative_number_anywhere(client, key):
+    answers = [
+        get(client, "/top-keywords", key, {"window": "30d", "limit": "500"}).json["keywords"],
+        get(client, "/keyword-timeseries", key, {"keyword": "rare keyword 1", "window": "7d"}).json["timeseries"],
+        get(client, "/domain-timeseries", key, {"domain": "reddit.com", "window": "30d"}).json["timeseries"],
+        *(get(client, "/geo-heat", key, {"window": "30d", "level": level}).json["regions"]
+          for level in ("country", "region", "county", "city")),
+        get(client, "/trending", key, {"window": "30d", "min_baseline": "0", "limit": "500"}).json["trending"],
+        get(client, "/keyword-activity", key, {"window": "30d", "limit": "500"}).json["keywords"],
+        post_query(client, key, {"window": "30d", "group_by": ["keyword", "platform"], "limit": 1000}).json["results"],
+    ]
+    for records in answers:
+        for record in records:
+            for field, value in record.items():
+                if isinstance(value, int) and field not in ("net_adds",):
+                    assert value >= 0, (field, record)
