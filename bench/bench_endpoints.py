@@ -64,6 +64,7 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.endpoints import BY_NAME  # noqa: E402
 from service.engine import (  # noqa: E402
@@ -78,7 +79,7 @@ from service.engine import (  # noqa: E402
 )
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
-from service.settings import DEVELOPMENT_SECRET  # noqa: E402
+from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
 from service.store import demo  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
 from service.windows import (  # noqa: E402
@@ -508,8 +509,10 @@ def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) 
     return problems
 
 
-def measure(cases: list[Case], engine: Engine, frames: EventFrames, as_of: dt.datetime,
+def measure(cases: list[Case], engine: Engine, exact: Engine, frames: EventFrames, as_of: dt.datetime,
             con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int) -> tuple[list[Timings], list[str]]:
+    """Times `engine` (the privacy stage as served); checks `exact` (no noise, caps or
+    suppression) against DuckDB, which computes exact aggregates."""
     pacer = Pacer(REQUESTS_PER_MINUTE)
     results, warnings = [], []
     with tqdm(total=len(cases) * (runs + 1), desc="cases x runs", unit="run", file=sys.stderr) as bar:
@@ -522,7 +525,7 @@ def measure(cases: list[Case], engine: Engine, frames: EventFrames, as_of: dt.da
             request = http_request(case)
             # Warm-up (not timed): code paths, page cache; and the sanity checks.
             ours, theirs = sides["engine"](), pl.from_arrow(sides["duckdb"]())
-            warnings += compare(case, ours, theirs)
+            warnings += compare(case, getattr(exact, case.endpoint)(frames, as_of, case.request), theirs)
             _, resp = send(client, pacer, request)
             warnings += check_http(case, resp, ours.height, as_of)
             bar.update(1)
@@ -594,13 +597,16 @@ def main() -> None:
     print(f"Loading the event store {LOAD_RUNS} times ...", file=sys.stderr)
     frames, loads = load_snapshot(data_dir)
     as_of = compute_as_of(SystemClock().now(), frames.last_event)
-    engine = Engine(Privacy())
-    cases = build_cases(engine, frames, as_of, Sources.of(data_dir))
+    # Timed as served: the real privacy stage with the settings' parameters (development secret).
+    settings = Settings.from_env({})
+    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    exact = Engine(Privacy.exact())
+    cases = build_cases(exact, frames, as_of, Sources.of(data_dir))
     con = duckdb_connection()
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
         served_events = ready["checks"]["data"]["events"]
-        results, warnings = measure(cases, engine, frames, as_of, con, client, args.runs)
+        results, warnings = measure(cases, engine, exact, frames, as_of, con, client, args.runs)
     if served_events != frames.suppressions.height:
         warnings.append(f"server loaded {served_events} suppressions, engine {frames.suppressions.height}")
 
