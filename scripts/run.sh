@@ -21,4 +21,6 @@ if [ -z "${REDIS_URL:-}" ]; then
   echo "==> REDIS_URL is not set: cache and rate limits are in-process (per worker). Set REDIS_URL for a shared limit."
 fi
 echo "==> API on http://127.0.0.1:$PORT  (try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords)"
-exec .venv/bin/honcho start -f Procfile -p "$PORT"
+# The Procfile names bare commands (gunicorn, ...): they come from the project's .venv.
+export PATH="$PWD/.venv/bin:$PATH"
+exec honcho start -f Procfile -p "$PORT"
