@@ -14,7 +14,19 @@ _ERRORS = {
     "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
     "401": "Missing or invalid API key. Carries `WWW-Authenticate: Bearer`.",
     "403": "The endpoint requires a higher plan tier.",
+    "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
+           "address). Carries `Retry-After` in whole seconds.",
     "500": "Internal server error. Quote `request_id` to support.",
+    "503": "A dependency (the accounts database) is unavailable; retry after `Retry-After` seconds.",
+}
+
+_RATE_HEADERS = {
+    "RateLimit-Policy": {"schema": {"type": "string"}, "description": 'Quota per window, e.g. "observer";q=30;w=60.'},
+    "RateLimit": {"schema": {"type": "string"}, "description": 'Remaining and reset seconds, e.g. "observer";r=29;t=60.'},
+    "X-RateLimit-Limit": {"schema": {"type": "integer"}, "description": "Requests per minute of the plan."},
+    "X-RateLimit-Remaining": {"schema": {"type": "integer"}, "description": "Requests left in the moving window."},
+    "X-RateLimit-Reset": {"schema": {"type": "integer"},
+                          "description": "Seconds until the oldest counted request leaves the window."},
 }
 
 PROBLEM_SCHEMA: dict[str, Any] = {
@@ -91,10 +103,15 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
             "headers": {
                 "Last-Modified": {"schema": {"type": "string"}, "description": "as_of: the end of the window."},
                 "X-Signals-As-Of": {"schema": {"type": "string", "format": "date-time"}},
+                "ETag": {"schema": {"type": "string"}, "description": "Send it back in If-None-Match to get 304."},
+                "Cache-Control": {"schema": {"type": "string"}, "description": "private, max-age=<seconds to the next hour>"},
+                "X-Cache": {"schema": {"type": "string", "enum": ["hit", "miss"]}},
+                **_RATE_HEADERS,
             },
             "content": ok_content,
         }
     }
+    responses["304"] = {"description": "Not modified: the If-None-Match entity tag still matches."}
     if endpoint.in_body:
         responses["413"] = {"$ref": "#/components/responses/Problem413"}
         responses["415"] = {"$ref": "#/components/responses/Problem415"}
@@ -132,6 +149,8 @@ def build_openapi() -> dict[str, Any]:
             "responses": {
                 f"Problem{status}": {
                     "description": text,
+                    **({"headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}}
+                       if status in ("429", "503") else {}),
                     "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
                 }
                 for status, text in sorted(descriptions.items())

@@ -61,8 +61,14 @@ def test_security_tiers_and_error_responses(client):
         assert operation["security"] == [{"bearerAuth": []}]
         assert operation["x-min-tier"] == tier
         assert tier.capitalize() in operation["description"]
-        for status in ("200", "400", "401", "403", "500"):
+        for status in ("200", "304", "400", "401", "403", "429", "500", "503"):
             assert status in operation["responses"], (path, status)
+        ok_headers = operation["responses"]["200"]["headers"]
+        for header in ("RateLimit-Policy", "RateLimit", "X-RateLimit-Limit", "X-RateLimit-Remaining",
+                       "X-RateLimit-Reset", "ETag", "Cache-Control"):
+            assert header in ok_headers, (path, header)
+    too_many = doc["components"]["responses"]["Problem429"]
+    assert "Retry-After" in too_many["headers"]
 
 
 def test_response_schemas_describe_records(client):
