@@ -15,12 +15,16 @@ REDIS_TIMEOUT_SECONDS = 0.25
 __all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ResilientGate", "connect", "redis_client"]
 
 
-def redis_client(url: str) -> redis.Redis:
+def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
+    """A client with short timeouts. `single_connection`: one dedicated connection instead of a
+    pool, which saves the pool's per-command checks (two system calls per call); it connects at
+    once, so make it when it is needed (see RedisGate)."""
     return redis.Redis.from_url(
         url,
         socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
         socket_timeout=REDIS_TIMEOUT_SECONDS,
         health_check_interval=30,
+        single_connection_client=single_connection,
     )
 
 
@@ -29,4 +33,5 @@ def connect(redis_url: str | None, prefix: str = "signals:") -> Gate:
     settings = GateSettings(prefix=prefix)
     if not redis_url:
         return LocalGate(settings)
-    return ResilientGate(RedisGate(redis_client(redis_url), settings), LocalGate(settings))
+    gate = RedisGate(lambda: redis_client(redis_url, single_connection=True), settings)
+    return ResilientGate(gate, LocalGate(settings))

@@ -19,6 +19,7 @@ import os
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Protocol
 
@@ -91,20 +92,36 @@ class GateSettings:
 
 
 class RedisGate:
-    def __init__(self, client: redis.Redis, settings: GateSettings = GateSettings()) -> None:
-        self._redis = client
+    """The gate on Redis. `client` is a client, or a function that makes one: then the client is
+    made on first use, so that a Redis that is down when the worker starts is a failure of a
+    call (handled by ResilientGate), not of the start."""
+
+    def __init__(self, client: redis.Redis | Callable[[], redis.Redis], settings: GateSettings = GateSettings()) -> None:
+        self._factory = client if callable(client) and not isinstance(client, redis.Redis) else (lambda: client)
         self._settings = settings
-        self._admit = client.register_script((_SCRIPTS / "admit.lua").read_text())
-        self._fail = client.register_script((_SCRIPTS / "fail.lua").read_text())
-        self._unlock = client.register_script(
-            "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
-        )
+        self._client: redis.Redis | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def _redis(self) -> redis.Redis:
+        if self._client is None:
+            with self._lock:
+                if self._client is None:
+                    client = self._factory()
+                    self._admit = client.register_script((_SCRIPTS / "admit.lua").read_text())
+                    self._fail = client.register_script((_SCRIPTS / "fail.lua").read_text())
+                    self._unlock = client.register_script(
+                        "if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0"
+                    )
+                    self._client = client
+        return self._client
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self._settings.prefix}{kind}:{name}"
 
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         window = self._settings.window_seconds * _US
+        self._redis  # noqa: B018 - makes the client and its scripts on first use
         allowed, remaining, reset_us, blocked_by, body = self._admit(
             keys=[
                 self._key("rate", subject),
@@ -121,6 +138,7 @@ class RedisGate:
 
     def record_auth_failure(self, client: str) -> Admission:
         limit = self._settings.auth_failure_limit
+        self._redis  # noqa: B018
         blocked, reset_us = self._fail(
             keys=[self._key("authfail", client)],
             args=[limit, self._settings.window_seconds * _US, _members.next()],
@@ -139,6 +157,7 @@ class RedisGate:
         return token if self._redis.set(self._key("fill", cache_key), token, nx=True, ex=ttl_seconds) else None
 
     def unlock(self, cache_key: str, token: str) -> None:
+        self._redis  # noqa: B018
         self._unlock(keys=[self._key("fill", cache_key)], args=[token])
 
     def status(self) -> dict:
@@ -146,7 +165,8 @@ class RedisGate:
         return {"backend": "redis", "ok": True, "shared": True}
 
     def close(self) -> None:
-        self._redis.close()
+        if self._client is not None:
+            self._client.close()
 
 
 class LocalGate:

@@ -92,3 +92,19 @@ def test_redis_hanging_costs_a_timeout_not_a_hang(throwaway, fixture_data_dir, f
         assert time.monotonic() < deadline, "did not recover"
         time.sleep(0.1)
     gate.close()
+
+
+def test_a_worker_started_while_redis_is_down_serves_and_recovers(throwaway, fixture_data_dir, fixture_store,
+                                                                   accounts):
+    throwaway.stop()
+    client, key, gate = build(throwaway, fixture_data_dir, fixture_store, accounts)  # app built with Redis down
+    assert get(client, "/top-keywords", key).status_code == 200
+    assert client.simulate_get("/readyz").json["status"] == "degraded"
+    throwaway.start()
+    deadline = time.monotonic() + 10
+    while client.simulate_get("/readyz").json["status"] != "ready":
+        assert time.monotonic() < deadline, "did not recover"
+        time.sleep(0.1)
+    get(client, "/top-keywords", key)
+    assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
+    gate.close()
