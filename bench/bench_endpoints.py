@@ -4,17 +4,26 @@ For each case (one endpoint with one set of parameters: the largest window of ev
 a few representative variants) three things are timed:
 
 - engine: `Engine.<endpoint>(frames, as_of, request)` in this process, on a snapshot loaded by
-  `EventStore` from the data directory: slicing, aggregation and the privacy stage, returning the
-  published polars frame (no JSON rendering).
+  `EventStore` from the data directory, with the privacy stage as served (the settings' budget,
+  caps and k): slicing, per-user capped aggregation, noise and small-cell suppression, returning
+  the published polars frame (no JSON rendering).
 - HTTP: the same request sent to the real web process (`gunicorn -c gunicorn.conf.py
   service.wsgi:app`, as in the Procfile) with one worker, over loopback, with one keep-alive httpx
   client, until the whole body is read: authentication, rate limit, validation, engine, JSON
   rendering and transport.
-- DuckDB: the same aggregate computed in SQL straight from the same Parquet files
+- DuckDB: the same capped aggregate computed in SQL straight from the same Parquet files
   (`read_parquet(..., hive_partitioning=true)`, date partitions pruned), materialised as an Arrow
-  table. Same semantics as the engine: window [as_of - window, as_of), exact count(DISTINCT
-  user_id), zero-filled buckets (generate_series + left join), the trending periods and growth
-  formula, the same ordering, tie-breaks and limit. Geographic labels are not computed.
+  table. Same semantics as the engine's `capped_cells`, in two stages: per cell and user (GROUP BY
+  the cell's keys and user_id) each user's contribution is capped, suppressions at
+  LEAST(sum, cap_suppressions) and events at LEAST(count, cap_events); then per cell the capped
+  values are summed and the users counted (unique_users). Keyword activity caps each action's count
+  per (keyword, user) at cap_events; trending caps per (value, user, period), recent and baseline
+  each being a period of its own; geo-heat's keyword_count is a plain count(DISTINCT keyword).
+  Window [as_of - window, as_of), zero-filled buckets (generate_series + left join), the growth
+  formula, the same ordering, tie-breaks and limit. DuckDB computes only the published columns,
+  exactly; the engine additionally adds noise, computes the user counts that decide suppression
+  (per period, per action) and suppresses small cells: that work is part of its time. Geographic
+  labels are not computed.
 
 Cold means that no response cache is involved: the server runs with SIGNALS_CACHE_RESPONSES=false
 and no Redis, so every request is computed, and neither the engine nor DuckDB caches results. It
@@ -22,8 +31,9 @@ does not mean a cold OS page cache or cold code paths: every case gets one warm-
 the three sides first. The runs then alternate (engine and DuckDB in turns, then HTTP) so that
 machine noise hits all three alike; the median of --runs is reported. A ratio above 1 means we
 are faster than DuckDB. As a sanity check, the first rows and the row count of DuckDB's answer are
-compared with the engine's (and the HTTP record count with the engine's); differences are printed
-as warnings, they do not stop the run.
+compared with those of an engine with the same caps but no noise and no suppression (infinite
+epsilons, k = 0), which also picks the cases' keywords and domain; the HTTP record count is
+compared with the timed engine's. Differences are printed as warnings, they do not stop the run.
 
 The demo data set (`service.store.demo`) is generated once per (events, days, seed) under
 bench/out/data-<events>-<days>-<seed>/ and reused afterwards. HTTP requests are paced to stay
@@ -78,7 +88,7 @@ from service.engine import (  # noqa: E402
     Trending,
 )
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
-from service.privacy import Privacy  # noqa: E402
+from service.privacy import Privacy, PrivacyParams  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
 from service.store import demo  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
@@ -178,42 +188,63 @@ def in_range(span: TimeRange) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Sources:
+    """What the SQL reads (a Parquet scan per table) and the per-user caps it applies (the engine's)."""
+
     suppressions: str
     keyword_changes: str
+    cap_suppressions: int
+    cap_events: int
 
     @classmethod
-    def of(cls, data_dir: Path) -> Sources:
+    def of(cls, data_dir: Path, params: PrivacyParams) -> Sources:
         def scan(table: str) -> str:
             return f"read_parquet({lit(str(data_dir / table / '*' / '*.parquet'))}, hive_partitioning=true)"
 
-        return cls(scan("suppressions"), scan("keyword_changes"))
+        return cls(scan("suppressions"), scan("keyword_changes"), params.cap_suppressions, params.cap_events)
 
 
-CELL_MEASURES_SQL = ("coalesce(sum(suppressions), 0)::BIGINT AS suppressions, "
-                     "count(DISTINCT user_id) AS unique_users, count(*) AS events")
+def per_user_sql(src: Sources, keys: list[str], where: str, measures: tuple[str, ...]) -> str:
+    """First stage of a capped aggregate: one row per (cell, user) of the suppressions matching
+    `where` (the window first, so date partitions are pruned), with the user's capped `measures`:
+    suppressions = LEAST(sum, cap), events = LEAST(count, cap). `keys` are SELECT items
+    (`expression AS name`) that identify the cell."""
+    capped = {"suppressions": f"LEAST(sum(suppressions), {src.cap_suppressions})::BIGINT AS suppressions",
+              "events": f"LEAST(count(*), {src.cap_events}) AS events"}
+    items = [*keys, "user_id", *(capped[m] for m in measures if m in capped)]
+    return f"SELECT {', '.join(items)} FROM {src.suppressions} WHERE {where} GROUP BY ALL"
+
+
+def cell_sql(measure: str, only: str | None = None) -> str:
+    """Second stage, per cell: the sum of the users' capped values, or the number of users
+    (unique_users); over the per-user rows where `only` holds, when given."""
+    where = f" FILTER ({only})" if only else ""
+    if measure == "unique_users":
+        return f"count(*){where}"
+    return f"coalesce(sum({measure}){where}, 0)::BIGINT"
 
 
 def sql_top_keywords(src: Sources, as_of: dt.datetime, req: TopKeywords) -> str:
+    where = f"{in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL"
     return f"""
-        SELECT keyword AS keyword_raw, sum(suppressions)::BIGINT AS suppressions,
-               count(DISTINCT user_id) AS users_est
-        FROM {src.suppressions}
-        WHERE {in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL
+        SELECT keyword AS keyword_raw, {cell_sql('suppressions')} AS suppressions,
+               {cell_sql('unique_users')} AS users_est
+        FROM ({per_user_sql(src, ['keyword'], where, ('suppressions',))}) AS per_user
         GROUP BY ALL ORDER BY suppressions DESC, keyword_raw LIMIT {req.limit}"""
 
 
 def sql_timeseries(src: Sources, as_of: dt.datetime, column: str, value: str, window: str, bucket: str) -> str:
     span = window_range(window, as_of)
     starts = bucket_starts(span, bucket)
+    per_user = per_user_sql(src, [f"date_trunc('{bucket}', ts) AS bucket_ts"],
+                            f"{in_range(span)} AND {column} = {lit(value)}", ("suppressions", "events"))
     return f"""
         WITH buckets AS (
             SELECT generate_series AS ts
             FROM generate_series({ts_lit(starts[0])}, {ts_lit(starts[-1])}, INTERVAL 1 {bucket})
         ), cells AS (
-            SELECT date_trunc('{bucket}', ts) AS bucket_ts, sum(suppressions)::BIGINT AS suppressions,
-                   count(DISTINCT user_id) AS users_est, count(*) AS events
-            FROM {src.suppressions}
-            WHERE {in_range(span)} AND {column} = {lit(value)}
+            SELECT bucket_ts, {cell_sql('suppressions')} AS suppressions,
+                   {cell_sql('unique_users')} AS users_est, {cell_sql('events')} AS events
+            FROM ({per_user}) AS per_user
             GROUP BY ALL
         )
         SELECT buckets.ts, coalesce(suppressions, 0) AS suppressions, coalesce(users_est, 0) AS users_est,
@@ -223,30 +254,36 @@ def sql_timeseries(src: Sources, as_of: dt.datetime, column: str, value: str, wi
 
 
 def sql_geo_heat(src: Sources, as_of: dt.datetime, req: GeoHeat) -> str:
+    # keyword_count is a plain distinct count per unit (not capped), as in the engine.
+    where = f"{in_range(window_range(req.window, as_of))} AND {req.level} IS NOT NULL"
+    per_user = per_user_sql(src, [f"{req.level} AS geo_key"], where, ("suppressions",))
     return f"""
-        SELECT {req.level} AS geo_key, sum(suppressions)::BIGINT AS suppressions,
-               count(DISTINCT user_id) AS unique_users, count(DISTINCT keyword) AS keyword_count
-        FROM {src.suppressions}
-        WHERE {in_range(window_range(req.window, as_of))} AND {req.level} IS NOT NULL
-        GROUP BY ALL ORDER BY suppressions DESC, geo_key"""
-
-
-TRENDING_METRICS_SQL = {"suppressions": "sum(suppressions)", "events": "count(*)",
-                        "unique_users": "count(DISTINCT user_id)"}
+        WITH cells AS (
+            SELECT geo_key, {cell_sql('suppressions')} AS suppressions, {cell_sql('unique_users')} AS unique_users
+            FROM ({per_user}) AS per_user
+            GROUP BY ALL
+        ), keywords AS (
+            SELECT {req.level} AS geo_key, count(DISTINCT keyword) AS keyword_count
+            FROM {src.suppressions} WHERE {where}
+            GROUP BY ALL
+        )
+        SELECT geo_key, suppressions, unique_users, keyword_count
+        FROM cells JOIN keywords USING (geo_key)
+        ORDER BY suppressions DESC, geo_key"""
 
 
 def sql_trending(src: Sources, as_of: dt.datetime, req: Trending) -> str:
+    # The two periods split the window: one scan grouped by (value, period, user) caps each
+    # user per value and period, which is capping each period on its own, as the engine does.
     periods = trending_periods(req.window, as_of)
-    metric = TRENDING_METRICS_SQL[req.metric]
-    split = ts_lit(periods.recent.start)
     recent_hours, baseline_hours = float(periods.recent.hours), float(periods.baseline.hours)
+    where = f"{in_range(window_range(req.window, as_of))} AND {req.dimension} IS NOT NULL"
+    keys = [f"{req.dimension} AS value", f"ts >= {ts_lit(periods.recent.start)} AS in_recent"]
     return f"""
         WITH cells AS (
-            SELECT {req.dimension} AS value,
-                   coalesce({metric} FILTER (WHERE ts >= {split}), 0)::BIGINT AS recent,
-                   coalesce({metric} FILTER (WHERE ts < {split}), 0)::BIGINT AS baseline
-            FROM {src.suppressions}
-            WHERE {in_range(window_range(req.window, as_of))} AND {req.dimension} IS NOT NULL
+            SELECT value, {cell_sql(req.metric, 'in_recent')} AS recent,
+                   {cell_sql(req.metric, 'NOT in_recent')} AS baseline
+            FROM ({per_user_sql(src, keys, where, (req.metric,))}) AS per_user
             GROUP BY ALL
         )
         SELECT value, recent, baseline,
@@ -261,16 +298,22 @@ ACTIVITY_ORDER = {"added": "adds", "removed": "removes", "edited": "edits", "all
 
 
 def sql_keyword_activity(src: Sources, as_of: dt.datetime, req: KeywordActivity) -> str:
+    # Per (keyword, user) each action's count capped at cap_events, then summed per keyword.
     order = ACTIVITY_ORDER[req.type]
     only = "" if req.type == "all" else f"WHERE {order} > 0"
+    cap = src.cap_events
     return f"""
-        WITH cells AS (
-            SELECT keyword, count(*) FILTER (WHERE action = 'add') AS adds,
-                   count(*) FILTER (WHERE action = 'remove') AS removes,
-                   count(*) FILTER (WHERE action = 'edit') AS edits,
-                   count(DISTINCT user_id) AS unique_users
+        WITH per_user AS (
+            SELECT keyword, user_id, LEAST(count(*) FILTER (WHERE action = 'add'), {cap}) AS adds,
+                   LEAST(count(*) FILTER (WHERE action = 'remove'), {cap}) AS removes,
+                   LEAST(count(*) FILTER (WHERE action = 'edit'), {cap}) AS edits
             FROM {src.keyword_changes}
             WHERE {in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL
+            GROUP BY ALL
+        ), cells AS (
+            SELECT keyword, sum(adds)::BIGINT AS adds, sum(removes)::BIGINT AS removes,
+                   sum(edits)::BIGINT AS edits, count(*) AS unique_users
+            FROM per_user
             GROUP BY ALL
         )
         SELECT keyword, adds, removes, edits, adds + removes + edits AS total_events, unique_users,
@@ -286,20 +329,24 @@ def _query_column(dimension: str) -> str:
     return f"{dimension}_id" if dimension in GEO_LEVELS else dimension
 
 
+QUERY_MEASURES_SQL = ", ".join(f"{cell_sql(m)} AS {m}" for m in ("suppressions", "unique_users", "events"))
+
+
 def sql_query(src: Sources, as_of: dt.datetime, req: FlexibleQuery) -> str:
     conditions = [in_range(window_range(req.window, as_of))]
     conditions += [f"{FILTER_COLUMNS[key]} IN ({', '.join(lit(v) for v in values)})"
                    for key, values in req.filters.items()]
     conditions += [f"{dimension} IS NOT NULL" for dimension in req.group_by if dimension != "time"]
-    where = " AND ".join(conditions)
-    if not req.group_by:
-        return f"SELECT {CELL_MEASURES_SQL} FROM {src.suppressions} WHERE {where}"
     keys = [f"date_trunc('{req.bucket}', ts) AS ts" if dimension == "time" else f"{dimension} AS {_query_column(dimension)}"
             for dimension in req.group_by]
-    order = [f"{req.order_by} {req.order.upper()}", *(_query_column(dimension) for dimension in req.group_by)]
+    per_user = per_user_sql(src, keys, " AND ".join(conditions), ("suppressions", "events"))
+    if not req.group_by:  # one row of totals: each user capped over the whole selection
+        return f"SELECT {QUERY_MEASURES_SQL} FROM ({per_user}) AS per_user"
+    names = [_query_column(dimension) for dimension in req.group_by]
+    order = [f"{req.order_by} {req.order.upper()}", *names]
     return f"""
-        SELECT {', '.join(keys)}, {CELL_MEASURES_SQL}
-        FROM {src.suppressions} WHERE {where}
+        SELECT {', '.join(names)}, {QUERY_MEASURES_SQL}
+        FROM ({per_user}) AS per_user
         GROUP BY ALL ORDER BY {', '.join(order)} LIMIT {req.limit}"""
 
 
@@ -509,10 +556,10 @@ def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) 
     return problems
 
 
-def measure(cases: list[Case], engine: Engine, exact: Engine, frames: EventFrames, as_of: dt.datetime,
+def measure(cases: list[Case], engine: Engine, capped: Engine, frames: EventFrames, as_of: dt.datetime,
             con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int) -> tuple[list[Timings], list[str]]:
-    """Times `engine` (the privacy stage as served); checks `exact` (no noise, caps or
-    suppression) against DuckDB, which computes exact aggregates."""
+    """Times `engine` (the privacy stage as served); checks `capped` (the same per-user caps, no
+    noise, no suppression) against DuckDB, which computes the same capped aggregates."""
     pacer = Pacer(REQUESTS_PER_MINUTE)
     results, warnings = [], []
     with tqdm(total=len(cases) * (runs + 1), desc="cases x runs", unit="run", file=sys.stderr) as bar:
@@ -525,7 +572,7 @@ def measure(cases: list[Case], engine: Engine, exact: Engine, frames: EventFrame
             request = http_request(case)
             # Warm-up (not timed): code paths, page cache; and the sanity checks.
             ours, theirs = sides["engine"](), pl.from_arrow(sides["duckdb"]())
-            warnings += compare(case, getattr(exact, case.endpoint)(frames, as_of, case.request), theirs)
+            warnings += compare(case, getattr(capped, case.endpoint)(frames, as_of, case.request), theirs)
             _, resp = send(client, pacer, request)
             warnings += check_http(case, resp, ours.height, as_of)
             bar.update(1)
@@ -556,7 +603,7 @@ def table(cases: list[Case], results: list[Timings]) -> str:
 
 
 def header(command: str, data_info: dict[str, Any], frames: EventFrames, as_of: dt.datetime,
-           loads: list[float], runs: int) -> list[str]:
+           loads: list[float], runs: int, params: PrivacyParams) -> list[str]:
     return [
         "# Endpoint latency: engine vs HTTP (gunicorn, 1 worker) vs DuckDB, cold (no response cache)",
         "",
@@ -566,6 +613,9 @@ def header(command: str, data_info: dict[str, Any], frames: EventFrames, as_of: 
         f"- as_of: {iso_z(as_of)}",
         f"- load (EventStore.snapshot, fresh store): median {statistics.median(loads):.2f} s of "
         f"{', '.join(f'{s:.2f}' for s in loads)} s",
+        f"- both sides compute per-user capped aggregates (at most {params.cap_suppressions} suppressions and "
+        f"{params.cap_events} events per user and cell); the engine also adds noise and suppresses cells "
+        f"with fewer than {params.min_users} (noisy) users",
         f"- median of {runs} runs per case after one warm-up; ms; ratio > 1: we are faster than DuckDB",
         f"- Python {platform.python_version()}, polars {pl.__version__}, duckdb {duckdb.__version__}, "
         f"{os.cpu_count()} cores",
@@ -600,17 +650,23 @@ def main() -> None:
     # Timed as served: the real privacy stage with the settings' parameters (development secret).
     settings = Settings.from_env({})
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
-    exact = Engine(Privacy.exact())
-    cases = build_cases(exact, frames, as_of, Sources.of(data_dir))
+    # Checked against DuckDB: the same per-user caps (the defaults), no noise, no suppression.
+    capped = Engine(Privacy("exact", PrivacyParams(epsilon_suppressions=math.inf, epsilon_events=math.inf,
+                                                   epsilon_users=math.inf, min_users=0)))
+    cases = build_cases(capped, frames, as_of, Sources.of(data_dir, capped.privacy.params))
     con = duckdb_connection()
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
         served_events = ready["checks"]["data"]["events"]
-        results, warnings = measure(cases, engine, exact, frames, as_of, con, client, args.runs)
+        results, warnings = measure(cases, engine, capped, frames, as_of, con, client, args.runs)
+    timed_caps, checked_caps = ((p.cap_suppressions, p.cap_events) for p in (engine.privacy.params, capped.privacy.params))
+    if timed_caps != checked_caps:
+        warnings.append(f"timed engine caps {timed_caps}, DuckDB and the checked engine {checked_caps}")
     if served_events != frames.suppressions.height:
         warnings.append(f"server loaded {served_events} suppressions, engine {frames.suppressions.height}")
 
-    lines = header(command, data_info, frames, as_of, loads, args.runs) + ["", table(cases, results)]
+    lines = header(command, data_info, frames, as_of, loads, args.runs, engine.privacy.params)
+    lines += ["", table(cases, results)]
     lines += ["", "Warnings:", *(f"- WARNING {w}" for w in warnings)] if warnings else ["", "No mismatches."]
     md = "\n".join(lines)
     print(md)
