@@ -256,6 +256,10 @@ def _check_scalar(param: Param, value: Any) -> Any:
             hint = f" (did you mean '{close[0]}'?)" if close else ""
             raise ValueError(f"{value!r} is not allowed{hint}; expected {param.allowed()}")
         return value
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate from a JSON \ud800 escape: not text
+        raise ValueError("is not valid Unicode text") from None
     text = param.normalise(value) if param.normalise else value
     if param.min_length is not None and len(text) < param.min_length:
         raise ValueError("must not be empty" if not text.strip() else f"is too short; expected {param.allowed()}")

@@ -200,3 +200,18 @@ def test_query_string_on_post_is_400(client, keys):
 def test_unknown_body_field_is_400(client, keys):
     body = assert_problem(post_query(client, keys["analyst"], {"window": "24h", "groupby": ["keyword"]}), 400, "groupby")
     assert "Did you mean 'group_by'" in body["errors"][0]["reason"]
+
+
+@pytest.mark.parametrize("raw, name", [
+    (b'{"window": "24h", "filters": {"keywords": ["\\ud800"]}}', "filters.keywords[0]"),
+    (b'{"window": "24h", "filters": {"cities": ["ok", "\\udfff"]}}', "filters.cities[1]"),
+    (b"[" * 60000, "body"),
+    (b'{"window": ' + b"[" * 30000 + b"]" * 30000 + b"}", "body"),
+])
+def test_hostile_bodies_are_400_not_500(client, keys, raw, name):
+    assert_problem(post_query(client, keys["analyst"], None, raw=raw), 400, name)
+
+
+def test_a_hostile_body_still_counts_against_the_rate_limit(client, keys):
+    result = post_query(client, keys["analyst"], None, raw=b"[" * 60000)
+    assert result.headers["x-ratelimit-remaining"] == "119"

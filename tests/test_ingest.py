@@ -347,3 +347,18 @@ def test_progress_bar_goes_to_stderr(tmp_path: Path, capsys: pytest.CaptureFixtu
     captured = capsys.readouterr()
     assert captured.out == ""
     assert "ingest" in captured.err and "1/1" in captured.err
+
+
+def test_a_deeply_nested_ndjson_line_is_quarantined_alone(tmp_path):
+    import datetime as _dt
+    import json as _json
+
+    from service.store.ingest import ingest_files
+
+    good = {"ts": "2026-03-10T10:00:00Z", "user_id": "u1", "keyword": "snakes", "domain": "reddit.com",
+            "platform": "chrome", "page_context": "feed", "country": "US", "suppressions": 2}
+    path = tmp_path / "nested.ndjson"
+    path.write_text(_json.dumps(good) + "\n" + "[" * 100_000 + "\n")
+    report = ingest_files(tmp_path / "data", [path], secret="s",
+                          now=_dt.datetime(2026, 3, 10, 12, tzinfo=_dt.UTC), progress=False)
+    assert (report.accepted, report.rejected) == (1, 1)

@@ -198,3 +198,6 @@ def read_json_body(req: falcon.Request) -> Any:
     except json.JSONDecodeError as exc:
         reason = f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None
+    except RecursionError:
+        reason = "is nested too deeply"
+        raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None

@@ -246,6 +246,9 @@ def _read_ndjson_by_line(numbers: list[int], texts: list[bytes]) -> _Read:
         except json.JSONDecodeError as exc:
             rejects.append((number, f"invalid JSON: {exc.msg} at column {exc.colno}", json.dumps(text)))
             continue
+        except RecursionError:
+            rejects.append((number, "invalid JSON: nested too deeply", json.dumps(text[:200])))
+            continue
         if not isinstance(value, dict):
             rejects.append((number, f"not a JSON object but {_json_kind(value)}", text))
             continue
