@@ -3,11 +3,16 @@
 What it does to an aggregated frame (one row per cell):
 
 1. **Consistent noise.** Each cell is described canonically — table, the dimension values (a
-   grouped value or a filter's set of values), the time range it covers and `as_of` — and that
+   grouped value or a filter's set of values), the time range it covers, and the data version of
+   that range (the last generation that landed data for any of its dates) — and that
    description is hashed with HMAC-SHA256 under the secret. The 256-bit digest gives two 32-bit
    uniform numbers for each measure, turned into two geometric variables whose difference is
    two-sided geometric ("discrete Laplace") noise. The same cell therefore gets the same noise
-   whichever endpoint or query shape asks for it, and asking again cannot average it away.
+   whichever endpoint or query shape asks for it, and asking again cannot average it away —
+   not in this hour and not in later hours (`as_of` is deliberately not part of the
+   description: a finished day bucket keeps its noise for good), while new data for a cell's
+   dates does give it new noise (otherwise two answers around an ingest would difference out
+   the new rows exactly).
 2. **Small-cell suppression.** A cell whose *noisy* user count is below k is not published: its
    row is dropped (ranked lists, geo lists, query results) or its numbers shown as 0 (a
    timeseries bucket, a sub-count).
@@ -104,13 +109,26 @@ class CellContext:
     dims: Sequence[str]                          # row columns identifying a cell ("ts" = bucket start)
     published: Sequence[Published]
     time_range: TimeRange                        # the range the cells cover (clips buckets)
-    as_of: dt.datetime
     bucket: str | None = None                    # when "ts" in dims: hour | day | week
     fixed: Mapping[str, tuple[str, ...]] = dataclasses.field(default_factory=dict)  # filters, subject
+    # UTC date -> last generation that changed it (EventFrames.versions[table]); missing = 0.
+    versions: Mapping[dt.date, int] = dataclasses.field(default_factory=dict)
 
 
 def _iso(moment: dt.datetime) -> str:
     return moment.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def data_version(versions: Mapping[dt.date, int], start: dt.datetime, end: dt.datetime) -> int:
+    """The last generation that changed any date of [start, end): a cell's data version."""
+    if not versions or end <= start:
+        return 0
+    day, last = start.astimezone(dt.UTC).date(), (end - dt.timedelta(microseconds=1)).astimezone(dt.UTC).date()
+    version = 0
+    while day <= last:
+        version = max(version, versions.get(day, 0))
+        day += dt.timedelta(days=1)
+    return version
 
 
 def _values_text(values: Sequence[str]) -> str:
@@ -145,18 +163,21 @@ class Privacy:
             constraints[dim] = pl.concat_str(
                 [pl.lit(f"{dim}=1:"), column.str.len_bytes().cast(pl.String), pl.lit(":"), column]
             )
-        if published.period is not None:
-            time_parts = [pl.lit(f"{_iso(published.period.start)}/{_iso(published.period.end)}")]
-        elif "ts" in cell.dims:
-            assert cell.bucket is not None
-            window = cell.time_range
-            start = pl.max_horizontal(pl.col("ts"), pl.lit(window.start).dt.cast_time_unit("us"))
-            end = pl.min_horizontal(pl.col("ts") + bucket_step(cell.bucket), pl.lit(window.end).dt.cast_time_unit("us"))
-            fmt = "%Y-%m-%dT%H:%M:%SZ"
-            time_parts = [start.dt.strftime(fmt), pl.lit("/"), end.dt.strftime(fmt)]
+        if published.period is not None or "ts" not in cell.dims:
+            span = published.period or cell.time_range
+            version = data_version(cell.versions, span.start, span.end)
+            time_parts = [pl.lit(f"{version}|{_iso(span.start)}/{_iso(span.end)}")]
         else:
-            time_parts = [pl.lit(f"{_iso(cell.time_range.start)}/{_iso(cell.time_range.end)}")]
-        parts = [pl.lit(f"v1|{cell.table}|{_iso(cell.as_of)}|"), *time_parts]
+            # One range per bucket, clipped to the window; each with the version of its own dates.
+            assert cell.bucket is not None
+            window, step = cell.time_range, bucket_step(cell.bucket)
+            spans = {}
+            for start in frame.get_column("ts").unique().to_list():
+                span_start, span_end = max(start, window.start), min(start + step, window.end)
+                version = data_version(cell.versions, span_start, span_end)
+                spans[start] = f"{version}|{_iso(span_start)}/{_iso(span_end)}"
+            time_parts = [pl.col("ts").replace_strict(spans, return_dtype=pl.String)]
+        parts = [pl.lit(f"v2|{cell.table}|"), *time_parts]
         for dim in sorted(constraints):
             parts += [pl.lit("|"), constraints[dim]]
         return frame.select(pl.concat_str(parts).alias("m")).get_column("m").to_list()

@@ -81,8 +81,7 @@ def test_publish_is_called_once_with_the_cells(frames, method: str, req, expecte
     getattr(Engine(privacy), method)(frames, AS_OF, req)
     assert len(privacy.calls) == 1
     frame, cell = privacy.calls[0]
-    assert (cell.table, tuple(cell.dims), cell.time_range, cell.as_of, cell.bucket) == (table, dims, time_range,
-                                                                                        AS_OF, bucket)
+    assert (cell.table, tuple(cell.dims), cell.time_range, cell.bucket) == (table, dims, time_range, bucket)
     assert dict(cell.fixed) == fixed
     assert {p.column: p.measure for p in cell.published} == measures
     assert set(dims) | {p.column for p in cell.published} | {p.users for p in cell.published} <= set(frame.columns)

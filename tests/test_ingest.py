@@ -260,7 +260,7 @@ def test_partitions_by_utc_day_sorted_and_hashed(tmp_path: Path) -> None:
     report = run(data, [source])
     days = sorted(p.parent.name for p in report.written)
     assert days == ["date=2025-05-31", "date=2025-06-01"]
-    assert all(re.fullmatch(r"part-[0-9a-f]{32}\.parquet", p.name) for p in report.written)
+    assert all(re.fullmatch(r"part-g00000001-[0-9a-f]{32}\.parquet", p.name) for p in report.written)
     june = pl.read_parquet(layout.partition_dir(data, schema.SUPPRESSIONS, "2025-06-01"))
     assert june["ts"].is_sorted()
     assert dict(june.schema) == schema.SUPPRESSIONS_SCHEMA

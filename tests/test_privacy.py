@@ -28,7 +28,7 @@ def cells(n: int, suppressions: int = 10_000, events: int = 10_000, users: int =
 
 def context(**overrides) -> CellContext:
     return CellContext(**{"table": "suppressions", "dims": ("keyword",), "published": CELL, "time_range": WEEK,
-                          "as_of": AS_OF, **overrides})
+                          **overrides})
 
 
 @pytest.mark.parametrize("measure, column", [("suppressions", "suppressions"), ("events", "events"),
@@ -65,13 +65,47 @@ def test_noise_depends_on_every_part_of_the_cell():
     frame = cells(300)
     base = Privacy("s").publish(frame, context())["suppressions"]
     variants = [
-        context(as_of=AS_OF + dt.timedelta(hours=1)),
         context(time_range=TimeRange(WEEK.start + dt.timedelta(hours=1), WEEK.end)),
         context(table="keyword_changes"),
         context(fixed={"platform": ("chrome",)}),
+        context(versions={(AS_OF - dt.timedelta(days=2)).date(): 5}),  # new data for a date of the range
     ]
     for variant in variants:
         assert (Privacy("s").publish(frame, variant)["suppressions"] != base).sum() > 250, variant
+
+
+def test_noise_ignores_data_changes_outside_the_cells_range():
+    frame = cells(300)
+    base = Privacy("s").publish(frame, context())["suppressions"]
+    elsewhere = context(versions={(WEEK.start - dt.timedelta(days=1)).date(): 9,
+                                  (WEEK.end + dt.timedelta(days=1)).date(): 9})
+    assert Privacy("s").publish(frame, elsewhere)["suppressions"].equals(base)
+
+
+def test_a_finished_bucket_keeps_its_noise_as_hours_pass():
+    """The same day bucket seen from windows ending at different hours: the same cell, the same
+    noise (as_of is not part of a cell), so waiting for the next hour cannot average it away."""
+    day = dt.datetime(2026, 3, 5, tzinfo=dt.UTC)
+    frame = cells(50).with_columns(pl.lit(day).dt.cast_time_unit("us").alias("ts"))
+    seen = set()
+    for hours_later in range(0, 36, 5):  # the window starts before the bucket all along
+        end = AS_OF + dt.timedelta(hours=hours_later)
+        window = TimeRange(end - dt.timedelta(days=7), end)
+        published = Privacy("s").publish(frame, context(dims=("keyword", "ts"), bucket="day", time_range=window))
+        seen.add(tuple(published["suppressions"]))
+    assert len(seen) == 1
+
+
+def test_data_version_is_the_last_generation_of_the_ranges_dates():
+    from service.privacy import data_version
+
+    versions = {dt.date(2026, 3, 1): 3, dt.date(2026, 3, 2): 7, dt.date(2026, 3, 4): 5}
+    at = lambda d, h=0: dt.datetime(2026, 3, d, h, tzinfo=dt.UTC)  # noqa: E731
+    assert data_version(versions, at(1), at(2)) == 3            # end is exclusive
+    assert data_version(versions, at(1), at(2, 1)) == 7
+    assert data_version(versions, at(3), at(4)) == 0
+    assert data_version(versions, at(1), at(5)) == 7
+    assert data_version({}, at(1), at(5)) == 0
 
 
 def test_filters_and_grouped_values_describe_the_same_cell():

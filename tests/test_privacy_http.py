@@ -210,3 +210,30 @@ def test_no_negative_number_anywhere(client, key):
             for field, value in record.items():
                 if isinstance(value, int) and field not in ("net_adds",):
                     assert value >= 0, (field, record)
+
+
+def test_new_data_redraws_noise_only_for_the_cells_it_touches(tmp_path, demo_dir, accounts, key):
+    import shutil
+
+    data_dir = tmp_path / "data"
+    shutil.copytree(demo_dir, data_dir)
+    client = make_client(data_dir, EventStore(data_dir, check_interval=0), accounts)
+    word = top(client, key, limit=1)[0]["keyword_raw"]
+    before_series = get(client, "/keyword-timeseries", key, {"keyword": word, "window": "7d", "bucket": "day"}).json
+    before_top = {k["keyword_raw"]: k["suppressions"] for k in top(client, key)}
+
+    # Late rows for another keyword, on the last day: the true value of `word` does not change.
+    late_day = DEMO_END - dt.timedelta(hours=2)
+    one = pl.read_parquet(next((data_dir / "suppressions").rglob("*.parquet"))).head(1)
+    write_events(data_dir, "suppressions", one.with_columns(
+        pl.lit("a late keyword").alias("keyword"), pl.lit(late_day).dt.cast_time_unit("us").alias("ts")))
+
+    after_series = get(client, "/keyword-timeseries", key, {"keyword": word, "window": "7d", "bucket": "day"}).json
+    after_top = {k["keyword_raw"]: k["suppressions"] for k in top(client, key)}
+    late_bucket = late_day.strftime("%Y-%m-%dT00:00:00Z")
+    for old, new in zip(before_series["timeseries"], after_series["timeseries"], strict=True):
+        if old["ts"] != late_bucket:
+            assert old == new, "a day without new data keeps its noise"
+    # The 7d cells cover the late day: new noise (else the two answers would difference exactly).
+    changed = sum(before_top[k] != after_top.get(k) for k in before_top)
+    assert changed > len(before_top) * 0.8

@@ -67,7 +67,7 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
             dims=dims,
             published=published(*CELL_MEASURES),
             time_range=window,
-            as_of=as_of,
+            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
             bucket=req.bucket if TIME in req.group_by else None,
             # Filters are part of a cell's identity: platform in {chrome} is another cell than all platforms.
             fixed={FILTER_COLUMNS[key]: values for key, values in req.filters.items()},

@@ -35,7 +35,7 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
             dims=(level,),
             published=published(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT),
             time_range=window,
-            as_of=as_of,
+            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
     )
     ordered = shown.sort([SUPPRESSIONS, level], descending=[True, False])

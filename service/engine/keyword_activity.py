@@ -59,7 +59,7 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
                   for name, action in _ACTION_COUNTS.items()),
             ),
             time_range=window,
-            as_of=as_of,
+            versions=frames.versions.get(schema.KEYWORD_CHANGES, {}),
         ),
     )
     # Derived from the published counts, so total = adds + removes + edits and

@@ -60,7 +60,7 @@ def value_timeseries(
             dims=(column, "ts"),
             published=published(*CELL_MEASURES, when_suppressed="zero"),
             time_range=window,
-            as_of=as_of,
+            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
             bucket=bucket,
         ),
     )

@@ -27,7 +27,7 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
             dims=("keyword",),
             published=published(SUPPRESSIONS, UNIQUE_USERS),
             time_range=window,
-            as_of=as_of,
+            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
     )
     # Ranked after publishing: a rank must agree with the numbers shown next to it.

@@ -56,7 +56,7 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
                 Published(BASELINE, req.metric, f"{BASELINE}_users", period=periods.baseline),
             ),
             time_range=window_range(req.window, as_of),
-            as_of=as_of,
+            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
     )
     # Filters and growth use the published numbers, so every row satisfies them as shown.

@@ -1,18 +1,21 @@
 """Where things live in the data directory, and the data generation number.
 
-    <data>/suppressions/date=YYYY-MM-DD/part-<id>.parquet
-    <data>/keyword_changes/date=YYYY-MM-DD/part-<id>.parquet
+    <data>/suppressions/date=YYYY-MM-DD/part-g<generation>-<id>.parquet
+    <data>/keyword_changes/date=YYYY-MM-DD/part-g<generation>-<id>.parquet
     <data>/GENERATION            one integer; bumped after every successful ingest
     <data>/quarantine/           rejected rows, with reasons
     <data>/.staging/             files being written (never read by the service)
 
 Writers stage every file, rename them into place, then bump GENERATION (also by rename).
-Readers reload when GENERATION changes, so they never see a half-landed ingest.
+Readers reload when GENERATION changes. A file's name carries the generation that landed it, so
+a reader knows, for every date, which generation last changed it: the privacy stage keys its
+noise on that (a cell's noise changes exactly when its data may have). One writer at a time.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from pathlib import Path
 
@@ -25,6 +28,19 @@ def table_dir(data_dir: Path, table: str) -> Path:
 
 def partition_dir(data_dir: Path, table: str, day: str) -> Path:
     return table_dir(data_dir, table) / f"date={day}"
+
+
+_GENERATION_IN_NAME = re.compile(r"^part-g(\d+)-")
+
+
+def partition_file_name(generation: int, unique: str) -> str:
+    return f"part-g{generation:08d}-{unique}.parquet"
+
+
+def file_generation(path: Path) -> int:
+    """The generation that landed a partition file; 0 for files named otherwise (older layouts)."""
+    match = _GENERATION_IN_NAME.match(Path(path).name)
+    return int(match.group(1)) if match else 0
 
 
 def quarantine_dir(data_dir: Path) -> Path:

@@ -17,7 +17,8 @@ import dataclasses
 import logging
 import threading
 import time
-from datetime import datetime
+from collections.abc import Mapping
+from datetime import date, datetime
 from pathlib import Path
 
 import polars as pl
@@ -34,6 +35,8 @@ class EventFrames:
     keyword_changes: pl.DataFrame   # same
     generation: int                 # data generation the frames were loaded at
     last_event: datetime | None     # max ts over both tables; None when both are empty
+    # Per table: UTC date -> the last generation that landed a file for it (0: unknown/never).
+    versions: Mapping[str, Mapping[date, int]] = dataclasses.field(default_factory=dict)
 
 
 def memory_schema(table: str) -> dict[str, pl.DataType]:
@@ -88,14 +91,28 @@ def build_frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, gene
     return _frames(suppressions, keyword_changes, generation)
 
 
-def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generation: int) -> EventFrames:
+def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generation: int,
+            versions: Mapping[str, Mapping[date, int]] | None = None) -> EventFrames:
     ends = [ts for ts in (_last_ts(suppressions), _last_ts(keyword_changes)) if ts is not None]
     return EventFrames(
         suppressions=suppressions,
         keyword_changes=keyword_changes,
         generation=generation,
         last_event=max(ends) if ends else None,
+        versions=versions or {},
     )
+
+
+def date_versions(data_dir: Path, table: str) -> dict[date, int]:
+    """For each date partition of `table`, the last generation that landed a file in it."""
+    versions: dict[date, int] = {}
+    for path in partition_files(data_dir, table):
+        try:
+            day = date.fromisoformat(path.parent.name.removeprefix("date="))
+        except ValueError:  # not a partition this layout writes; its rows still load
+            continue
+        versions[day] = max(versions.get(day, 0), layout.file_generation(path))
+    return versions
 
 
 def load_frames(data_dir: Path, generation: int) -> EventFrames:
@@ -104,6 +121,7 @@ def load_frames(data_dir: Path, generation: int) -> EventFrames:
         read_table(data_dir, schema.SUPPRESSIONS),
         read_table(data_dir, schema.KEYWORD_CHANGES),
         generation,
+        {table: date_versions(data_dir, table) for table in schema.TABLES},
     )
 
 

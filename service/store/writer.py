@@ -65,12 +65,14 @@ def write_tables(
     staging = layout.staging_dir(data_dir)
     staging.mkdir(parents=True, exist_ok=True)
     planned: list[tuple[Path, Path]] = []  # (staged, final)
+    generation = layout.read_generation(data_dir) + 1  # the one the bump below makes (one writer at a time)
     try:
         for table, frame in frames.items():
             for day, rows in _split_by_day(frame):
                 name = uuid.uuid4().hex
                 staged = staging / f"{table}-{day}-{name}.parquet"
-                planned.append((staged, layout.partition_dir(data_dir, table, day) / f"part-{name}.parquet"))
+                final = layout.partition_dir(data_dir, table, day) / layout.partition_file_name(generation, name)
+                planned.append((staged, final))
                 _write_staged(rows, staged)
                 if on_file is not None:
                     on_file()
