@@ -648,7 +648,7 @@ def main() -> None:
     frames, loads = load_snapshot(data_dir)
     as_of = compute_as_of(SystemClock().now(), frames.last_event)
     # Timed as served: the real privacy stage with the settings' parameters (development secret).
-    settings = Settings.from_env({})
+    settings = Settings.from_env()  # the environment the served process inherits too
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
     # Checked against DuckDB: the same per-user caps (the defaults), no noise, no suppression.
     capped = Engine(Privacy("exact", PrivacyParams(epsilon_suppressions=math.inf, epsilon_events=math.inf,
@@ -657,13 +657,13 @@ def main() -> None:
     con = duckdb_connection()
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
-        served_events = ready["checks"]["data"]["events"]
+        served_generation = ready["checks"]["data"]["generation"]
         results, warnings = measure(cases, engine, capped, frames, as_of, con, client, args.runs)
     timed_caps, checked_caps = ((p.cap_suppressions, p.cap_events) for p in (engine.privacy.params, capped.privacy.params))
     if timed_caps != checked_caps:
         warnings.append(f"timed engine caps {timed_caps}, DuckDB and the checked engine {checked_caps}")
-    if served_events != frames.suppressions.height:
-        warnings.append(f"server loaded {served_events} suppressions, engine {frames.suppressions.height}")
+    if served_generation != frames.generation:
+        warnings.append(f"server loaded data generation {served_generation}, engine {frames.generation}")
 
     lines = header(command, data_info, frames, as_of, loads, args.runs, engine.privacy.params)
     lines += ["", table(cases, results)]

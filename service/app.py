@@ -8,6 +8,7 @@ import logging
 import falcon
 
 import cache
+from service import __version__
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
 from service.clock import Clock, SystemClock
@@ -17,7 +18,7 @@ from service.errors import handle_unexpected, serialize_problem
 from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
-from service.privacy import Privacy, PrivacyParams
+from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
@@ -36,6 +37,11 @@ def privacy_params(settings: Settings) -> PrivacyParams:
         cap_events=settings.privacy_cap_events,
         min_users=settings.privacy_min_users,
     )
+
+
+def cache_variant(settings: Settings) -> str:
+    """What besides the request and the data an answer depends on: code version and privacy."""
+    return f"{__version__}:{noise_key_fingerprint(settings.secret)}:{privacy_params(settings)!r}"
 
 
 def create_app(
@@ -70,7 +76,9 @@ def create_app(
     app.add_error_handler(Exception, handle_unexpected)
 
     for endpoint in ENDPOINTS:
-        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate, cache_responses=settings.cache_responses))
+        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate,
+                                                          cache_responses=settings.cache_responses,
+                                                          cache_variant=cache_variant(settings)))
     app.add_route("/api/v1/openapi", OpenApiResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))

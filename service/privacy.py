@@ -72,7 +72,9 @@ class PrivacyParams:
                    cap_suppressions=2**62, cap_events=2**62, min_users=0)
 
     def sensitivity(self, measure: str) -> float:
-        return {SUPPRESSIONS: self.cap_suppressions, EVENTS: self.cap_events}.get(measure, 1)
+        """How much one user can move the measure of one cell. keyword_count: each user brings at
+        most cap_events rows (so keywords) into it (engine/geo_heat.py)."""
+        return {SUPPRESSIONS: self.cap_suppressions, EVENTS: self.cap_events, KEYWORD_COUNT: self.cap_events}.get(measure, 1)
 
     def epsilon(self, measure: str) -> float:
         return {SUPPRESSIONS: self.epsilon_suppressions, EVENTS: self.epsilon_events}.get(measure, self.epsilon_users)

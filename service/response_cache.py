@@ -38,9 +38,11 @@ def etag_for(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
-def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int) -> str:
+def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, variant: str = "") -> str:
+    """`variant` names everything else an answer depends on (code version, privacy secret and
+    parameters): after a change of any of them, old bodies are never served again."""
     canonical = json.dumps(
-        {"e": endpoint, "r": dataclasses.asdict(request), "a": as_of.isoformat(), "g": generation},
+        {"e": endpoint, "r": dataclasses.asdict(request), "a": as_of.isoformat(), "g": generation, "v": variant},
         sort_keys=True, separators=(",", ":"), default=list,
     )
     return f"{endpoint}:{hashlib.sha256(canonical.encode()).hexdigest()[:40]}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from collections import defaultdict
 
 import polars as pl
@@ -11,6 +12,7 @@ from polars.testing import assert_frame_equal
 import service.geo
 from service.engine import Engine, GeoHeat
 from service.privacy import Privacy
+from service.store.reader import build_frames
 from service.windows import window_range
 from tests.support import fixture_data as fx
 
@@ -96,3 +98,24 @@ def test_real_labels_are_display_names(frames) -> None:
     labels = dict(run(frames, "24h", "city").select("geo_key", "label").rows())
     assert labels["5368361"].startswith("Los Angeles")
     assert labels["2950159"].startswith("Berlin")
+
+
+def test_one_user_moves_keyword_count_by_at_most_the_cap() -> None:
+    """A user with many keywords nobody else uses adds at most cap_events of them."""
+    from service.privacy import PrivacyParams
+
+    base = fx.suppressions_frame()
+    row = base.filter(pl.col("country") == "DE").head(1)
+    flood = pl.concat([
+        row.with_columns(pl.lit(f"only mine {i}").alias("keyword"), pl.lit(999_999, dtype=pl.UInt64).alias("user_id"),
+                         (pl.col("ts") + pl.duration(seconds=i)).alias("ts"))
+        for i in range(100)
+    ])
+    params = PrivacyParams.exact()
+    capped = Privacy("exact", dataclasses.replace(params, cap_events=7))
+    frames = build_frames(pl.concat([base, flood]), fx.keyword_changes_frame(), 1)
+    without = Engine(capped).geo_heat(fx.fixture_frames(), fx.FIXTURE_AS_OF, GeoHeat("30d", "country"))
+    with_flood = Engine(capped).geo_heat(frames, fx.FIXTURE_AS_OF, GeoHeat("30d", "country"))
+    count = lambda frame: frame.filter(pl.col("geo_key") == "DE")["keyword_count"][0]  # noqa: E731
+    assert count(with_flood) - count(without) == 7
+    assert PrivacyParams().sensitivity("keyword_count") == PrivacyParams().cap_events

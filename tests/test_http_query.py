@@ -215,3 +215,20 @@ def test_hostile_bodies_are_400_not_500(client, keys, raw, name):
 def test_a_hostile_body_still_counts_against_the_rate_limit(client, keys):
     result = post_query(client, keys["analyst"], None, raw=b"[" * 60000)
     assert result.headers["x-ratelimit-remaining"] == "119"
+
+
+def test_totals_row_is_always_there_even_when_suppressed(fixture_data_dir, fixture_store, accounts, keys):
+    """With the real privacy stage, a totals cell with too few users is one row of zeros."""
+    import falcon.testing
+
+    from cache import LocalGate
+    from service.app import create_app
+    from service.clock import FixedClock
+    from service.settings import Settings
+    from tests.support.fixture_data import FIXTURE_NOW
+
+    app = create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
+                     accounts=accounts, gate=LocalGate())
+    client = falcon.testing.TestClient(app)
+    body = post_query(client, keys["analyst"], {"window": "24h", "filters": {"keywords": ["fresh"]}}).json  # 1 user
+    assert body["results"] == [{"suppressions": 0, "unique_users": 0, "events": 0}]

@@ -65,7 +65,8 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=dims,
-            published=published(*CELL_MEASURES),
+            # With no group_by the answer is one row of totals, always: shown as zeros when suppressed.
+            published=published(*CELL_MEASURES, when_suppressed="drop" if req.group_by else "zero"),
             time_range=window,
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
             bucket=req.bucket if TIME in req.group_by else None,

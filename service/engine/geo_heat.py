@@ -24,10 +24,16 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     window = window_range(req.window, as_of)
     rows = time_slice(frames.suppressions, window)
     guards = key_guards(rows, [level])
-    cells = capped_cells(
-        rows.filter(guards) if guards else rows, [level], privacy.params,
-        extra=[pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT)],
+    kept = (rows.filter(guards) if guards else rows).lazy()
+    cells = capped_cells(kept, [level], privacy.params)
+    # Distinct keywords, each user bringing at most cap_events of their rows (their first): one
+    # person can move the count by at most that much, which is what its noise is calibrated to.
+    keywords = (
+        kept.group_by(level, "user_id", maintain_order=True).head(privacy.params.cap_events)
+        .group_by(level).agg(pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT))
+        .collect()
     )
+    cells = cells.join(keywords, on=level, how="left")
     shown = privacy.publish(
         as_strings(cells, [level]),
         CellContext(

@@ -33,13 +33,11 @@ def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published,
     return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)
 
 
-def capped_cells(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr], params: PrivacyParams,
-                 extra: Sequence[pl.Expr] = ()) -> pl.DataFrame:
+def capped_cells(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr], params: PrivacyParams) -> pl.DataFrame:
     """suppressions, events and unique_users per cell, each user's contribution to a cell capped.
 
     Two stages: per cell and user (capped sums), then per cell (sums of the capped values, and
     the number of users, which is the exact distinct count). With no keys, one row of totals.
-    `extra` aggregations run on the rows per cell (e.g. distinct keywords) and are joined on.
     """
     lazy = rows.lazy()
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
@@ -50,10 +48,7 @@ def capped_cells(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr
     totals = [pl.col(SUPPRESSIONS).sum(), pl.col(EVENTS).sum(), pl.len().cast(pl.Int64).alias(UNIQUE_USERS)]
     if not names:
         return per_user.select(*totals).collect()
-    cells = per_user.group_by(names).agg(*totals)
-    if extra:
-        cells = cells.join(lazy.group_by(keys).agg(*extra), on=names, how="left")
-    return cells.collect()
+    return per_user.group_by(names).agg(*totals).collect()
 
 
 def measure(name: str) -> pl.Expr:

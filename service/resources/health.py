@@ -34,8 +34,9 @@ class ReadinessResource:
         checks: dict[str, dict] = {}
         try:
             frames = self._store.snapshot()
-            checks["data"] = {"ok": True, "generation": frames.generation, "events": frames.suppressions.height,
-                              "keyword_changes": frames.keyword_changes.height}
+            # No row counts: exact numbers must not leave the service outside the privacy stage.
+            checks["data"] = {"ok": True, "generation": frames.generation,
+                              "loaded": frames.suppressions.height + frames.keyword_changes.height > 0}
         except Exception as exc:  # readiness reports every failure instead of raising
             log.warning("readiness: data not loaded: %s", exc)
             checks["data"] = {"ok": False, "error": type(exc).__name__}

@@ -56,8 +56,9 @@ class SignalsResource:
     rate_limited = True
 
     def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
-                 *, cache_responses: bool = True) -> None:
+                 *, cache_responses: bool = True, cache_variant: str = "") -> None:
         self.endpoint = endpoint
+        self._cache_variant = cache_variant
         self._cache_responses = cache_responses
         self.min_tier = endpoint.min_tier
         self._engine = engine
@@ -76,7 +77,8 @@ class SignalsResource:
         else:
             frames = self._store.snapshot()
             as_of = compute_as_of(self._clock.now(), frames.last_event)
-            key = cache_key(self.endpoint.name, request, as_of, frames.generation) if self._cache_responses else None
+            key = (cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
+                   if self._cache_responses else None)
             plan = Plan(request=request, frames=frames, as_of=as_of, key=key)
         req.context.plan = plan
         return plan
