@@ -16,17 +16,21 @@ local window = tonumber(ARGV[2])
 
 if KEYS[2] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-  if redis.call('ZCARD', KEYS[2]) >= tonumber(ARGV[4]) then
-    local oldest = redis.call('ZRANGE', KEYS[2], 0, 0, 'WITHSCORES')
-    return {0, 0, tonumber(oldest[2]) + window - now, 'auth', false}
+  local failures = redis.call('ZCARD', KEYS[2])
+  local most = tonumber(ARGV[4])
+  if failures >= most then
+    -- unblocked once failures < most: when the (failures - most)-th oldest leaves the window
+    local freeing = redis.call('ZRANGE', KEYS[2], failures - most, failures - most, 'WITHSCORES')
+    return {0, 0, tonumber(freeing[2]) + window - now, 'auth', false}
   end
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 if count >= limit then
-  local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
-  return {0, 0, tonumber(oldest[2]) + window - now, 'rate', false}
+  -- accepted again once count < limit: when the (count - limit)-th oldest leaves the window
+  local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
+  return {0, 0, tonumber(freeing[2]) + window - now, 'rate', false}
 end
 redis.call('ZADD', KEYS[1], now, ARGV[3])
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))

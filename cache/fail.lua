@@ -8,7 +8,12 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 redis.call('ZADD', KEYS[1], now, ARGV[3])
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
 local count = redis.call('ZCARD', KEYS[1])
-local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
+local most = tonumber(ARGV[1])
 local blocked = 0
-if count > tonumber(ARGV[1]) then blocked = 1 end
-return {blocked, tonumber(oldest[2]) + window - now}
+local index = 0
+if count > most then
+  blocked = 1
+  index = count - most  -- unblocked once fewer than `most` failures remain in the window
+end
+local freeing = redis.call('ZRANGE', KEYS[1], index, index, 'WITHSCORES')
+return {blocked, tonumber(freeing[2]) + window - now}

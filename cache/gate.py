@@ -186,19 +186,24 @@ class LocalGate:
             window.popleft()
         return window
 
-    def _reset(self, window: collections.deque[float], now: float) -> int:
-        return _seconds((window[0] + self._settings.window_seconds - now) * _US) if window else 0
+    def _reset(self, window: collections.deque[float], now: float, limit: int | None = None) -> int:
+        """Seconds until a slot frees: until the (len - limit)-th oldest entry leaves the window."""
+        if not window:
+            return 0
+        index = max(0, len(window) - limit) if limit is not None else 0
+        return _seconds((window[index] + self._settings.window_seconds - now) * _US)
 
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         now = self._clock()
         with self._lock:
             if client:
                 failures = self._trim("authfail:" + client, now)
-                if len(failures) >= self._settings.auth_failure_limit:
-                    return Admission(False, limit, 0, self._reset(failures, now), "auth")
+                most = self._settings.auth_failure_limit
+                if len(failures) >= most:
+                    return Admission(False, limit, 0, self._reset(failures, now, most), "auth")
             window = self._trim("rate:" + subject, now)
             if len(window) >= limit:
-                return Admission(False, limit, 0, self._reset(window, now), "rate")
+                return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             window.append(now)
             cached = self._get_locked(cache_key, now) if cache_key else None
             return Admission(True, limit, limit - len(window), self._reset(window, now), "", cached)
@@ -210,7 +215,8 @@ class LocalGate:
             failures = self._trim("authfail:" + client, now)
             failures.append(now)
             blocked = len(failures) > limit
-            return Admission(not blocked, limit, 0, self._reset(failures, now), "auth" if blocked else "")
+            reset = self._reset(failures, now, limit if blocked else None)
+            return Admission(not blocked, limit, 0, reset, "auth" if blocked else "")
 
     def _get_locked(self, cache_key: str, now: float) -> bytes | None:
         entry = self._bodies.get(cache_key)

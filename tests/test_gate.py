@@ -132,3 +132,20 @@ def test_redis_client_has_short_timeouts(redis_url):
     assert kwargs["socket_timeout"] <= 0.5 and kwargs["socket_connect_timeout"] <= 0.5
     assert isinstance(client, redis.Redis) and client.get_retry() is None  # no retries: one timeout per call
     client.close()
+
+
+def test_auth_block_retry_after_waits_for_enough_failures_to_expire(make_gate):
+    """Failures at t = 0, 0.3, 0.6, 0.9, 1.2 s, a limit of 2, a 2 s window, asked at t = 1.5 s:
+    the address is accepted again only when four have expired (at t = 2.9 s, i.e. in 1.4 s, so
+    Retry-After 2), not when the oldest has (t = 2.0 s, which would say 1)."""
+    gate = make_gate(window_seconds=2, auth_failure_limit=2)
+    for _ in range(5):
+        gate.record_auth_failure("10.1.1.1")
+        time.sleep(0.3)
+    blocked = gate.admit("sub:r", 100, None, client="10.1.1.1")
+    assert not blocked.allowed and blocked.blocked_by == "auth"
+    assert blocked.retry_after == 2
+    time.sleep(1.0)
+    assert not gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 2.5 s: still blocked
+    time.sleep(1.0)
+    assert gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 3.5 s: accepted
