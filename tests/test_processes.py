@@ -135,3 +135,21 @@ def test_concurrent_clients_on_several_workers_never_exceed_the_limit(tmp_path, 
     for stale in client.scan_iter(f"{prefix}*"):
         client.delete(stale)
     client.close()
+
+
+@pytest.mark.parametrize("env, expected", [
+    ({}, 1),                                        # in-process limits: one worker, or limits multiply
+    ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, None),  # shared limits: (2 x cores) + 1
+    ({"WEB_CONCURRENCY": "3"}, 3),
+])
+def test_gunicorn_worker_count(monkeypatch, env, expected):
+    import multiprocessing
+    import runpy
+
+    for name in ("REDIS_URL", "WEB_CONCURRENCY"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
+    assert config["workers"] == (expected or multiprocessing.cpu_count() * 2 + 1)
+    assert config["preload_app"] is False
