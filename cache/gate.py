@@ -62,6 +62,7 @@ class Admission:
     reset_seconds: int          # whole seconds until the oldest counted request leaves the window
     blocked_by: str = ""        # "" | "rate" | "auth"
     cached: bytes | None = None
+    window_seconds: int = WINDOW_SECONDS
 
     @property
     def retry_after(self) -> int:
@@ -176,14 +177,24 @@ class LocalGate:
         self._settings = settings
         self._clock = clock
         self._lock = threading.Lock()
-        self._windows: dict[str, collections.deque[float]] = collections.defaultdict(collections.deque)
+        self._windows: dict[str, collections.deque[float]] = {}
         self._bodies: dict[str, tuple[float, bytes]] = {}
         self._fill_locks: dict[str, tuple[float, str]] = {}
 
-    def _trim(self, key: str, now: float) -> collections.deque[float]:
-        window = self._windows[key]
+    def _trim(self, key: str, now: float, *, create: bool = False) -> collections.deque[float]:
+        """The live entries of a window; `create` for one about to grow. A window is created only
+        when something is counted (a request of a subscription, a failure of an address) and
+        dropped when found empty, so addresses that never fail cost no memory."""
+        window = self._windows.get(key)
+        if window is None:
+            window = collections.deque()
+            if create:
+                self._windows[key] = window
+            return window
         while window and window[0] <= now - self._settings.window_seconds:
             window.popleft()
+        if not window and not create:
+            del self._windows[key]
         return window
 
     def _reset(self, window: collections.deque[float], now: float, limit: int | None = None) -> int:
@@ -201,7 +212,7 @@ class LocalGate:
                 most = self._settings.auth_failure_limit
                 if len(failures) >= most:
                     return Admission(False, limit, 0, self._reset(failures, now, most), "auth")
-            window = self._trim("rate:" + subject, now)
+            window = self._trim("rate:" + subject, now, create=True)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             window.append(now)
@@ -212,7 +223,7 @@ class LocalGate:
         now = self._clock()
         limit = self._settings.auth_failure_limit
         with self._lock:
-            failures = self._trim("authfail:" + client, now)
+            failures = self._trim("authfail:" + client, now, create=True)
             failures.append(now)
             blocked = len(failures) > limit
             reset = self._reset(failures, now, limit if blocked else None)
@@ -324,12 +335,12 @@ class ResilientGate:
         self._call("unlock", cache_key, token)
 
     def status(self) -> dict:
-        if self.degraded and self._clock() >= self._next_try:
-            self._call("status")  # probe now, so readiness reflects recovery promptly
+        if self._clock() >= self._next_try:
+            self._call("status")  # probe now, so readiness reflects failure and recovery promptly
         if self.degraded:
             return {"backend": "redis", "ok": False, "shared": False, "degraded": True,
                     "detail": "Redis unavailable: uncached, per-process rate limits"}
-        return {**self._call("status"), "degraded": False}
+        return {"backend": "redis", "ok": True, "shared": True, "degraded": False}
 
     def close(self) -> None:
         self._primary.close()

@@ -149,3 +149,15 @@ def test_auth_block_retry_after_waits_for_enough_failures_to_expire(make_gate):
     assert not gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 2.5 s: still blocked
     time.sleep(1.0)
     assert gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 3.5 s: accepted
+
+
+def test_local_gate_keeps_no_state_for_quiet_addresses():
+    now = [0.0]
+    gate = LocalGate(GateSettings(window_seconds=60), clock=lambda: now[0])
+    for i in range(1000):
+        gate.admit("sub:1", 10**6, None, client=f"10.0.{i // 256}.{i % 256}")
+    assert set(gate._windows) == {"rate:sub:1"}  # no entry per address without failures
+    gate.record_auth_failure("10.9.9.9")
+    now[0] = 61.0
+    gate.admit("sub:2", 10, None, client="10.9.9.9")
+    assert "authfail:10.9.9.9" not in gate._windows and "rate:sub:1" in gate._windows

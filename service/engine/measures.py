@@ -19,15 +19,6 @@ UNIQUE_USERS = "unique_users"
 EVENTS = "events"
 CELL_MEASURES = (SUPPRESSIONS, UNIQUE_USERS, EVENTS)
 
-# users_est / unique_users are exact distinct counts; the API documents them as estimates.
-# `suppressions` is stored as Int32 and polars sums Int32 in Int32: widen first, or it wraps.
-_EXPRESSIONS: dict[str, pl.Expr] = {
-    SUPPRESSIONS: pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS),
-    UNIQUE_USERS: pl.col("user_id").n_unique().cast(pl.Int64).alias(UNIQUE_USERS),
-    EVENTS: pl.len().cast(pl.Int64).alias(EVENTS),
-}
-
-
 def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published, ...]:
     """The cell's own measures, suppression decided by its own user count."""
     return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)
@@ -49,16 +40,6 @@ def capped_cells(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr
     if not names:
         return per_user.select(*totals).collect()
     return per_user.group_by(names).agg(*totals).collect()
-
-
-def measure(name: str) -> pl.Expr:
-    """Aggregation of one measure over the rows of a group, as Int64."""
-    return _EXPRESSIONS[name]
-
-
-def cell_measures() -> list[pl.Expr]:
-    """suppressions, unique_users, events."""
-    return [_EXPRESSIONS[name] for name in CELL_MEASURES]
 
 
 def bucket_key(bucket: str) -> pl.Expr:

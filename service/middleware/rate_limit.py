@@ -15,13 +15,11 @@ from cache import Admission, Gate
 from service.errors import Problem
 from service.middleware.auth import client_address
 
-WINDOW_SECONDS = 60
-
 
 def rate_limit_headers(admission: Admission, policy: str) -> dict[str, str]:
     return {
         # IETF httpapi RateLimit header fields (draft 10): quota q per window w; remaining r, reset t.
-        "RateLimit-Policy": f'"{policy}";q={admission.limit};w={WINDOW_SECONDS}',
+        "RateLimit-Policy": f'"{policy}";q={admission.limit};w={admission.window_seconds}',
         "RateLimit": f'"{policy}";r={admission.remaining};t={admission.reset_seconds}',
         "X-RateLimit-Limit": str(admission.limit),
         "X-RateLimit-Remaining": str(admission.remaining),
