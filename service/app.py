@@ -16,6 +16,7 @@ from service.endpoints import ENDPOINTS
 from service.engine import Engine
 from service.errors import handle_unexpected, serialize_problem
 from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
+from service.middleware.client_address import ClientAddress
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
@@ -62,11 +63,12 @@ def create_app(
 
     # The order is the contract of the request path:
     # who (401) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
+    client_address = ClientAddress(settings.trusted_proxies)
     middleware = [
         RequestIdMiddleware(),
-        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate),
+        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate, client_address),
         TierMiddleware(),
-        RateLimitMiddleware(gate),
+        RateLimitMiddleware(gate, client_address),
     ]
     app = falcon.App(middleware=middleware)
     app.req_options.keep_blank_qs_values = True  # '?limit=' is an error, not "use the default"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import ipaddress
 import math
 import os
 from collections.abc import Mapping
@@ -10,6 +11,21 @@ from pathlib import Path
 
 # Used only in development mode, and announced as such at start-up.
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def parse_networks(text: str) -> tuple[Network, ...]:
+    """'10.0.0.0/8, 127.0.0.1' -> networks. Raises ValueError naming a bad entry."""
+    networks = []
+    for item in (part.strip() for part in text.split(",")):
+        if item:
+            try:
+                networks.append(ipaddress.ip_network(item, strict=False))
+            except ValueError:
+                raise ValueError(f"{item!r} is not an IP address or network") from None
+    return tuple(networks)
 
 
 class SettingsError(ValueError):
@@ -35,6 +51,7 @@ class Settings:
     privacy_cap_suppressions: int = 50
     privacy_cap_events: int = 20
     privacy_min_users: int = 10
+    trusted_proxies: tuple[Network, ...] = ()  # networks whose X-Forwarded-For is believed (load balancers)
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -82,6 +99,12 @@ class Settings:
             except ValueError:
                 raise SettingsError(f"{name} must be a number, got {raw!r}") from None
 
+        def networks(name: str) -> tuple[Network, ...]:
+            try:
+                return parse_networks(env.get(name, ""))
+            except ValueError as exc:
+                raise SettingsError(f"{name}: {exc}") from None
+
         def boolean(name: str, default: bool) -> bool:
             raw = env.get(name, "").strip().lower()
             if not raw:
@@ -110,5 +133,6 @@ class Settings:
             privacy_cap_suppressions=integer("SIGNALS_PRIVACY_CAP_SUPPRESSIONS", 50),
             privacy_cap_events=integer("SIGNALS_PRIVACY_CAP_EVENTS", 20),
             privacy_min_users=integer("SIGNALS_PRIVACY_MIN_USERS", 10),
+            trusted_proxies=networks("SIGNALS_TRUSTED_PROXIES"),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
         )

@@ -15,6 +15,7 @@ from cache import Gate
 from service.accounts import AuthFailure, Principal
 from service.accounts.cached import CachedAuthenticator
 from service.errors import Problem
+from service.middleware.client_address import ClientAddress
 
 log = logging.getLogger("signals.auth")
 
@@ -47,19 +48,15 @@ def bearer_token(req: falcon.Request) -> str | None:
     return token.strip()
 
 
-def client_address(req: falcon.Request) -> str:
-    """The peer address. Forwarded headers are not trusted: they are set by the caller."""
-    return req.remote_addr or "unknown"
-
-
 class AuthenticationMiddleware:
     """401 for a missing or bad key. Failed attempts are counted per client address; past the
     limit the address gets 429 (even with a valid key) until the window clears, so keys cannot
     be guessed quickly."""
 
-    def __init__(self, accounts: CachedAuthenticator, gate: Gate) -> None:
+    def __init__(self, accounts: CachedAuthenticator, gate: Gate, client_address: ClientAddress) -> None:
         self._accounts = accounts
         self._gate = gate
+        self._client_address = client_address
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         if resource is None or not getattr(resource, "auth_required", True):
@@ -71,7 +68,7 @@ class AuthenticationMiddleware:
             raise Problem(503, "Keys cannot be checked right now; retry shortly.", headers={"Retry-After": "5"}) from None
         if isinstance(outcome, AuthFailure):
             if outcome is not AuthFailure.MISSING:
-                block = self._gate.record_auth_failure(client_address(req))
+                block = self._gate.record_auth_failure(self._client_address(req))
                 if not block.allowed:
                     raise Problem(429, "Too many failed authentications from this address; retry later.",
                                   headers={"Retry-After": str(block.retry_after)})

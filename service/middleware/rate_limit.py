@@ -13,7 +13,7 @@ import falcon
 
 from cache import Admission, Gate
 from service.errors import Problem
-from service.middleware.auth import client_address
+from service.middleware.client_address import ClientAddress
 
 
 def rate_limit_headers(admission: Admission, policy: str) -> dict[str, str]:
@@ -28,8 +28,9 @@ def rate_limit_headers(admission: Admission, policy: str) -> dict[str, str]:
 
 
 class RateLimitMiddleware:
-    def __init__(self, gate: Gate) -> None:
+    def __init__(self, gate: Gate, client_address: ClientAddress) -> None:
         self._gate = gate
+        self._client_address = client_address
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         principal = getattr(req.context, "principal", None)
@@ -37,7 +38,7 @@ class RateLimitMiddleware:
             return
         plan = resource.prepare(req)
         admission = self._gate.admit(
-            f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key, client_address(req)
+            f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key, self._client_address(req)
         )
         req.context.admission = admission
         headers = rate_limit_headers(admission, principal.tier.slug)
