@@ -305,7 +305,7 @@ def test_failure_while_staging_leaves_nothing_visible(tmp_path: Path, monkeypatc
     assert visible_files(data) == []
     assert list(layout.staging_dir(data).iterdir()) == []
     assert layout.read_generation(data) == 0
-    assert not layout.quarantine_dir(data).exists()
+    assert not any(layout.quarantine_dir(data).glob("*"))  # the rejected row's file was removed again
 
 
 def test_failure_while_renaming_rolls_back(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -362,3 +362,39 @@ def test_a_deeply_nested_ndjson_line_is_quarantined_alone(tmp_path):
     report = ingest_files(tmp_path / "data", [path], secret="s",
                           now=_dt.datetime(2026, 3, 10, 12, tzinfo=_dt.UTC), progress=False)
     assert (report.accepted, report.rejected) == (1, 1)
+
+
+def _mixed_file(tmp_path):
+    import json as _json
+
+    good = {"ts": "2026-03-10T10:00:00Z", "user_id": "u1", "keyword": "snakes", "domain": "reddit.com",
+            "platform": "chrome", "page_context": "feed", "country": "US", "suppressions": 2}
+    path = tmp_path / "mixed.ndjson"
+    path.write_text(_json.dumps(good) + "\n" + _json.dumps({**good, "platform": "netscape"}) + "\n")
+    return path
+
+
+def _landed_files(data_dir):
+    return [p for p in data_dir.rglob("*") if p.is_file() and p.suffix in (".parquet", ".ndjson")]
+
+
+@pytest.mark.parametrize("failing", ["quarantine", "landing", "generation"])
+def test_a_failure_at_any_step_leaves_nothing_behind(tmp_path, monkeypatch, failing):
+    import datetime as _dt
+
+    from service.store import ingest as ingest_module
+    from service.store import layout as layout_module
+    from service.store import writer as writer_module
+
+    def boom(*args, **kwargs):
+        raise OSError("disk full")
+
+    target = {"quarantine": (ingest_module, "_write_quarantine"), "landing": (writer_module, "_write_staged"),
+              "generation": (layout_module, "bump_generation")}[failing]
+    monkeypatch.setattr(*target, boom)
+    data_dir = tmp_path / "data"
+    with pytest.raises(OSError, match="disk full"):
+        ingest_module.ingest_files(data_dir, [_mixed_file(tmp_path)], secret="s",
+                                   now=_dt.datetime(2026, 3, 10, 12, tzinfo=_dt.UTC), progress=False)
+    assert _landed_files(data_dir) == []
+    assert layout_module.read_generation(data_dir) == 0

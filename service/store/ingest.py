@@ -20,7 +20,7 @@ Failure model:
   the 1-based row index for Parquet.
 - Good rows of all files land in one `writer.write_tables` call: all files of the call land
   together or none does, and the generation is bumped at most once. Quarantine files are written
-  after the landing (a failed landing raises and writes no quarantine, so a rerun starts clean).
+  before the landing and removed again if it fails, so a rerun starts clean.
 
 All good rows of one call are held in memory until they land; split very large loads into
 several calls.
@@ -141,24 +141,31 @@ def ingest_files(
             bar.update(1)
 
     frames = {name: pl.concat(parts) for name, parts in good.items() if parts}
-    landed = writer.write_tables(data_dir, frames)
+    # Quarantine first, then land: a failure anywhere leaves neither data nor quarantine files
+    # behind, so the report never says "nothing landed" about data that did (and a rerun is safe).
+    used_names: set[str] = set()
+    quarantined: dict[int, Path] = {}
+    try:
+        for index, o in enumerate(outcomes):
+            if o.rejected is not None and o.rejected.height:
+                quarantined[index] = _write_quarantine(data_dir, o.path, o.rejected, now, used_names)
+        landed = writer.write_tables(data_dir, frames)
+    except BaseException:
+        for path in quarantined.values():
+            path.unlink(missing_ok=True)
+        raise
     generation = landed.generation if landed.generation is not None else layout.read_generation(data_dir)
 
-    used_names: set[str] = set()
     reports = [
         FileReport(
             path=o.path,
             table=o.table,
             accepted=o.accepted if o.error is None else 0,
             rejected=o.rejected.height if o.rejected is not None else 0,
-            quarantine=(
-                _write_quarantine(data_dir, o.path, o.rejected, now, used_names)
-                if o.rejected is not None and o.rejected.height
-                else None
-            ),
+            quarantine=quarantined.get(index),
             error=o.error,
         )
-        for o in outcomes
+        for index, o in enumerate(outcomes)
     ]
     return IngestReport(files=tuple(reports), generation=generation, written=landed.paths)
 

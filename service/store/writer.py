@@ -95,7 +95,14 @@ def write_tables(
         raise
     for directory in {final.parent for final in landed}:
         _fsync_dir(directory)
-    return WriteResult(tuple(landed), layout.bump_generation(data_dir))
+    try:
+        generation = layout.bump_generation(data_dir)
+    except BaseException:
+        # Not announced, so not landed: readers reloading for another reason must not find them.
+        for path in landed:
+            path.unlink(missing_ok=True)
+        raise
+    return WriteResult(tuple(landed), generation)
 
 
 def _split_by_day(frame: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
