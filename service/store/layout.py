@@ -7,7 +7,8 @@
     <data>/.staging/             files being written (never read by the service)
 
 Writers stage every file, rename them into place, then bump GENERATION (also by rename).
-Readers reload when GENERATION changes. A file's name carries the generation that landed it, so
+Readers reload when GENERATION changes (a worker that starts in the middle of an ingest may
+see part of it until the bump, moments later, makes it reload). A file's name carries the generation that landed it, so
 a reader knows, for every date, which generation last changed it: the privacy stage keys its
 noise on that (a cell's noise changes exactly when its data may have). One writer at a time.
 """
