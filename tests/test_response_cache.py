@@ -183,3 +183,26 @@ def test_settings_parse_the_cache_switch():
     assert Settings.from_env({}).cache_responses is True
     with pytest.raises(SettingsError, match="SIGNALS_CACHE_RESPONSES"):
         Settings.from_env({"SIGNALS_CACHE_RESPONSES": "maybe"})
+
+
+def test_a_new_secret_or_privacy_setting_never_gets_old_bodies(fixture_data_dir, fixture_store, accounts, redis_url,
+                                                              redis_prefix):
+    prefix = f"{redis_prefix}{uuid.uuid4().hex[:8]}:"
+    gates = []
+
+    def client_with(**settings):
+        gates.append(cache.connect(redis_url, prefix))  # one shared Redis and prefix for all
+        app = create_app(Settings(data_dir=fixture_data_dir, **settings), clock=FixedClock(FIXTURE_NOW),
+                         store=fixture_store, accounts=accounts, gate=gates[-1])
+        return falcon.testing.TestClient(app)
+
+    key = key_for(accounts)
+    try:
+        assert get(client_with(secret="one"), "/geo-heat", key).headers["x-cache"] == "miss"
+        assert get(client_with(secret="one"), "/geo-heat", key).headers["x-cache"] == "hit"
+        assert get(client_with(secret="two"), "/geo-heat", key).headers["x-cache"] == "miss"
+        assert get(client_with(secret="one", privacy_min_users=5), "/geo-heat", key).headers["x-cache"] == "miss"
+    finally:
+        for gate in gates:
+            gate.close()
+        delete_prefix(redis_url, prefix)
