@@ -96,3 +96,15 @@ def redis_url() -> str:
 def redis_prefix() -> str:
     """A key prefix unique to this test run."""
     return redis_server.run_prefix()
+
+
+@pytest.fixture
+def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
+    """A test client for the app on the fixture data over the real Redis, with its own key prefix."""
+    from tests.support.redis_app import delete_prefix, redis_test_client
+
+    client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
+                                             FixedClock(FIXTURE_NOW))
+    yield client
+    gate.close()
+    delete_prefix(redis_url, prefix)

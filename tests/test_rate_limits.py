@@ -7,23 +7,11 @@ import uuid
 
 import pytest
 
-from service.clock import FixedClock
 from service.tiers import Tier
 from tests.spec_table import RATE_LIMITS
-from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import assert_problem, get, post_query
-from tests.support.redis_app import delete_prefix, redis_test_client
 
 pytestmark = pytest.mark.redis
-
-
-@pytest.fixture
-def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
-    client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
-                                             FixedClock(FIXTURE_NOW))
-    yield client
-    gate.close()
-    delete_prefix(redis_url, prefix)
 
 
 def new_key(accounts, tier: str, subscription: str | None = None) -> str:

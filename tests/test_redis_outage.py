@@ -33,6 +33,13 @@ def throwaway():
     server.stop()
 
 
+def wait_until_ready(client, seconds: float = 10) -> None:
+    deadline = time.monotonic() + seconds
+    while client.simulate_get("/readyz").json["status"] != "ready":
+        assert time.monotonic() < deadline, "did not recover"
+        time.sleep(0.1)
+
+
 def build(server, fixture_data_dir, fixture_store, accounts):
     gate = cache.connect(server.url, f"outage-{uuid.uuid4().hex[:6]}:")
     gate._retry_seconds = 0.2  # probe Redis often, so recovery is quick in a test
@@ -63,10 +70,7 @@ def test_redis_stopped_then_back(throwaway, fixture_data_dir, fixture_store, acc
     assert len(warnings) == 1, "warn once, not per request"
 
     throwaway.start()  # same port
-    deadline = time.monotonic() + 10
-    while client.simulate_get("/readyz").json["status"] != "ready":
-        assert time.monotonic() < deadline, "did not recover"
-        time.sleep(0.1)
+    wait_until_ready(client)
     get(client, "/top-keywords", key)
     assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
     assert any("Redis is back" in r.getMessage() for r in caplog.records)
@@ -87,10 +91,7 @@ def test_redis_hanging_costs_a_timeout_not_a_hang(throwaway, fixture_data_dir, f
         assert client.simulate_get("/readyz").json["status"] == "degraded"
     finally:
         os.kill(throwaway.process.pid, signal.SIGCONT)
-    deadline = time.monotonic() + 10
-    while client.simulate_get("/readyz").json["status"] != "ready":
-        assert time.monotonic() < deadline, "did not recover"
-        time.sleep(0.1)
+    wait_until_ready(client)
     gate.close()
 
 
@@ -101,10 +102,7 @@ def test_a_worker_started_while_redis_is_down_serves_and_recovers(throwaway, fix
     assert get(client, "/top-keywords", key).status_code == 200
     assert client.simulate_get("/readyz").json["status"] == "degraded"
     throwaway.start()
-    deadline = time.monotonic() + 10
-    while client.simulate_get("/readyz").json["status"] != "ready":
-        assert time.monotonic() < deadline, "did not recover"
-        time.sleep(0.1)
+    wait_until_ready(client)
     get(client, "/top-keywords", key)
     assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
     gate.close()

@@ -26,15 +26,6 @@ from tests.support.redis_app import delete_prefix, redis_test_client
 pytestmark = pytest.mark.redis
 
 
-@pytest.fixture
-def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
-    client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
-                                             FixedClock(FIXTURE_NOW))
-    yield client
-    gate.close()
-    delete_prefix(redis_url, prefix)
-
-
 def key_for(accounts, tier=Tier.PROFESSIONAL) -> str:
     return accounts.create_key(tier, subscription=f"cache-{uuid.uuid4().hex[:8]}")[0]
 
