@@ -103,8 +103,8 @@ class RedisGate:
         self._client: redis.Redis | None = None
         self._lock = threading.Lock()
 
-    @property
-    def _redis(self) -> redis.Redis:
+    def _ready(self) -> redis.Redis:
+        """The client, with its scripts registered; made on first use."""
         if self._client is None:
             with self._lock:
                 if self._client is None:
@@ -122,7 +122,7 @@ class RedisGate:
 
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         window = self._settings.window_seconds * _US
-        self._redis  # noqa: B018 - makes the client and its scripts on first use
+        self._ready()
         allowed, remaining, reset_us, blocked_by, body = self._admit(
             keys=[
                 self._key("rate", subject),
@@ -139,7 +139,7 @@ class RedisGate:
 
     def record_auth_failure(self, client: str) -> Admission:
         limit = self._settings.auth_failure_limit
-        self._redis  # noqa: B018
+        self._ready()
         blocked, reset_us = self._fail(
             keys=[self._key("authfail", client)],
             args=[limit, self._settings.window_seconds * _US, _members.next()],
@@ -148,21 +148,21 @@ class RedisGate:
                          blocked_by="auth" if blocked else "")
 
     def get(self, cache_key: str) -> bytes | None:
-        return self._redis.get(self._key("body", cache_key))
+        return self._ready().get(self._key("body", cache_key))
 
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
-        self._redis.set(self._key("body", cache_key), body, ex=max(1, ttl_seconds))
+        self._ready().set(self._key("body", cache_key), body, ex=max(1, ttl_seconds))
 
     def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
         token = uuid.uuid4().hex
-        return token if self._redis.set(self._key("fill", cache_key), token, nx=True, ex=ttl_seconds) else None
+        return token if self._ready().set(self._key("fill", cache_key), token, nx=True, ex=ttl_seconds) else None
 
     def unlock(self, cache_key: str, token: str) -> None:
-        self._redis  # noqa: B018
+        self._ready()
         self._unlock(keys=[self._key("fill", cache_key)], args=[token])
 
     def status(self) -> dict:
-        self._redis.ping()
+        self._ready().ping()
         return {"backend": "redis", "ok": True, "shared": True}
 
     def close(self) -> None:

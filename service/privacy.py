@@ -208,7 +208,8 @@ class Privacy:
             users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, uniforms)
             below = users_noisy < self.params.min_users
             for item in items:
-                value = users_noisy if item.measure == UNIQUE_USERS and item.column == users else \
+                # The cell's own user count was just drawn; any other measure gets its own slot.
+                value = users_noisy if item.column == users else \
                     self._noisy(frame.get_column(item.column), item.measure, uniforms)
                 if item.when_suppressed == "zero":
                     value = pl.select(pl.when(below).then(0).otherwise(value)).to_series()

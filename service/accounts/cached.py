@@ -46,6 +46,3 @@ class CachedAuthenticator:
             with self._lock:
                 self._cache[digest] = outcome
         return outcome
-
-    def ping(self) -> bool:
-        return self._store.ping()
