@@ -19,6 +19,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 import falcon.testing  # noqa: E402
+from redis import Redis  # noqa: E402
 
 import cache  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
@@ -60,7 +61,7 @@ def main() -> None:
     key = accounts.create_key(Tier.PROFESSIONAL)[0]
     client = falcon.testing.TestClient(create_app(Settings(data_dir=data_dir), store=EventStore(data_dir),
                                                   accounts=accounts, gate=cache.LocalGate()))
-    redis = cache.redis_client(args.redis)
+    redis = Redis.from_url(args.redis)
     prefix = f"bench-compress-{uuid.uuid4().hex[:6]}:"
     print("| body | raw bytes | zlib-1 bytes | ratio | GET raw us | GET zlib + inflate us | compress us |")
     print("|---|---|---|---|---|---|---|")

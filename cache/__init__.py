@@ -5,27 +5,19 @@
 
 from __future__ import annotations
 
-import redis
-
 from cache.gate import Admission, Gate, GateSettings, LocalGate, RedisGate, ResilientGate
+from cache.wire import Wire
 
 # Short timeouts: a hanging Redis must cost a request a fraction of a second, not a worker.
 REDIS_TIMEOUT_SECONDS = 0.25
 
-__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ResilientGate", "connect", "redis_client"]
+__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ResilientGate", "Wire", "connect", "redis_connection"]
 
 
-def redis_client(url: str, *, single_connection: bool = False) -> redis.Redis:
-    """A client with short timeouts. `single_connection`: one dedicated connection instead of a
-    pool, which saves the pool's per-command checks (two system calls per call); it connects at
-    once, so make it when it is needed (see RedisGate)."""
-    return redis.Redis.from_url(
-        url,
-        socket_connect_timeout=REDIS_TIMEOUT_SECONDS,
-        socket_timeout=REDIS_TIMEOUT_SECONDS,
-        health_check_interval=30,
-        single_connection_client=single_connection,
-    )
+def redis_connection(url: str) -> Wire:
+    """One connection to the Redis at `url` (redis://, rediss://, unix://; user, password and
+    database from the URL), with short timeouts. It connects when first used."""
+    return Wire(url, REDIS_TIMEOUT_SECONDS)
 
 
 def connect(redis_url: str | None, prefix: str = "signals:") -> Gate:
@@ -33,5 +25,5 @@ def connect(redis_url: str | None, prefix: str = "signals:") -> Gate:
     settings = GateSettings(prefix=prefix)
     if not redis_url:
         return LocalGate(settings)
-    gate = RedisGate(lambda: redis_client(redis_url, single_connection=True), settings)
+    gate = RedisGate(lambda: redis_connection(redis_url), settings)
     return ResilientGate(gate, LocalGate(settings))

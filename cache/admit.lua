@@ -8,7 +8,7 @@
 -- ARGV[3] request id (unique member)    ARGV[4] auth-failure limit
 --
 -- Returns {allowed (1|0), remaining, micros until the oldest counted request leaves the window,
---          blocked_by ("" | "rate" | "auth"), body or false}
+--          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
@@ -21,7 +21,7 @@ if KEYS[2] ~= '' then
   if failures >= most then
     -- unblocked once failures < most: when the (failures - most)-th oldest leaves the window
     local freeing = redis.call('ZRANGE', KEYS[2], failures - most, failures - most, 'WITHSCORES')
-    return {0, 0, tonumber(freeing[2]) + window - now, 'auth', false}
+    return {0, 0, tonumber(freeing[2]) + window - now, 'auth', false, 0}
   end
 end
 
@@ -30,13 +30,17 @@ local count = redis.call('ZCARD', KEYS[1])
 if count >= limit then
   -- accepted again once count < limit: when the (count - limit)-th oldest leaves the window
   local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
-  return {0, 0, tonumber(freeing[2]) + window - now, 'rate', false}
+  return {0, 0, tonumber(freeing[2]) + window - now, 'rate', false, 0}
 end
 redis.call('ZADD', KEYS[1], now, ARGV[3])
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local body = false
+local ttl = 0
 if KEYS[3] ~= '' then
   body = redis.call('GET', KEYS[3])
+  if body then
+    ttl = redis.call('PTTL', KEYS[3])
+  end
 end
-return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body}
+return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body, ttl}

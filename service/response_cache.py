@@ -13,8 +13,6 @@ import hashlib
 import json
 from typing import Any
 
-from service.windows import HOUR, floor_hour
-
 
 @dataclasses.dataclass(frozen=True)
 class CachedResponse:
@@ -49,8 +47,10 @@ def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, 
 
 
 def seconds_until_next_hour(now: dt.datetime) -> int:
-    """Time an answer stays valid: until the next hour, when as_of may move on."""
-    return max(1, int((floor_hour(now) + HOUR - now).total_seconds()))
+    """Time an answer stays valid: whole seconds until the next hour, when as_of may move on
+    (at least 1). Called on every request, so plain arithmetic on the UTC time."""
+    now = now.astimezone(dt.UTC)
+    return max(1, 3600 - now.minute * 60 - now.second - (1 if now.microsecond else 0))
 
 
 def if_none_match(header: str | None, etag: str) -> bool:

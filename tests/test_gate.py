@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import time
 import uuid
 
 import pytest
 import redis
 
-from cache import GateSettings, LocalGate, RedisGate, redis_client
+import cache
+from cache import GateSettings, LocalGate, RedisGate
 
 pytestmark = pytest.mark.redis
 
@@ -21,15 +23,17 @@ def make_gate(request, redis_url, redis_prefix):
         gate_settings = GateSettings(prefix=f"{redis_prefix}{uuid.uuid4().hex[:6]}:", **settings)
         if request.param == "local":
             return LocalGate(gate_settings)
-        client = redis_client(redis_url)
-        clients.append(client)
-        return RedisGate(client, gate_settings)
+        gate = RedisGate(lambda: cache.redis_connection(redis_url), gate_settings)
+        clients.append(gate)
+        return gate
 
     yield make
-    for client in clients:
-        for key in client.scan_iter(f"{redis_prefix}*"):
-            client.delete(key)
-        client.close()
+    for gate in clients:
+        gate.close()
+    client = redis.Redis.from_url(redis_url)
+    for key in client.scan_iter(f"{redis_prefix}*"):
+        client.delete(key)
+    client.close()
 
 
 def test_exact_limit_and_remaining(make_gate):
@@ -114,9 +118,9 @@ def test_fill_lock_is_exclusive_and_owned(make_gate):
 
 
 def test_keys_carry_the_prefix(redis_url, redis_prefix):
-    client = redis_client(redis_url)
+    client = redis.Redis.from_url(redis_url)
     prefix = f"{redis_prefix}iso:"
-    gate = RedisGate(client, GateSettings(prefix=prefix))
+    gate = RedisGate(cache.redis_connection(redis_url), GateSettings(prefix=prefix))
     gate.admit("sub:p", 5, None)
     gate.put("body-key", b"x", 60)
     written = [k.decode() for k in client.scan_iter(f"{prefix}*")]
@@ -124,14 +128,66 @@ def test_keys_carry_the_prefix(redis_url, redis_prefix):
     for key in written:
         client.delete(key)
     client.close()
+    gate.close()
 
 
-def test_redis_client_has_short_timeouts(redis_url):
-    client = redis_client(redis_url)
-    kwargs = client.connection_pool.connection_kwargs
-    assert kwargs["socket_timeout"] <= 0.5 and kwargs["socket_connect_timeout"] <= 0.5
-    assert isinstance(client, redis.Redis) and client.get_retry() is None  # no retries: one timeout per call
-    client.close()
+def test_redis_connection_has_short_timeouts(redis_url):
+    connection = cache.redis_connection(redis_url)
+    assert connection.timeout_seconds <= 0.5
+    connection.close()
+
+
+def test_redis_connection_takes_database_and_password_from_the_url():
+    connection = cache.redis_connection("redis://:s3cret@example.invalid:6390/4")
+    assert (connection.host, connection.port, connection.db) == ("example.invalid", 6390, 4)
+    assert "s3cret" not in repr(connection)
+    unix = cache.redis_connection("unix:///run/redis.sock?db=2")
+    assert (unix.path, unix.db) == ("/run/redis.sock", 2)
+
+
+@pytest.fixture
+def redis_gate(redis_url, redis_prefix):
+    prefix = f"{redis_prefix}{uuid.uuid4().hex[:6]}:"
+    gate = RedisGate(lambda: cache.redis_connection(redis_url), GateSettings(prefix=prefix))
+    admin = redis.Redis.from_url(redis_url)
+    yield gate, admin
+    gate.close()
+    for key in admin.scan_iter(f"{prefix}*"):
+        admin.delete(key)
+    admin.close()
+
+
+def test_scripts_are_loaded_again_after_a_flush(redis_gate):
+    gate, admin = redis_gate
+    assert gate.admit("sub:s", 5, None).remaining == 4
+    admin.script_flush()  # as after a Redis restart
+    assert gate.admit("sub:s", 5, None).remaining == 3
+    admin.script_flush()
+    assert gate.record_auth_failure("10.2.2.2").allowed
+    assert admin.script_exists(cache.gate._FAIL.sha) == [True]
+
+
+def test_a_connection_closed_by_the_server_is_replaced_without_an_error(redis_gate):
+    gate, admin = redis_gate
+    assert gate.admit("sub:k", 5, None).allowed
+    own = [c for c in admin.client_list() if c["cmd"] in ("evalsha", "evalsha_ro")]
+    assert own, "the gate's connection should be visible"
+    for client in own:
+        admin.client_kill_filter(_id=client["id"])
+    admission = gate.admit("sub:k", 5, None)  # no exception: the command never ran, it is sent again
+    assert admission.allowed and admission.remaining == 3
+
+
+def test_a_forked_child_opens_its_own_connection(redis_gate):
+    gate, admin = redis_gate
+    gate.admit("sub:f", 10, None)
+    pid = os.fork()
+    if pid == 0:  # the child: a working gate of its own, and the parent's socket untouched
+        code = 0 if gate.admit("sub:f", 10, None).remaining == 8 else 1
+        os._exit(code)
+    _, status = os.waitpid(pid, 0)
+    assert os.waitstatus_to_exitcode(status) == 0
+    assert gate.admit("sub:f", 10, None).remaining == 7  # the parent's connection still in step
 
 
 def test_auth_block_retry_after_waits_for_enough_failures_to_expire(make_gate):
@@ -161,3 +217,39 @@ def test_local_gate_keeps_no_state_for_quiet_addresses():
     now[0] = 61.0
     gate.admit("sub:2", 10, None, client="10.9.9.9")
     assert "authfail:10.9.9.9" not in gate._windows and "rate:sub:1" in gate._windows
+
+
+def test_bodies_come_from_redis_once_per_process(redis_gate, redis_url):
+    gate, admin = redis_gate
+    other = RedisGate(lambda: cache.redis_connection(redis_url), gate._settings)
+    other.put("shared", b"the body", 60)
+    assert gate.admit("sub:b", 10, "shared").cached == b"the body"  # fetched from Redis
+    admin.delete(f"{gate._prefix}body:shared")
+    assert gate.admit("sub:b", 10, "shared").cached == b"the body"  # not asked again
+    third = RedisGate(lambda: cache.redis_connection(redis_url), gate._settings)
+    assert third.admit("sub:c", 10, "shared").cached is None          # the shared copy is gone
+    for g in (other, third):
+        g.close()
+
+
+def test_bodies_kept_in_process_expire_with_the_redis_entry(redis_gate, redis_url):
+    gate, _ = redis_gate
+    writer = RedisGate(lambda: cache.redis_connection(redis_url), gate._settings)
+    writer.put("brief", b"x", 1)
+    assert gate.admit("sub:e", 10, "brief").cached == b"x"
+    time.sleep(1.1)
+    assert gate.admit("sub:e", 10, "brief").cached is None
+    assert writer.get("brief") is None
+    writer.close()
+
+
+def test_bodies_kept_in_process_are_bounded_oldest_first():
+    now = [0.0]
+    recent = cache.gate._RecentBodies(budget=100, clock=lambda: now[0])
+    for i in range(10):
+        recent.put(f"k{i}", bytes(20), 60)
+    assert [recent.get(f"k{i}") is not None for i in range(10)] == [False] * 5 + [True] * 5
+    recent.put("big", bytes(26), 60)  # over a quarter of the budget: not kept
+    assert recent.get("big") is None
+    now[0] = 61.0
+    assert recent.get("k9") is None

@@ -15,6 +15,7 @@ import pytest
 import cache
 from service.app import create_app
 from service.clock import FixedClock
+from service.response_cache import seconds_until_next_hour
 from service.settings import Settings
 from service.store.reader import EventStore
 from service.store.writer import write_events
@@ -197,3 +198,14 @@ def test_a_new_secret_or_privacy_setting_never_gets_old_bodies(fixture_data_dir,
         for gate in gates:
             gate.close()
         delete_prefix(redis_url, prefix)
+
+
+@pytest.mark.parametrize(("moment", "seconds"), [
+    ("2026-03-10T12:34:56+00:00", 1504),
+    ("2026-03-10T12:34:56.500000+00:00", 1503),   # whole seconds, never past the hour
+    ("2026-03-10T12:59:59.999000+00:00", 1),       # at least 1
+    ("2026-03-10T13:00:00+00:00", 3600),
+    ("2026-03-10T14:04:56+01:30", 1504),           # any offset: the UTC hour counts
+])
+def test_max_age_runs_to_the_next_hour(moment, seconds):
+    assert seconds_until_next_hour(dt.datetime.fromisoformat(moment)) == seconds

@@ -39,15 +39,22 @@ _CSV_TYPE = "text/csv; charset=utf-8; header=present"
 _DISCLAIMER_HEADER = DISCLAIMER.encode("ascii", "replace").decode()
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(frozen=True)
 class Plan:
-    """A request made ready: either a problem to report, or what to answer and its cache key."""
+    """A request made ready: either a problem to report, or what to answer, its cache key and
+    the response headers that follow from it."""
 
     problem: Problem | None = None
     request: Any = None
     frames: EventFrames | None = None
     as_of: Any = None
     key: str | None = None
+    headers: tuple[tuple[str, str], ...] = ()
+
+
+PLAN_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
+DECODED_MEMO_SIZE = 64         # decoded hot bodies kept per endpoint and worker ...
+DECODED_MEMO_MAX_BYTES = 256 << 10  # ... when no larger than this
 
 
 class SignalsResource:
@@ -65,23 +72,45 @@ class SignalsResource:
         self._store = store
         self._clock = clock
         self._gate = gate
+        # A GET's plan depends only on its query string, the hour and the data generation: the
+        # plans of recent query strings are kept, so a repeated request skips validation and
+        # key derivation. Valid plans only; the memo is emptied when full.
+        self._plans: dict[tuple[str, Any, int], Plan] = {}
+        # The gate hands back the same bytes object for a body this process has seen (see
+        # cache.gate), so its decoded form is kept too, by cache key, checked by identity.
+        self._decoded: dict[str, tuple[bytes, CachedResponse]] = {}
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
 
     # -- before the rate limit ------------------------------------------------------------
 
     def prepare(self, req: falcon.Request) -> Plan:
+        frames = self._store.snapshot()
+        req.context.now = now = self._clock.now()
+        as_of = compute_as_of(now, frames.last_event)
+        memo = None if self.endpoint.in_body else (req.query_string, as_of, frames.generation)
+        plan = self._plans.get(memo) if memo else None
+        if plan is None:
+            plan = self._plan(req, frames, as_of)
+            if memo and plan.problem is None:
+                if len(self._plans) >= PLAN_MEMO_SIZE:
+                    self._plans.clear()
+                self._plans[memo] = plan
+        req.context.plan = plan
+        return plan
+
+    def _plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
         try:
             request = self.endpoint.build(self._validated(req))
         except Problem as problem:
-            plan = Plan(problem=problem)
-        else:
-            frames = self._store.snapshot()
-            as_of = compute_as_of(self._clock.now(), frames.last_event)
-            key = (cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
-                   if self._cache_responses else None)
-            plan = Plan(request=request, frames=frames, as_of=as_of, key=key)
-        req.context.plan = plan
-        return plan
+            return Plan(problem=problem)
+        key = (cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
+               if self._cache_responses else None)
+        headers = (
+            ("Last-Modified", format_datetime(as_of, usegmt=True)),
+            ("X-Signals-As-Of", iso_z(as_of)),
+            ("X-Signals-Data-Generation", str(frames.generation)),
+        )
+        return Plan(request=request, frames=frames, as_of=as_of, key=key, headers=headers)
 
     def _validated(self, req: falcon.Request) -> dict[str, Any]:
         endpoint = self.endpoint
@@ -114,11 +143,22 @@ class SignalsResource:
             raw = admission.cached if admission is not None else self._gate.get(plan.key)
         if raw is not None:
             resp.set_header("X-Cache", "hit")
-            entry = CachedResponse.decode(raw)
+            entry = self._decode(plan.key, raw)
         else:
             resp.set_header("X-Cache", "miss")
             entry = self._fill(plan)
         self._send(req, resp, plan, entry)
+
+    def _decode(self, key: str, raw: bytes) -> CachedResponse:
+        known = self._decoded.get(key)
+        if known is not None and known[0] is raw:
+            return known[1]
+        entry = CachedResponse.decode(raw)
+        if len(raw) <= DECODED_MEMO_MAX_BYTES:
+            if len(self._decoded) >= DECODED_MEMO_SIZE:
+                self._decoded.clear()
+            self._decoded[key] = (raw, entry)
+        return entry
 
     def _fill(self, plan: Plan) -> CachedResponse:
         """Compute the answer once across all workers: the lock holder computes and stores it,
@@ -155,10 +195,8 @@ class SignalsResource:
 
     def _send(self, req: falcon.Request, resp: falcon.Response, plan: Plan, entry: CachedResponse) -> None:
         resp.set_header("ETag", entry.etag)
-        resp.set_header("Cache-Control", f"private, max-age={seconds_until_next_hour(self._clock.now())}")
-        resp.set_header("Last-Modified", format_datetime(plan.as_of, usegmt=True))
-        resp.set_header("X-Signals-As-Of", iso_z(plan.as_of))
-        resp.set_header("X-Signals-Data-Generation", str(plan.frames.generation))
+        resp.set_header("Cache-Control", f"private, max-age={seconds_until_next_hour(req.context.now)}")
+        resp.set_headers(plan.headers)
         resp.append_header("Vary", "Authorization")
         if if_none_match(req.get_header("If-None-Match"), entry.etag):
             resp.status = falcon.HTTP_304

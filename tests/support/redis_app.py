@@ -6,6 +6,7 @@ import uuid
 from pathlib import Path
 
 import falcon.testing
+import redis
 
 import cache
 from service.accounts import AccountStore
@@ -28,7 +29,7 @@ def redis_test_client(redis_url: str, prefix: str, data_dir: Path, store: EventS
 
 
 def delete_prefix(redis_url: str, prefix: str) -> None:
-    client = cache.redis_client(redis_url)
+    client = redis.Redis.from_url(redis_url)
     try:
         for key in client.scan_iter(f"{prefix}*"):
             client.delete(key)

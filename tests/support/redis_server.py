@@ -38,22 +38,26 @@ def answers(url: str) -> bool:
 class ThrowawayRedis:
     """A redis-server child process that keeps nothing on disk."""
 
-    def __init__(self, port: int | None = None) -> None:
+    def __init__(self, port: int | None = None, *, args: tuple[str, ...] = (), url: str | None = None) -> None:
+        """`args`: more redis-server options (a password, a Unix socket, TLS); `url`: how to
+        reach it then, if not plain TCP on `port`."""
         self.binary = shutil.which("redis-server")
         if not self.binary:
             raise RuntimeError("redis-server is not installed")
         self.port = port or free_port()
         self.dir = tempfile.mkdtemp(prefix="signals-redis-")
+        self.args = args
+        self._url = url
         self.process: subprocess.Popen | None = None
 
     @property
     def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
+        return self._url or f"redis://127.0.0.1:{self.port}/0"
 
     def start(self) -> ThrowawayRedis:
         self.process = subprocess.Popen(
             [self.binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no",
-             "--dir", self.dir],
+             "--dir", self.dir, *self.args],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 10

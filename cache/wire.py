@@ -1,0 +1,156 @@
+"""A lean Redis connection for the request path: one command at a time, answers parsed by hiredis.
+
+Why not a `redis.Redis` client: every API request makes one Redis call, so the client's own
+cost is part of every request. Measured here per call (bench notes in
+docs/caching-and-limits.md): `redis.Redis` with a script object ~75 µs of CPU, a redis-py
+`Connection` driven directly ~37 µs, this connection ~27 µs. The difference is Python
+bookkeeping (pool, retry wrapper, argument inspection) and, for sockets with a Python-level
+timeout, a `poll()` before every send and every receive. Here the socket is blocking and the
+kernel enforces the timeouts (SO_RCVTIMEO/SO_SNDTIMEO), so a call is one `send` and one `recv`.
+
+What it keeps from the libraries: redis-py parses the URL (redis://, rediss://, unix://, user,
+password, database) and supplies the exception classes; hiredis packs commands and parses
+answers. With TLS (rediss://) the socket keeps Python's timeout instead, as TLS reads need it.
+
+Errors: a Redis error answer raises `redis.ResponseError` (`NoScriptError` for NOSCRIPT) and
+leaves the connection usable. Anything else closes it (the stream may be out of step) and
+raises `redis.TimeoutError` or `redis.ConnectionError`; the next call connects again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import socket
+import ssl
+import struct
+
+import hiredis
+import redis
+from redis.connection import parse_url
+
+_BUFFER_BYTES = 64 * 1024
+
+
+class Wire:
+    def __init__(self, url: str, timeout_seconds: float) -> None:
+        options = parse_url(url)
+        self._tls = options.get("connection_class") is redis.connection.SSLConnection
+        self._path: str | None = options.get("path")
+        self.host: str = options.get("host", "localhost")
+        self.port: int = int(options.get("port", 6379))
+        self.db: int = int(options.get("db", 0) or 0)
+        self._username: str | None = options.get("username")
+        self._password: str | None = options.get("password")
+        # TLS: the server's certificate is verified (against ?ssl_ca_certs=<file> if given, else
+        # the system's CAs) unless the URL says ?ssl_cert_reqs=none (self-signed managed Redis).
+        self._verify = str(options.get("ssl_cert_reqs", "required")).lower() not in ("none", "cert_none")
+        self._ca_file: str | None = options.get("ssl_ca_certs")
+        self.timeout_seconds = timeout_seconds
+        self._sock: socket.socket | None = None
+        self._reader: hiredis.Reader | None = None
+        self._buffer = bytearray(_BUFFER_BYTES)
+
+    @property
+    def path(self) -> str | None:
+        return self._path
+
+    @property
+    def connected(self) -> bool:
+        return self._sock is not None
+
+    def __repr__(self) -> str:  # never the password
+        where = self._path or f"{self.host}:{self.port}"
+        return f"<Wire {'rediss' if self._tls else 'redis'} {where} db={self.db}>"
+
+    # -- connecting -------------------------------------------------------------------------
+
+    def connect(self) -> None:
+        if self._sock is not None:
+            return
+        try:
+            self._sock = self._open()
+            self._reader = hiredis.Reader(replyError=redis.ResponseError, protocolError=redis.InvalidResponse)
+            if self._password:
+                self._handshake(("AUTH", self._username, self._password) if self._username else ("AUTH", self._password))
+            if self.db:
+                self._handshake(("SELECT", self.db))
+        except BaseException:
+            self.close()
+            raise
+
+    def _open(self) -> socket.socket:
+        timeout = self.timeout_seconds
+        try:
+            if self._path:
+                sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                sock.settimeout(timeout)
+                try:
+                    sock.connect(self._path)
+                except BaseException:
+                    sock.close()
+                    raise
+            else:
+                sock = socket.create_connection((self.host, self.port), timeout=timeout)
+                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._tls:
+                context = ssl.create_default_context(cafile=self._ca_file)
+                if not self._verify:
+                    context.check_hostname = False
+                    context.verify_mode = ssl.CERT_NONE
+                return context.wrap_socket(sock, server_hostname=self.host)
+        except TimeoutError as exc:
+            raise redis.TimeoutError(f"Timeout connecting to Redis at {self!r}") from exc
+        except OSError as exc:
+            raise redis.ConnectionError(f"Cannot connect to Redis at {self!r}: {exc.strerror or exc}") from exc
+        # Blocking, with the timeouts in the kernel: no poll() before each send and receive.
+        seconds = int(timeout)
+        interval = struct.pack("ll", seconds, int((timeout - seconds) * 1_000_000))
+        sock.settimeout(None)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, interval)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, interval)
+        return sock
+
+    def _handshake(self, command: tuple) -> None:
+        try:
+            self.call(*command)
+        except redis.ResponseError as exc:
+            raise redis.AuthenticationError(str(exc)) from None
+
+    def close(self) -> None:
+        sock, self._sock, self._reader = self._sock, None, None
+        if sock is not None:
+            with contextlib.suppress(OSError):
+                sock.close()
+
+    # -- calling ----------------------------------------------------------------------------
+
+    def call(self, *args: str | bytes | int | float):
+        """Send one command, return its answer (bytes, int, list, None)."""
+        if self._sock is None:
+            self.connect()
+        sock, reader, buffer = self._sock, self._reader, self._buffer
+        try:
+            sock.sendall(hiredis.pack_command(args))
+            while True:
+                received = sock.recv_into(buffer)
+                if not received:
+                    raise redis.ConnectionError("Redis closed the connection")
+                reader.feed(buffer, 0, received)
+                answer = reader.gets()
+                if answer is not False:
+                    break
+        except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO/SO_SNDTIMEO ran out
+            self.close()
+            raise redis.TimeoutError(f"Timeout talking to Redis at {self!r}") from exc
+        except OSError as exc:
+            self.close()
+            raise redis.ConnectionError(f"Lost the connection to Redis at {self!r}: {exc.strerror or exc}") from exc
+        except redis.RedisError:
+            self.close()
+            raise
+        if isinstance(answer, redis.ResponseError):
+            message = str(answer)
+            if message.startswith("NOSCRIPT"):
+                raise redis.exceptions.NoScriptError(message)
+            raise answer
+        return answer
