@@ -103,10 +103,40 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gate", choices=("redis", "local"), default="redis",
                         help="local: no REDIS_URL, in-process cache and limits per worker (to see what Redis costs)")
+    parser.add_argument("--unix-socket", action="store_true",
+                        help="start a private redis-server listening on a Unix socket only, and use it")
     args = parser.parse_args()
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
+    with contextlib.ExitStack() as stack:
+        if args.unix_socket:
+            redis_url = stack.enter_context(unix_socket_redis())
+        run(args, redis_url)
+
+
+@contextlib.contextmanager
+def unix_socket_redis():
+    folder = Path(tempfile.mkdtemp(prefix="signals-bench-redis-"))
+    path = folder / "redis.sock"
+    process = subprocess.Popen(
+        ["redis-server", "--port", "0", "--unixsocket", str(path), "--unixsocketperm", "700", "--save", "",
+         "--appendonly", "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not path.exists():
+            if time.monotonic() > deadline or process.poll() is not None:
+                raise SystemExit("redis-server did not start on a Unix socket")
+            time.sleep(0.05)
+        yield f"unix://{path}"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run(args: argparse.Namespace, redis_url: str) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="signals-bench-"))
     data_dir = work / "data"
@@ -152,6 +182,7 @@ def main() -> None:
     ratio = best["ours"]["rps"] / best["bare"]["rps"]
     report = {
         "command": " ".join(["bench/bench_cached.py", *sys.argv[1:]]), "gate": args.gate,
+        "redis": redis_url if args.gate == "redis" else None,
         "workers": args.workers, "connections": args.connections, "threads": args.threads,
         "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "median": best,
         "throughput_ratio": round(ratio, 3), "pair_ratios": pair_ratios,
@@ -159,6 +190,7 @@ def main() -> None:
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "cached.json").write_text(json.dumps(report, indent=2))
+    print(f"gate {args.gate}{' at ' + redis_url if args.gate == 'redis' else ''}")
     print(f"body {len(warm.content)} bytes, {args.workers} workers, wrk -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s, medians of {args.rounds} alternating rounds")
     print("| server | requests/s | p50 ms | p99 ms | non-2xx |")

@@ -288,6 +288,8 @@ class AccountStore:
         return _key_info(row)
 
     # -- the request path --------------------------------------------------------------
+    # (Each worker looks a key up again every SIGNALS_AUTH_CACHE_SECONDS, so with many active
+    # keys this runs often: the statement is built once, below, not per call.)
 
     def authenticate(self, presented: str | None) -> Principal | AuthFailure:
         """The subscription behind a presented key, or why it is refused.
@@ -301,21 +303,8 @@ class AccountStore:
         if not keys.looks_like_key(presented):
             return AuthFailure.MALFORMED
         digest = keys.hash_key(presented)
-        query = (
-            sa.select(
-                api_keys.c.key_hash,
-                api_keys.c.prefix,
-                api_keys.c.expires_at,
-                api_keys.c.revoked_at,
-                subscriptions.c.id.label("subscription_id"),
-                subscriptions.c.name,
-                subscriptions.c.tier,
-            )
-            .join(subscriptions, api_keys.c.subscription_id == subscriptions.c.id)
-            .where(api_keys.c.key_hash == digest)
-        )
         with self.engine.connect() as connection:
-            row = connection.execute(query).one_or_none()
+            row = connection.execute(_AUTHENTICATE, {"digest": digest}).one_or_none()
         if row is None or not hmac.compare_digest(row.key_hash, digest):
             return AuthFailure.UNKNOWN
         if row.revoked_at is not None:
@@ -378,3 +367,18 @@ def _clean_subscription_name(name: str) -> str:
 def _generated_subscription_name() -> str:
     """A readable, practically unique name such as ``sub-k7m2p9qx`` (a clash is retried)."""
     return "sub-" + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(8))
+
+
+_AUTHENTICATE = (
+    sa.select(
+        api_keys.c.key_hash,
+        api_keys.c.prefix,
+        api_keys.c.expires_at,
+        api_keys.c.revoked_at,
+        subscriptions.c.id.label("subscription_id"),
+        subscriptions.c.name,
+        subscriptions.c.tier,
+    )
+    .join(subscriptions, api_keys.c.subscription_id == subscriptions.c.id)
+    .where(api_keys.c.key_hash == sa.bindparam("digest"))
+)

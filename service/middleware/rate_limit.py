@@ -16,15 +16,16 @@ from service.errors import Problem
 from service.middleware.client_address import ClientAddress
 
 
-def rate_limit_headers(admission: Admission, policy: str) -> dict[str, str]:
-    return {
+def rate_limit_headers(admission: Admission, policy: str) -> list[tuple[str, str]]:
+    remaining, reset = str(admission.remaining), str(admission.reset_seconds)
+    return [
         # IETF httpapi RateLimit header fields (draft 10): quota q per window w; remaining r, reset t.
-        "RateLimit-Policy": f'"{policy}";q={admission.limit};w={admission.window_seconds}',
-        "RateLimit": f'"{policy}";r={admission.remaining};t={admission.reset_seconds}',
-        "X-RateLimit-Limit": str(admission.limit),
-        "X-RateLimit-Remaining": str(admission.remaining),
-        "X-RateLimit-Reset": str(admission.reset_seconds),
-    }
+        ("RateLimit-Policy", f'"{policy}";q={admission.limit};w={admission.window_seconds}'),
+        ("RateLimit", f'"{policy}";r={remaining};t={reset}'),
+        ("X-RateLimit-Limit", str(admission.limit)),
+        ("X-RateLimit-Remaining", remaining),
+        ("X-RateLimit-Reset", reset),
+    ]
 
 
 class RateLimitMiddleware:
@@ -50,4 +51,4 @@ class RateLimitMiddleware:
         else:
             detail = (f"The {principal.tier.label} plan allows {admission.limit} requests per minute "
                       f"for the subscription; retry after {admission.retry_after} s.")
-        raise Problem(429, detail, headers={**headers, "Retry-After": str(admission.retry_after)})
+        raise Problem(429, detail, headers={**dict(headers), "Retry-After": str(admission.retry_after)})

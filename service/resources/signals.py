@@ -142,12 +142,10 @@ class SignalsResource:
             admission = getattr(req.context, "admission", None)
             raw = admission.cached if admission is not None else self._gate.get(plan.key)
         if raw is not None:
-            resp.set_header("X-Cache", "hit")
-            entry = self._decode(plan.key, raw)
+            entry, outcome = self._decode(plan.key, raw), "hit"
         else:
-            resp.set_header("X-Cache", "miss")
-            entry = self._fill(plan)
-        self._send(req, resp, plan, entry)
+            entry, outcome = self._fill(plan), "miss"
+        self._send(req, resp, plan, entry, outcome)
 
     def _decode(self, key: str, raw: bytes) -> CachedResponse:
         known = self._decoded.get(key)
@@ -193,11 +191,15 @@ class SignalsResource:
         body = json_body(head, self.endpoint.records_field, frame)
         return CachedResponse(etag_for(body), falcon.MEDIA_JSON, None, body)
 
-    def _send(self, req: falcon.Request, resp: falcon.Response, plan: Plan, entry: CachedResponse) -> None:
-        resp.set_header("ETag", entry.etag)
-        resp.set_header("Cache-Control", f"private, max-age={seconds_until_next_hour(req.context.now)}")
-        resp.set_headers(plan.headers)
-        resp.append_header("Vary", "Authorization")
+    def _send(self, req: falcon.Request, resp: falcon.Response, plan: Plan, entry: CachedResponse,
+              outcome: str) -> None:
+        resp.set_headers((
+            ("X-Cache", outcome),
+            ("ETag", entry.etag),
+            ("Cache-Control", f"private, max-age={seconds_until_next_hour(req.context.now)}"),
+            *plan.headers,
+            ("Vary", "Authorization"),
+        ))
         if if_none_match(req.get_header("If-None-Match"), entry.etag):
             resp.status = falcon.HTTP_304
             return
