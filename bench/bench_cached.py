@@ -103,6 +103,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gate", choices=("redis", "local"), default="redis",
                         help="local: no REDIS_URL, in-process cache and limits per worker (to see what Redis costs)")
+    parser.add_argument("--compare-spin", action="store_true",
+                        help="also run ours with SIGNALS_REDIS_SPIN_MICROSECONDS=0 (always sleep on the socket), "
+                             "in the same rotation, to see what polling for Redis's answer buys")
     parser.add_argument("--unix-socket", action="store_true",
                         help="start a private redis-server listening on a Unix socket only, and use it")
     args = parser.parse_args()
@@ -157,35 +160,44 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
 
     ours_env = {**env, "REDIS_URL": redis_url if args.gate == "redis" else "",
                 "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
-    results: dict[str, list[dict]] = {"ours": [], "bare": []}
-    with served("service.wsgi:app", ours_env) as ours_base:
-        warm = httpx.get(ours_base + PATH, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=30)
-        warm.raise_for_status()
-        if args.gate == "redis":
-            assert httpx.get(ours_base + PATH, headers={"Authorization": f"Bearer {keys[1]}"}).headers["x-cache"] == "hit"
-        else:  # each worker has its own cache: warm them all
-            for key in keys[1:20]:
-                httpx.get(ours_base + PATH, headers={"Authorization": f"Bearer {key}"}, timeout=30)
+    servers = {"ours": ours_env}
+    if args.compare_spin:
+        servers["ours-no-polling"] = {**ours_env, "SIGNALS_REDIS_SPIN_MICROSECONDS": "0",
+                                      "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
+    results: dict[str, list[dict]] = {"bare": [], **{name: [] for name in servers}}
+    with contextlib.ExitStack() as stack:
+        bases = {name: stack.enter_context(served("service.wsgi:app", server_env)) for name, server_env in servers.items()}
+        for base in bases.values():
+            warm = httpx.get(base + PATH, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=30)
+            warm.raise_for_status()
+            if args.gate == "redis":
+                assert httpx.get(base + PATH, headers={"Authorization": f"Bearer {keys[1]}"}).headers["x-cache"] == "hit"
+            else:  # each worker has its own cache: warm them all
+                for key in keys[1:20]:
+                    httpx.get(base + PATH, headers={"Authorization": f"Bearer {key}"}, timeout=30)
         body_file = work / "body.json"
         body_file.write_bytes(warm.content)
-        with served("bench.bare_app:app", {**env, "BENCH_BODY_FILE": str(body_file)}) as bare_base:
-            for _ in range(args.rounds):
-                results["bare"].append(wrk(bare_base, script, args))
-                results["ours"].append(wrk(ours_base, script, args))
+        bases = {"bare": stack.enter_context(served("bench.bare_app:app", {**env, "BENCH_BODY_FILE": str(body_file)})),
+                 **bases}
+        for _ in range(args.rounds):
+            for name, base in bases.items():
+                results[name].append(wrk(base, script, args))
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
     best = {name: {field: median([r[field] for r in runs]) for field in ("rps", "p50_ms", "p99_ms", "non_2xx")}
             for name, runs in results.items()}
-    pair_ratios = [round(o["rps"] / b["rps"], 3) for b, o in zip(results["bare"], results["ours"], strict=True)]
-    ratio = best["ours"]["rps"] / best["bare"]["rps"]
+    pair_ratios = {name: [round(o["rps"] / b["rps"], 3) for b, o in zip(results["bare"], results[name], strict=True)]
+                   for name in servers}
+    ratios = {name: round(best[name]["rps"] / best["bare"]["rps"], 3) for name in servers}
     report = {
         "command": " ".join(["bench/bench_cached.py", *sys.argv[1:]]), "gate": args.gate,
         "redis": redis_url if args.gate == "redis" else None,
         "workers": args.workers, "connections": args.connections, "threads": args.threads,
         "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "median": best,
-        "throughput_ratio": round(ratio, 3), "pair_ratios": pair_ratios,
+        "throughput_ratio": ratios["ours"], "pair_ratios": pair_ratios["ours"],
+        "variants": {name: {"throughput_ratio": ratios[name], "pair_ratios": pair_ratios[name]} for name in servers},
     }
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -193,13 +205,16 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     print(f"gate {args.gate}{' at ' + redis_url if args.gate == 'redis' else ''}")
     print(f"body {len(warm.content)} bytes, {args.workers} workers, wrk -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s, medians of {args.rounds} alternating rounds")
-    print("| server | requests/s | p50 ms | p99 ms | non-2xx |")
-    print("|---|---|---|---|---|")
-    for name in ("bare", "ours"):
+    labels = {"bare": "bare Falcon, same bytes", "ours": "Signals, cached",
+              "ours-no-polling": "Signals, cached, no polling (SPIN=0)"}
+    print("| server | requests/s | p50 ms | p99 ms | non-2xx | ratio to bare |")
+    print("|---|---|---|---|---|---|")
+    for name in results:
         r = best[name]
-        print(f"| {'bare Falcon, same bytes' if name == 'bare' else 'Signals, cached'} | {r['rps']:.0f} | "
-              f"{r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['non_2xx']} |")
-    print(f"\nthroughput ratio (ours / bare), medians: {ratio:.2f}; per round: {pair_ratios}")
+        ratio = f"**{ratios[name]:.2f}**" if name in ratios else "1"
+        print(f"| {labels[name]} | {r['rps']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['non_2xx']} | {ratio} |")
+    for name in servers:
+        print(f"\nthroughput ratio {name} / bare, medians: {ratios[name]:.2f}; per round: {pair_ratios[name]}")
     shutil.rmtree(work, ignore_errors=True)
 
 

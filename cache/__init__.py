@@ -6,24 +6,26 @@
 from __future__ import annotations
 
 from cache.gate import Admission, Gate, GateSettings, LocalGate, RedisGate, ResilientGate
-from cache.wire import Wire
+from cache.wire import ReplyWait, Wire
 
 # Short timeouts: a hanging Redis must cost a request a fraction of a second, not a worker.
 REDIS_TIMEOUT_SECONDS = 0.25
+# How long a worker polls for Redis's answer before sleeping on the socket (cache.wire.ReplyWait).
+REDIS_SPIN_SECONDS = 250e-6
 
-__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ResilientGate", "Wire", "connect", "redis_connection"]
+__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ReplyWait", "ResilientGate", "Wire", "connect", "redis_connection"]
 
 
-def redis_connection(url: str) -> Wire:
+def redis_connection(url: str, spin_seconds: float = REDIS_SPIN_SECONDS) -> Wire:
     """One connection to the Redis at `url` (redis://, rediss://, unix://; user, password and
     database from the URL), with short timeouts. It connects when first used."""
-    return Wire(url, REDIS_TIMEOUT_SECONDS)
+    return Wire(url, REDIS_TIMEOUT_SECONDS, spin_seconds)
 
 
-def connect(redis_url: str | None, prefix: str = "signals:") -> Gate:
+def connect(redis_url: str | None, prefix: str = "signals:", spin_seconds: float = REDIS_SPIN_SECONDS) -> Gate:
     """A ResilientGate over Redis, or a LocalGate (single process only) when no URL is given."""
     settings = GateSettings(prefix=prefix)
     if not redis_url:
         return LocalGate(settings)
-    gate = RedisGate(lambda: redis_connection(redis_url), settings)
+    gate = RedisGate(lambda: redis_connection(redis_url, spin_seconds), settings)
     return ResilientGate(gate, LocalGate(settings))

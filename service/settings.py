@@ -38,6 +38,7 @@ class Settings:
     accounts_url: str = ""  # filled from data_dir when empty
     redis_url: str | None = None
     redis_prefix: str = "signals:"
+    redis_spin_microseconds: int = 250  # poll this long for Redis's answer before sleeping (0 = never)
     port: int = 8000
     environment: str = "development"  # development | production
     secret: str = DEVELOPMENT_SECRET
@@ -65,6 +66,8 @@ class Settings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):  # noise can be made smaller, never switched off
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
+        if not 0 <= self.redis_spin_microseconds <= 10_000:
+            raise SettingsError("SIGNALS_REDIS_SPIN_MICROSECONDS must be between 0 and 10000")
         for name, minimum in (("privacy_cap_suppressions", 1), ("privacy_cap_events", 1), ("privacy_min_users", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
@@ -121,6 +124,7 @@ class Settings:
             accounts_url=text("SIGNALS_ACCOUNTS_URL", ""),
             redis_url=text("REDIS_URL", "") or None,
             redis_prefix=text("SIGNALS_REDIS_PREFIX", "signals:"),
+            redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", 250),
             port=integer("PORT", 8000),
             environment=environment,
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
