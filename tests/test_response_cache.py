@@ -4,9 +4,11 @@ invalidation by a new data generation, and one computation per key."""
 from __future__ import annotations
 
 import datetime as dt
+import gc
 import shutil
 import threading
 import uuid
+import weakref
 
 import falcon.testing
 import polars as pl
@@ -98,6 +100,7 @@ def test_an_ingest_invalidates_through_the_generation(tmp_path, fixture_data_dir
         key = key_for(accounts)
         before = get(client, "/top-keywords", key)
         assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
+        old_frames = weakref.ref(store.snapshot())
         extra = suppressions_frame().filter(pl.col("keyword") == "bitcoin").head(1).with_columns(
             pl.lit("brand new keyword").alias("keyword"), pl.lit(5000).cast(pl.Int32).alias("suppressions"),
             pl.lit(dt.datetime(2026, 3, 10, 9, tzinfo=dt.UTC)).dt.cast_time_unit("us").alias("ts"))
@@ -107,6 +110,8 @@ def test_an_ingest_invalidates_through_the_generation(tmp_path, fixture_data_dir
         assert after.json["keywords"][0]["keyword_raw"] == "brand new keyword"
         assert after.headers["etag"] != before.headers["etag"]
         assert int(after.headers["x-signals-data-generation"]) == int(before.headers["x-signals-data-generation"]) + 1
+        gc.collect()
+        assert old_frames() is None, "the previous generation's event data is still held (a worker's memory would grow per ingest)"
     finally:
         gate.close()
         delete_prefix(redis_url, prefix)

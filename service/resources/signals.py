@@ -74,8 +74,11 @@ class SignalsResource:
         self._gate = gate
         # A GET's plan depends only on its query string, the hour and the data generation: the
         # plans of recent query strings are kept, so a repeated request skips validation and
-        # key derivation. Valid plans only; the memo is emptied when full.
-        self._plans: dict[tuple[str, Any, int], Plan] = {}
+        # key derivation. Valid plans only, of the current hour and generation (a plan holds its
+        # generation's event frames: keeping older ones would keep old data in memory); the memo
+        # is emptied when full.
+        self._plans: dict[str, Plan] = {}
+        self._plans_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
         # The gate hands back the same bytes object for a body this process has seen (see
         # cache.gate), so its decoded form is kept too, by cache key, checked by identity.
         self._decoded: dict[str, tuple[bytes, CachedResponse]] = {}
@@ -87,15 +90,25 @@ class SignalsResource:
         frames = self._store.snapshot()
         req.context.now = now = self._clock.now()
         as_of = compute_as_of(now, frames.last_event)
-        memo = None if self.endpoint.in_body else (req.query_string, as_of, frames.generation)
-        plan = self._plans.get(memo) if memo else None
-        if plan is None:
-            plan = self._plan(req, frames, as_of)
-            if memo and plan.problem is None:
-                if len(self._plans) >= PLAN_MEMO_SIZE:
-                    self._plans.clear()
-                self._plans[memo] = plan
-        req.context.plan = plan
+        plan_for = self._plan if self.endpoint.in_body else self._memoised_plan
+        req.context.plan = plan = plan_for(req, frames, as_of)
+        return plan
+
+    def _memoised_plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
+        if self._plans_for != (as_of, frames.generation):
+            self._plans = {}
+            self._plans_for = (as_of, frames.generation)
+        plans = self._plans
+        plan = plans.get(req.query_string)
+        # A thread that raced past a change of hour or generation may find or leave a plan of
+        # the other one: it is only used when it matches.
+        if plan is not None and plan.as_of == as_of and plan.frames is frames:
+            return plan
+        plan = self._plan(req, frames, as_of)
+        if plan.problem is None:
+            if len(plans) >= PLAN_MEMO_SIZE:
+                plans.clear()
+            plans[req.query_string] = plan
         return plan
 
     def _plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
