@@ -23,6 +23,7 @@ from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
+from service.response_cache import DecodedBodies
 from service.settings import Settings
 from service.store.reader import EventStore
 
@@ -77,10 +78,11 @@ def create_app(
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
 
+    decoded = DecodedBodies()  # one per app: keys are unique per deployment, not across apps
     for endpoint in ENDPOINTS:
         app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate,
                                                           cache_responses=settings.cache_responses,
-                                                          cache_variant=cache_variant(settings)))
+                                                          cache_variant=cache_variant(settings), decoded=decoded))
     app.add_route("/api/v1/openapi", OpenApiResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))

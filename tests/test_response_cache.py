@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import gc
+import json
 import shutil
 import threading
 import uuid
@@ -17,7 +18,7 @@ import pytest
 import cache
 from service.app import create_app
 from service.clock import FixedClock
-from service.response_cache import seconds_until_next_hour
+from service.response_cache import CachedResponse, DecodedBodies, seconds_until_next_hour
 from service.settings import Settings
 from service.store.reader import EventStore
 from service.store.writer import write_events
@@ -100,6 +101,7 @@ def test_an_ingest_invalidates_through_the_generation(tmp_path, fixture_data_dir
         key = key_for(accounts)
         before = get(client, "/top-keywords", key)
         assert get(client, "/top-keywords", key).headers["x-cache"] == "hit"
+        get(client, "/geo-heat", key)  # an endpoint that then goes quiet: its plans must not hold old data
         old_frames = weakref.ref(store.snapshot())
         extra = suppressions_frame().filter(pl.col("keyword") == "bitcoin").head(1).with_columns(
             pl.lit("brand new keyword").alias("keyword"), pl.lit(5000).cast(pl.Int32).alias("suppressions"),
@@ -214,3 +216,17 @@ def test_a_new_secret_or_privacy_setting_never_gets_old_bodies(fixture_data_dir,
 ])
 def test_max_age_runs_to_the_next_hour(moment, seconds):
     assert seconds_until_next_hour(dt.datetime.fromisoformat(moment)) == seconds
+
+
+def test_decoded_bodies_are_bounded_by_size():
+    decoded = DecodedBodies(max_bytes=16 * 1024)
+    small = [CachedResponse(f'"{n}"', "application/json", None, b"x" * 900) for n in range(40)]
+    for n, entry in enumerate(small):
+        assert decoded.decode(f"k{n}", entry.encode()) == entry
+    assert decoded.size <= 16 * 1024  # the oldest went
+    first = decoded.decode("k39", b"not even parsed")  # a kept key is not decoded again
+    assert first == small[39]
+    large = CachedResponse('"big"', "application/json", None, b"y" * 2000)  # over a sixteenth
+    assert decoded.decode("big", large.encode()) == large
+    with pytest.raises(json.JSONDecodeError):
+        decoded.decode("big", b"{not json}\nbody")  # not kept, so decoded again

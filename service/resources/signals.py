@@ -26,7 +26,14 @@ from service.engine import Engine
 from service.errors import Problem
 from service.params import FieldError, ValidationFailed, parse_body, parse_query
 from service.render import csv_body, csv_filename, json_body
-from service.response_cache import CachedResponse, cache_key, etag_for, if_none_match, seconds_until_next_hour
+from service.response_cache import (
+    CachedResponse,
+    DecodedBodies,
+    cache_key,
+    etag_for,
+    if_none_match,
+    seconds_until_next_hour,
+)
 from service.store.reader import EventFrames, EventStore
 from service.windows import compute_as_of, iso_z
 
@@ -46,15 +53,13 @@ class Plan:
 
     problem: Problem | None = None
     request: Any = None
-    frames: EventFrames | None = None
+    generation: int = 0   # of the event frames the plan was made for (a plan never holds frames)
     as_of: Any = None
     key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
 
 
 PLAN_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
-DECODED_MEMO_SIZE = 64         # decoded hot bodies kept per endpoint and worker ...
-DECODED_MEMO_MAX_BYTES = 256 << 10  # ... when no larger than this
 
 
 class SignalsResource:
@@ -63,7 +68,7 @@ class SignalsResource:
     rate_limited = True
 
     def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
-                 *, cache_responses: bool = True, cache_variant: str = "") -> None:
+                 *, cache_responses: bool = True, cache_variant: str = "", decoded: DecodedBodies | None = None) -> None:
         self.endpoint = endpoint
         self._cache_variant = cache_variant
         self._cache_responses = cache_responses
@@ -74,20 +79,19 @@ class SignalsResource:
         self._gate = gate
         # A GET's plan depends only on its query string, the hour and the data generation: the
         # plans of recent query strings are kept, so a repeated request skips validation and
-        # key derivation. Valid plans only, of the current hour and generation (a plan holds its
-        # generation's event frames: keeping older ones would keep old data in memory); the memo
-        # is emptied when full.
+        # key derivation. Valid plans only, of the current hour and generation; the memo is
+        # emptied when full. Plans hold no event frames: a memo that outlived an ingest must not
+        # keep the previous generation's data in memory.
         self._plans: dict[str, Plan] = {}
         self._plans_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
-        # The gate hands back the same bytes object for a body this process has seen (see
-        # cache.gate), so its decoded form is kept too, by cache key, checked by identity.
-        self._decoded: dict[str, tuple[bytes, CachedResponse]] = {}
+        # Decoded hot bodies, shared by the app's resources (bounded by size).
+        self._decoded = decoded if decoded is not None else DecodedBodies()
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
 
     # -- before the rate limit ------------------------------------------------------------
 
     def prepare(self, req: falcon.Request) -> Plan:
-        frames = self._store.snapshot()
+        req.context.frames = frames = self._store.snapshot()
         req.context.now = now = self._clock.now()
         as_of = compute_as_of(now, frames.last_event)
         plan_for = self._plan if self.endpoint.in_body else self._memoised_plan
@@ -102,7 +106,7 @@ class SignalsResource:
         plan = plans.get(req.query_string)
         # A thread that raced past a change of hour or generation may find or leave a plan of
         # the other one: it is only used when it matches.
-        if plan is not None and plan.as_of == as_of and plan.frames is frames:
+        if plan is not None and plan.as_of == as_of and plan.generation == frames.generation:
             return plan
         plan = self._plan(req, frames, as_of)
         if plan.problem is None:
@@ -123,7 +127,7 @@ class SignalsResource:
             ("X-Signals-As-Of", iso_z(as_of)),
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
-        return Plan(request=request, frames=frames, as_of=as_of, key=key, headers=headers)
+        return Plan(request=request, generation=frames.generation, as_of=as_of, key=key, headers=headers)
 
     def _validated(self, req: falcon.Request) -> dict[str, Any]:
         endpoint = self.endpoint
@@ -155,27 +159,16 @@ class SignalsResource:
             admission = getattr(req.context, "admission", None)
             raw = admission.cached if admission is not None else self._gate.get(plan.key)
         if raw is not None:
-            entry, outcome = self._decode(plan.key, raw), "hit"
+            entry, outcome = self._decoded.decode(plan.key, raw), "hit"
         else:
-            entry, outcome = self._fill(plan), "miss"
+            entry, outcome = self._fill(plan, req.context.frames), "miss"
         self._send(req, resp, plan, entry, outcome)
 
-    def _decode(self, key: str, raw: bytes) -> CachedResponse:
-        known = self._decoded.get(key)
-        if known is not None and known[0] is raw:
-            return known[1]
-        entry = CachedResponse.decode(raw)
-        if len(raw) <= DECODED_MEMO_MAX_BYTES:
-            if len(self._decoded) >= DECODED_MEMO_SIZE:
-                self._decoded.clear()
-            self._decoded[key] = (raw, entry)
-        return entry
-
-    def _fill(self, plan: Plan) -> CachedResponse:
+    def _fill(self, plan: Plan, frames: EventFrames) -> CachedResponse:
         """Compute the answer once across all workers: the lock holder computes and stores it,
         the others wait for the stored body (and compute themselves if it does not come)."""
         if plan.key is None:
-            return self._compute(plan)
+            return self._compute(plan, frames)
         token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
         if token is None:
             deadline = time.monotonic() + FILL_WAIT_SECONDS
@@ -185,16 +178,16 @@ class SignalsResource:
                 if raw is not None:
                     return CachedResponse.decode(raw)
         try:
-            entry = self._compute(plan)
+            entry = self._compute(plan, frames)
             self._gate.put(plan.key, entry.encode(), seconds_until_next_hour(self._clock.now()))
             return entry
         finally:
             if token is not None:
                 self._gate.unlock(plan.key, token)
 
-    def _compute(self, plan: Plan) -> CachedResponse:
+    def _compute(self, plan: Plan, frames: EventFrames) -> CachedResponse:
         request, as_of = plan.request, plan.as_of
-        frame = getattr(self._engine, self.endpoint.name)(plan.frames, as_of, request)
+        frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
         if getattr(request, "format", "json") == "csv":
             body = csv_body(frame)
             return CachedResponse(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body)
