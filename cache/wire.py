@@ -22,16 +22,22 @@ Waiting for the answer: see `ReplyWait` (poll the socket briefly before sleeping
 from __future__ import annotations
 
 import contextlib
+import math
+import os
 import socket
 import ssl
 import struct
 import time
+import weakref
 
 import hiredis
 import redis
 from redis.connection import parse_url
 
 _BUFFER_BYTES = 64 * 1024
+
+_open_after_fork: weakref.WeakSet[Wire] = weakref.WeakSet()
+os.register_at_fork(after_in_child=lambda: [wire._forget_after_fork() for wire in list(_open_after_fork)])
 
 
 class ReplyWait:
@@ -45,22 +51,28 @@ class ReplyWait:
     PING takes ~130 µs when sleeping, ~45 µs when polling; docs/benchmarks.md). Polling for a
     short, bounded time keeps the worker on its CPU when the answer comes quickly.
 
-    When answers keep coming later than `spin_seconds` (a distant Redis, an overloaded host),
-    polling only burns CPU, so after `MISSES_BEFORE_PAUSE` polls in a row that came up empty it
-    stops polling for `PAUSE_CALLS` calls, then tries again. `spin_seconds=0` never polls.
+    When answers come later than `spin_seconds` (a distant Redis, an overloaded host), polling
+    only burns CPU, so it pauses for `PAUSE_CALLS` calls, then tries again: after
+    `MISSES_BEFORE_PAUSE` late answers in a row (a Redis that is far away is found quickly), or
+    when more than `MOST_MISSES_PER_ROUND` of a round of `ROUND` polls were late (polling that
+    pays only now and then). `spin_seconds=0` never polls.
     """
 
     MISSES_BEFORE_PAUSE = 8
+    ROUND = 64
+    MOST_MISSES_PER_ROUND = 32
     PAUSE_CALLS = 1000
 
-    __slots__ = ("spin_seconds", "_misses", "_paused", "polled", "caught", "missed")
+    __slots__ = ("spin_seconds", "_run", "_round_polls", "_round_misses", "_paused", "polled", "caught", "missed")
 
     def __init__(self, spin_seconds: float) -> None:
-        if not spin_seconds >= 0:
-            raise ValueError(f"spin_seconds must be >= 0, got {spin_seconds!r}")
+        if not (math.isfinite(spin_seconds) and spin_seconds >= 0):
+            raise ValueError(f"spin_seconds must be a finite number >= 0, got {spin_seconds!r}")
         self.spin_seconds = spin_seconds
-        self._misses = 0      # empty polls in a row
-        self._paused = 0      # calls left that do not poll
+        self._run = 0             # late answers in a row
+        self._round_polls = 0     # polls in the current round ...
+        self._round_misses = 0    # ... and how many of them were late
+        self._paused = 0          # calls left that do not poll
         self.polled = self.caught = self.missed = 0  # counters, for tests and diagnostics
 
     def first_bytes(self, sock: socket.socket, buffer: bytearray) -> int:
@@ -69,6 +81,7 @@ class ReplyWait:
                 self._paused -= 1
             return sock.recv_into(buffer)
         self.polled += 1
+        self._round_polls += 1
         deadline = time.perf_counter() + self.spin_seconds
         while True:
             try:
@@ -78,17 +91,29 @@ class ReplyWait:
                     continue
                 break
             self.caught += 1
-            self._misses = 0
+            self._run = 0
+            self._judge()
             return received
         self.missed += 1
-        self._misses += 1
-        if self._misses >= self.MISSES_BEFORE_PAUSE:
-            self._misses, self._paused = 0, self.PAUSE_CALLS
+        self._run += 1
+        self._round_misses += 1
+        self._judge()
         return sock.recv_into(buffer)
+
+    def _judge(self) -> None:
+        pause = self._run >= self.MISSES_BEFORE_PAUSE
+        if self._round_polls >= self.ROUND:
+            pause = pause or self._round_misses > self.MOST_MISSES_PER_ROUND
+            self._round_polls = self._round_misses = 0
+        if pause:
+            self._run = self._round_polls = self._round_misses = 0
+            self._paused = self.PAUSE_CALLS
 
 
 class Wire:
     def __init__(self, url: str, timeout_seconds: float, spin_seconds: float = 0.0) -> None:
+        if not (math.isfinite(timeout_seconds) and timeout_seconds >= 0.001):
+            raise ValueError(f"timeout_seconds must be at least 0.001, got {timeout_seconds!r}")
         options = parse_url(url)
         self._tls = options.get("connection_class") is redis.connection.SSLConnection
         self._path: str | None = options.get("path")
@@ -103,10 +128,12 @@ class Wire:
         self._ca_file: str | None = options.get("ssl_ca_certs")
         self.timeout_seconds = timeout_seconds
         # TLS sockets take no receive flags (and decrypt in user space): they always block.
-        self.reply_wait = ReplyWait(0.0 if self._tls else spin_seconds)
+        # Polling never outlasts the timeout, so a hanging Redis still costs one timeout.
+        self.reply_wait = ReplyWait(0.0 if self._tls else min(spin_seconds, timeout_seconds))
         self._sock: socket.socket | None = None
         self._reader: hiredis.Reader | None = None
         self._buffer = bytearray(_BUFFER_BYTES)
+        _open_after_fork.add(self)
 
     @property
     def path(self) -> str | None:
@@ -179,6 +206,12 @@ class Wire:
         if sock is not None:
             with contextlib.suppress(OSError):
                 sock.close()
+
+    def _forget_after_fork(self) -> None:
+        """In a forked child: the socket is the parent's conversation, never ours to use. Closing
+        the child's copy of the descriptor leaves the parent's connection open."""
+        self.close()
+        self.reply_wait = ReplyWait(self.reply_wait.spin_seconds)
 
     # -- calling ----------------------------------------------------------------------------
 

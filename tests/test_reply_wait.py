@@ -8,8 +8,10 @@ import socket
 
 import pytest
 
-from cache import ReplyWait, Wire, redis_connection
+from cache import ReplyWait, Wire
+from service.app import create_app
 from service.settings import Settings, SettingsError
+from service.store.reader import EventStore
 
 
 class ScriptedSocket:
@@ -90,9 +92,36 @@ def test_one_quick_answer_resets_the_run_of_late_ones():
     assert sock.calls == ["poll"]  # never paused: no run reached MISSES_BEFORE_PAUSE
 
 
-def test_a_negative_budget_is_refused():
+def test_polling_that_pays_only_now_and_then_pauses_too():
+    # Two late answers, then a quick one: never MISSES_BEFORE_PAUSE in a row, but most are late.
+    wait, sock = ReplyWait(0.000_01), ScriptedSocket()
+    for n in range(ReplyWait.ROUND):
+        receive(wait, sock.ready_after(0 if n % 3 == 2 else None))
+    assert wait.missed > ReplyWait.MOST_MISSES_PER_ROUND
+    sock.calls.clear()
+    receive(wait, sock.ready_after(0))
+    assert sock.calls == ["block"]  # paused
+
+
+def test_polling_that_mostly_pays_keeps_going():
+    wait, sock = ReplyWait(0.000_01), ScriptedSocket()
+    for n in range(3 * ReplyWait.ROUND):  # one late answer in four
+        receive(wait, sock.ready_after(None if n % 4 == 0 else 0))
+    sock.calls.clear()
+    receive(wait, sock.ready_after(0))
+    assert sock.calls == ["poll"]
+
+
+@pytest.mark.parametrize("spin", [-1, float("inf"), float("nan")])
+def test_a_budget_must_be_finite_and_not_negative(spin):
     with pytest.raises(ValueError):
-        ReplyWait(-1)
+        ReplyWait(spin)
+
+
+def test_polling_never_outlasts_the_timeout():
+    assert Wire("redis://localhost:6379/0", 0.002, 0.005).reply_wait.spin_seconds == 0.002
+    with pytest.raises(ValueError):
+        Wire("redis://localhost:6379/0", 0.000_000_5)  # would pack as "no timeout at all"
 
 
 @pytest.mark.parametrize("value", ["-1", "10001", "soon"])
@@ -101,10 +130,15 @@ def test_the_setting_is_bounded(value):
         Settings.from_env({"SIGNALS_REDIS_SPIN_MICROSECONDS": value})
 
 
-def test_the_setting_reaches_the_connection():
+def test_the_setting_reaches_the_connection(tmp_path):
     assert Settings.from_env({}).redis_spin_microseconds == 250
     assert Settings.from_env({"SIGNALS_REDIS_SPIN_MICROSECONDS": "0"}).redis_spin_microseconds == 0
-    assert redis_connection("redis://127.0.0.1:6379/0", 0.000_25).reply_wait.spin_seconds == 0.000_25
+    settings = Settings.from_env({"REDIS_URL": "redis://127.0.0.1:6379/0", "SIGNALS_REDIS_SPIN_MICROSECONDS": "123",
+                                  "SIGNALS_DATA_DIR": str(tmp_path)})
+    app = create_app(settings, store=EventStore(tmp_path))  # nothing connects until a request
+    resource, *_ = app._router.find("/api/v1/signals/top-keywords")
+    wire = resource._gate._primary._factory()
+    assert wire.reply_wait.spin_seconds == pytest.approx(0.000_123)
 
 
 def test_tls_connections_never_poll():
@@ -125,7 +159,7 @@ def test_polling_for_real_answers(redis_url, redis_prefix):
         connection.call("SET", key, big, "EX", 60)
         assert connection.call("GET", key) == big
         wait = connection.reply_wait
-        assert wait.polled == 52 and wait.caught + wait.missed == 52
+        assert wait.caught + wait.missed == wait.polled > 0
         assert wait.caught > 0
     finally:
         connection.call("DEL", key)
