@@ -6,6 +6,7 @@
 -- KEYS[3] cached response body, or "" to skip
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
 -- ARGV[3] request id (unique member)    ARGV[4] auth-failure limit
+-- ARGV[5] "replay" when sent again after a lost answer: a request already counted is accepted
 --
 -- Returns {allowed (1|0), remaining, micros until the oldest counted request leaves the window,
 --          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left}
@@ -27,12 +28,15 @@ end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
-if count >= limit then
+if ARGV[5] == 'replay' and redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+  count = count - 1  -- counted by the first send: as if it were being counted now
+elseif count >= limit then
   -- accepted again once count < limit: when the (count - limit)-th oldest leaves the window
   local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
   return {0, 0, tonumber(freeing[2]) + window - now, 'rate', false, 0}
+else
+  redis.call('ZADD', KEYS[1], now, ARGV[3])
 end
-redis.call('ZADD', KEYS[1], now, ARGV[3])
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local body = false

@@ -68,6 +68,9 @@ class _Script:
 
 _ADMIT = _Script((_SCRIPTS / "admit.lua").read_text())
 _FAIL = _Script((_SCRIPTS / "fail.lua").read_text())
+# try_lock sent again: the lock is ours if the lost first send took it.
+_LOCK_REPLAY = ("if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end "
+                "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])")
 _UNLOCK = _Script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0")
 
 
@@ -183,10 +186,12 @@ class RedisGate:
 
     # -- the wire ---------------------------------------------------------------------------
 
-    def _command(self, *args):
+    def _command(self, *args, replay: tuple | None = None):
         """Send one command and read its answer. When a connection that has worked before fails
-        to send or is found closed (Redis restarted since), the command is sent once more on a
-        new connection: it cannot have run. A timeout is not retried (ResilientGate's job)."""
+        (Redis restarted, or closed an idle connection), it is sent once more on a new
+        connection, as `replay` if given: the command may have run before the connection broke
+        (only its answer lost), so a command whose effect is not idempotent names a form that
+        recognises its own earlier effect. A timeout is not retried (ResilientGate's job)."""
         with self._lock:
             if self._connection is None:
                 self._connection, self._proven = self._factory(), False
@@ -197,16 +202,18 @@ class RedisGate:
                 if not self._proven:
                     raise
                 self._proven = False
-                answer = connection.call(*args)
+                answer = connection.call(*(replay or args))
             self._proven = True
             return answer
 
-    def _script(self, script: _Script, keys: list[str], args: list) -> list:
+    def _script(self, script: _Script, keys: list[str], args: list, replay_args: list | None = None) -> list:
+        command = ("EVALSHA", script.sha, len(keys), *keys)
+        replay = (*command, *replay_args) if replay_args is not None else None
         try:
-            return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
-        except redis.exceptions.NoScriptError:
+            return self._command(*command, *args, replay=replay)
+        except redis.exceptions.NoScriptError:  # the replay form is safe whether or not a first send ran
             self._command("SCRIPT", "LOAD", script.source)
-            return self._command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return self._command(*(replay or (*command, *args)))
 
     def _key(self, kind: str, name: str) -> str:
         return f"{self._prefix}{kind}:{name}"
@@ -215,6 +222,7 @@ class RedisGate:
 
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         known = self._recent.get(cache_key) if cache_key else None
+        args = [limit, self._window_us, _members.next(), self._settings.auth_failure_limit]
         allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(
             _ADMIT,
             [
@@ -222,7 +230,8 @@ class RedisGate:
                 self._key("authfail", client) if client else "",
                 self._key("body", cache_key) if cache_key and known is None else "",
             ],
-            [limit, self._window_us, _members.next(), self._settings.auth_failure_limit],
+            args,
+            [*args, "replay"],  # a request already counted by the lost first send is not refused
         )
         if body:
             self._recent.put(cache_key, body, ttl_ms / 1000)
@@ -249,8 +258,9 @@ class RedisGate:
         self._recent.put(cache_key, body, max(1, ttl_seconds))
 
     def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
-        token = uuid.uuid4().hex
-        done = self._command("SET", self._key("fill", cache_key), token, "NX", "EX", ttl_seconds)
+        token, key = uuid.uuid4().hex, self._key("fill", cache_key)
+        done = self._command("SET", key, token, "NX", "EX", ttl_seconds,
+                             replay=("EVAL", _LOCK_REPLAY, 1, key, token, ttl_seconds))
         return token if done else None
 
     def unlock(self, cache_key: str, token: str) -> None:

@@ -176,6 +176,54 @@ def test_a_connection_closed_by_the_server_is_replaced_without_an_error(redis_ga
     assert admission.allowed and admission.remaining == 3
 
 
+class LosesOneAnswer:
+    """A connection whose command runs on the real Redis but whose answer is then lost, once,
+    when armed (as when a proxy or the network drops the connection after Redis answered)."""
+
+    def __init__(self, url: str) -> None:
+        self.wire = cache.redis_connection(url)
+        self.armed = False
+
+    def call(self, *args):
+        answer = self.wire.call(*args)
+        if self.armed:
+            self.armed = False
+            raise redis.ConnectionError("connection lost before the answer arrived")
+        return answer
+
+    def close(self) -> None:
+        self.wire.close()
+
+
+@pytest.fixture
+def lossy_gate(redis_url, redis_prefix):
+    connection = LosesOneAnswer(redis_url)
+    gate = RedisGate(lambda: connection, GateSettings(prefix=f"{redis_prefix}lossy-{uuid.uuid4().hex[:6]}:"))
+    yield gate, connection
+    gate.close()
+
+
+def test_a_request_counted_before_its_answer_was_lost_is_not_refused(lossy_gate):
+    gate, connection = lossy_gate
+    assert [gate.admit("sub:l", 3, None).remaining for _ in range(2)] == [2, 1]
+    connection.armed = True  # the third request is counted, then its answer lost: sent again
+    third = gate.admit("sub:l", 3, None)
+    assert third.allowed and third.remaining == 0
+    fourth = gate.admit("sub:l", 3, None)
+    assert not fourth.allowed and fourth.blocked_by == "rate"  # counted once, not twice
+
+
+def test_a_fill_lock_taken_before_its_answer_was_lost_is_ours(lossy_gate):
+    gate, connection = lossy_gate
+    gate.admit("sub:m", 3, None)  # a proven connection: only those are sent again
+    connection.armed = True
+    token = gate.try_lock("entry", 30)
+    assert token is not None  # the lost first send took it, for us
+    assert gate.try_lock("entry", 30) is None  # and it is held
+    gate.unlock("entry", token)
+    assert gate.try_lock("entry", 30) is not None
+
+
 def test_a_forked_child_opens_its_own_connection(redis_gate):
     gate, admin = redis_gate
     gate.admit("sub:f", 10, None)

@@ -204,8 +204,8 @@ class SignalsResource:
             ("ETag", entry.etag),
             ("Cache-Control", f"private, max-age={seconds_until_next_hour(req.context.now)}"),
             *plan.headers,
-            ("Vary", "Authorization"),
         ))
+        resp.append_header("Vary", "Authorization")  # appended: never drops a Vary set before
         if if_none_match(req.get_header("If-None-Match"), entry.etag):
             resp.status = falcon.HTTP_304
             return
