@@ -6,7 +6,11 @@ the medians are reported, and the throughput ratio of each adjacent pair. Our si
 worker), tier, the moving-window rate limit and the cache read in one Redis round trip, ETag.
 Keys are spread over many subscriptions so the limit (300/min each) is not what is measured.
 
-    .venv/bin/python bench/bench_cached.py [--workers 2] [--duration 10] [--connections 32]
+    .venv/bin/python bench/bench_cached.py [--workers 2] [--duration 10] [--connections 32] [--rounds 3]
+        [--compare-spin] [--bare-headers] [--gate local] [--unix-socket]
+
+It also reports the CPU time each party spends per request (gunicorn workers, Redis when it runs
+on this machine, wrk), read from /proc around each wrk run.
 
 Needs wrk (Debian package `wrk`) and Redis (REDIS_URL, default redis://127.0.0.1:6379/0).
 """
@@ -18,6 +22,7 @@ import contextlib
 import json
 import os
 import re
+import resource
 import shutil
 import socket
 import statistics
@@ -45,6 +50,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+_SERVERS: dict[str, int] = {}   # base URL -> gunicorn master pid, for the CPU accounting
+
+
+def cpu_seconds(pids: list[int]) -> float:
+    """User + system CPU seconds used so far by these processes (Linux /proc)."""
+    total = 0
+    for pid in pids:
+        with contextlib.suppress(FileNotFoundError, ProcessLookupError):
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+def workers_of(master: int) -> list[int]:
+    children = Path(f"/proc/{master}/task/{master}/children")
+    return [int(pid) for pid in children.read_text().split()] if children.exists() else []
+
+
 @contextlib.contextmanager
 def served(target: str, env: dict[str, str]):
     port = free_port()
@@ -54,6 +77,7 @@ def served(target: str, env: dict[str, str]):
         cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
+    _SERVERS[base] = process.pid
     try:
         deadline = time.monotonic() + 120
         while True:
@@ -70,12 +94,27 @@ def served(target: str, env: dict[str, str]):
         process.wait(timeout=30)
 
 
-def wrk(base: str, script: Path, args: argparse.Namespace) -> dict:
+def wrk(base: str, script: Path, args: argparse.Namespace, redis_pid: int | None = None) -> dict:
+    """One wrk run; also the CPU each party spent per request: the server's workers, Redis (when
+    it runs on this machine) and wrk itself."""
+    workers = workers_of(_SERVERS[base])
+    before = (cpu_seconds(workers), cpu_seconds([redis_pid] if redis_pid else []), resource.getrusage(resource.RUSAGE_CHILDREN))
     out = subprocess.run(
         ["wrk", f"-t{args.threads}", f"-c{args.connections}", f"-d{args.duration}s", "--latency", "-s", str(script),
          base + PATH],
         capture_output=True, text=True, check=True,
     ).stdout
+    after = (cpu_seconds(workers), cpu_seconds([redis_pid] if redis_pid else []), resource.getrusage(resource.RUSAGE_CHILDREN))
+    requests = int(re.search(r"(\d+) requests in", out).group(1))
+
+    def per_request(seconds: float) -> float:
+        return round(seconds / max(1, requests) * 1e6, 1)
+
+    cpu_us = {
+        "workers": per_request(after[0] - before[0]),
+        "redis": per_request(after[1] - before[1]),
+        "wrk": per_request(after[2].ru_utime + after[2].ru_stime - before[2].ru_utime - before[2].ru_stime),
+    }
 
     def latency(pct: str) -> float:
         match = re.search(rf"^\s+{pct}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M)
@@ -87,8 +126,9 @@ def wrk(base: str, script: Path, args: argparse.Namespace) -> dict:
         "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),
         "p50_ms": latency("50"),
         "p99_ms": latency("99"),
-        "requests": int(re.search(r"(\d+) requests in", out).group(1)),
+        "requests": requests,
         "non_2xx": int(non_ok.group(1)) if non_ok else 0,
+        "cpu_us_per_request": cpu_us,
     }
 
 
@@ -106,6 +146,8 @@ def main() -> None:
     parser.add_argument("--compare-spin", action="store_true",
                         help="also run ours with SIGNALS_REDIS_SPIN_MICROSECONDS=0 (always sleep on the socket), "
                              "in the same rotation, to see what polling for Redis's answer buys")
+    parser.add_argument("--bare-headers", action="store_true",
+                        help="also run the bare app returning our response headers as well as the body")
     parser.add_argument("--unix-socket", action="store_true",
                         help="start a private redis-server listening on a Unix socket only, and use it")
     args = parser.parse_args()
@@ -116,6 +158,18 @@ def main() -> None:
         if args.unix_socket:
             redis_url = stack.enter_context(unix_socket_redis())
         run(args, redis_url)
+
+
+def local_redis_pid(url: str) -> int | None:
+    """The pid of the Redis at `url` when it runs on this machine (for the CPU accounting)."""
+    import redis
+
+    client = redis.Redis.from_url(url)
+    try:
+        pid = int(client.info("server")["process_id"])
+    finally:
+        client.close()
+    return pid if Path(f"/proc/{pid}").exists() else None
 
 
 @contextlib.contextmanager
@@ -171,17 +225,28 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
             warm = httpx.get(base + PATH, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=30)
             warm.raise_for_status()
             if args.gate == "redis":
-                assert httpx.get(base + PATH, headers={"Authorization": f"Bearer {keys[1]}"}).headers["x-cache"] == "hit"
+                warm = httpx.get(base + PATH, headers={"Authorization": f"Bearer {keys[1]}"})
+                assert warm.headers["x-cache"] == "hit"
             else:  # each worker has its own cache: warm them all
                 for key in keys[1:20]:
                     httpx.get(base + PATH, headers={"Authorization": f"Bearer {key}"}, timeout=30)
         body_file = work / "body.json"
         body_file.write_bytes(warm.content)
-        bases = {"bare": stack.enter_context(served("bench.bare_app:app", {**env, "BENCH_BODY_FILE": str(body_file)})),
-                 **bases}
+        bare = {"bare": stack.enter_context(served("bench.bare_app:app", {**env, "BENCH_BODY_FILE": str(body_file)}))}
+        if args.bare_headers:  # the same headers as one of our hits, less those gunicorn writes itself
+            headers_file = work / "headers.json"
+            headers_file.write_text(json.dumps([
+                [name, value] for name, value in warm.headers.items()
+                if name.lower() not in ("server", "date", "connection", "content-length", "content-type")
+            ]))
+            bare["bare-same-headers"] = stack.enter_context(served(
+                "bench.bare_app:app", {**env, "BENCH_BODY_FILE": str(body_file), "BENCH_HEADERS_FILE": str(headers_file)}))
+            results["bare-same-headers"] = []
+        bases = {**bare, **bases}
+        redis_pid = local_redis_pid(redis_url) if args.gate == "redis" else None
         for _ in range(args.rounds):
             for name, base in bases.items():
-                results[name].append(wrk(base, script, args))
+                results[name].append(wrk(base, script, args, redis_pid))
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
@@ -205,16 +270,28 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     print(f"gate {args.gate}{' at ' + redis_url if args.gate == 'redis' else ''}")
     print(f"body {len(warm.content)} bytes, {args.workers} workers, wrk -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s, medians of {args.rounds} alternating rounds")
-    labels = {"bare": "bare Falcon, same bytes", "ours": "Signals, cached",
-              "ours-no-polling": "Signals, cached, no polling (SPIN=0)"}
+    labels = {"bare": "bare Falcon, same body", "bare-same-headers": "bare Falcon, same body and headers",
+              "ours": "Signals, cached", "ours-no-polling": "Signals, cached, no polling (SPIN=0)"}
     print("| server | requests/s | p50 ms | p99 ms | non-2xx | ratio to bare |")
     print("|---|---|---|---|---|---|")
     for name in results:
         r = best[name]
-        ratio = f"**{ratios[name]:.2f}**" if name in ratios else "1"
+        ratio = f"**{ratios[name]:.2f}**" if name in ratios else f"{r['rps'] / best['bare']['rps']:.2f}"
         print(f"| {labels[name]} | {r['rps']:.0f} | {r['p50_ms']:.2f} | {r['p99_ms']:.2f} | {r['non_2xx']} | {ratio} |")
+    print("\nCPU per request, µs (medians of the rounds)")
+    print(f"| server | workers | Redis | wrk | whole machine ({os.cpu_count()} cores / throughput) |")
+    print("|---|---|---|---|---|")
+    for name, runs in results.items():
+        split = {part: median([r["cpu_us_per_request"][part] for r in runs]) for part in ("workers", "redis", "wrk")}
+        print(f"| {labels[name]} | {split['workers']:.0f} | {split['redis']:.0f} | {split['wrk']:.0f} | "
+              f"{os.cpu_count() * 1e6 / best[name]['rps']:.0f} |")
     for name in servers:
         print(f"\nthroughput ratio {name} / bare, medians: {ratios[name]:.2f}; per round: {pair_ratios[name]}")
+    if args.bare_headers:
+        with_headers = {name: round(best[name]["rps"] / best["bare-same-headers"]["rps"], 3) for name in servers}
+        report["ratio_to_bare_same_headers"] = with_headers
+        (out_dir / "cached.json").write_text(json.dumps(report, indent=2))
+        print(f"\nthroughput ratio to the bare app with the same headers, medians: {with_headers}")
     shutil.rmtree(work, ignore_errors=True)
 
 
