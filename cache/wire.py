@@ -48,7 +48,7 @@ class ReplyWait:
     when it is near (same host, same rack). A blocking receive then costs more than the wait
     itself: the worker is put to sleep and woken again, two context switches, which on a
     virtualised host are among the most expensive things a request does (measured: a loopback
-    PING takes ~130 µs when sleeping, ~45 µs when polling; docs/benchmarks.md). Polling for a
+    PING takes 111 µs when sleeping, 33 µs when polling; docs/benchmarks.md). Polling for a
     short, bounded time keeps the worker on its CPU when the answer comes quickly.
 
     When answers come later than `spin_seconds` (a distant Redis, an overloaded host), polling
