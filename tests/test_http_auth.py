@@ -131,3 +131,24 @@ def test_auth_is_checked_before_validation(client, keys):
 def test_scheme_is_case_insensitive(client, keys):
     result = client.simulate_get(BASE + "/top-keywords", headers={"Authorization": f"bearer {keys['observer']}"})
     assert result.status_code == 200
+
+
+def test_the_key_cache_is_bounded_and_honours_key_expiry(tmp_path):
+    from service.accounts import AccountStore
+    from service.accounts.cached import CachedAuthenticator
+    from service.clock import FixedClock
+    from tests.support.fixture_data import FIXTURE_NOW
+
+    clock = FixedClock(FIXTURE_NOW)
+    store = AccountStore(f"sqlite:///{tmp_path / 'accounts.db'}", clock=clock)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=60, maxsize=3, timer=lambda: timer[0])
+    many = [store.create_key(Tier.OBSERVER)[0] for _ in range(7)]
+    for key in many * 2:
+        assert cached.authenticate(key).tier is Tier.OBSERVER
+        assert len(cached._accepted) <= 3
+    brief, _ = store.create_key(Tier.ANALYST, expires_at=FIXTURE_NOW + dt.timedelta(seconds=5))
+    assert cached.authenticate(brief).tier is Tier.ANALYST
+    clock.advance(dt.timedelta(seconds=6))
+    assert cached.authenticate(brief) is AuthFailure.EXPIRED  # remembered, but never past its expiry
+    store.close()

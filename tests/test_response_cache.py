@@ -230,3 +230,23 @@ def test_decoded_bodies_are_bounded_by_size():
     assert decoded.decode("big", large.encode()) == large
     with pytest.raises(json.JSONDecodeError):
         decoded.decode("big", b"{not json}\nbody")  # not kept, so decoded again
+
+
+def test_as_of_and_the_cache_entry_move_on_with_the_hour(fixture_data_dir, fixture_store, accounts):
+    # Data ends at 12:20, so as_of is the current hour until 13:00, and stays 13:00 after.
+    clock = FixedClock(FIXTURE_NOW - dt.timedelta(hours=1))
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=clock,
+                                                  store=fixture_store, accounts=accounts, gate=cache.LocalGate()))
+    key = key_for(accounts)
+    seen = []
+    for _ in range(4):
+        for _ in range(2):  # the second request of each hour is a hit, on that hour's entry
+            result = get(client, "/top-keywords", key)
+            seen.append((result.headers["x-signals-as-of"], result.headers["x-cache"]))
+        clock.advance(dt.timedelta(hours=1))
+    assert seen == [
+        ("2026-03-10T11:00:00Z", "miss"), ("2026-03-10T11:00:00Z", "hit"),
+        ("2026-03-10T12:00:00Z", "miss"), ("2026-03-10T12:00:00Z", "hit"),
+        ("2026-03-10T13:00:00Z", "miss"), ("2026-03-10T13:00:00Z", "hit"),
+        ("2026-03-10T13:00:00Z", "hit"), ("2026-03-10T13:00:00Z", "hit"),
+    ]

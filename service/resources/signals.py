@@ -10,6 +10,7 @@ computes, stores and serves it.
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import json
 import logging
 import time
@@ -35,7 +36,7 @@ from service.response_cache import (
     seconds_until_next_hour,
 )
 from service.store.reader import EventFrames, EventStore
-from service.windows import compute_as_of, iso_z
+from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
 log = logging.getLogger("signals.resources")
 
@@ -84,6 +85,7 @@ class SignalsResource:
         # keep the previous generation's data in memory.
         self._plans: dict[str, Plan] = {}
         self._plans_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
+        self._as_of_memo: tuple | None = None  # (last event, hour start, hour end, as_of)
         # Decoded hot bodies, shared by the app's resources (bounded by size).
         self._decoded = decoded if decoded is not None else DecodedBodies()
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
@@ -93,10 +95,20 @@ class SignalsResource:
     def prepare(self, req: falcon.Request) -> Plan:
         req.context.frames = frames = self._store.snapshot()
         req.context.now = now = self._clock.now()
-        as_of = compute_as_of(now, frames.last_event)
+        as_of = self._as_of(now, frames.last_event)
         plan_for = self._plan if self.endpoint.in_body else self._memoised_plan
         req.context.plan = plan = plan_for(req, frames, as_of)
         return plan
+
+    def _as_of(self, now: dt.datetime, last_event: dt.datetime | None) -> dt.datetime:
+        """`compute_as_of`, remembered for the rest of the hour while the data's last event stays."""
+        known = self._as_of_memo
+        if known is not None and known[0] == last_event and known[1] <= now < known[2]:
+            return known[3]
+        as_of = compute_as_of(now, last_event)
+        hour = floor_hour(now)
+        self._as_of_memo = (last_event, hour, hour + HOUR, as_of)
+        return as_of
 
     def _memoised_plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
         if self._plans_for != (as_of, frames.generation):
