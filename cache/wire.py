@@ -223,6 +223,7 @@ class Wire:
         try:
             sock.sendall(hiredis.pack_command(args))
             received = self.reply_wait.first_bytes(sock, buffer)
+            deadline = None  # a long answer may take several receives, all within one timeout
             while True:
                 if not received:
                     raise redis.ConnectionError("Redis closed the connection")
@@ -230,6 +231,10 @@ class Wire:
                 answer = reader.gets()
                 if answer is not False:
                     break
+                if deadline is None:
+                    deadline = time.monotonic() + self.timeout_seconds
+                elif time.monotonic() > deadline:
+                    raise TimeoutError("the answer is arriving too slowly")
                 received = sock.recv_into(buffer)
         except (TimeoutError, BlockingIOError) as exc:  # BlockingIOError: SO_RCVTIMEO/SO_SNDTIMEO ran out
             self.close()

@@ -7,7 +7,9 @@ from __future__ import annotations
 import os
 import shutil
 import signal
+import socket
 import subprocess
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -160,3 +162,32 @@ def test_tls_verifies_the_server(certificate):
             redis_connection(f"rediss://localhost:{port}/0").call("PING")
     finally:
         secure.stop()
+
+
+def test_an_answer_that_trickles_in_costs_one_timeout_not_more():
+    # A server that answers one byte every 0.15 s: each receive gets something before the 0.25 s
+    # receive timeout, but the whole answer would take over a second.
+    listener = socket.create_server(("127.0.0.1", 0))
+    port = listener.getsockname()[1]
+
+    def serve() -> None:
+        connection, _ = listener.accept()
+        with connection:
+            connection.recv(1024)
+            for byte in b"$8\r\ntrickled\r\n":
+                try:
+                    connection.sendall(bytes([byte]))
+                except OSError:
+                    return
+                time.sleep(0.15)
+
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
+    connection = Wire(f"redis://127.0.0.1:{port}/0", 0.25)
+    started = time.monotonic()
+    with pytest.raises(redis.TimeoutError):
+        connection.call("GET", "slow")
+    assert time.monotonic() - started < 0.8
+    assert not connection.connected
+    listener.close()
+    server.join(timeout=5)
