@@ -9,6 +9,8 @@ import os
 from collections.abc import Mapping
 from pathlib import Path
 
+from cache import REDIS_SPIN_SECONDS
+
 # Used only in development mode, and announced as such at start-up.
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
 
@@ -38,7 +40,8 @@ class Settings:
     accounts_url: str = ""  # filled from data_dir when empty
     redis_url: str | None = None
     redis_prefix: str = "signals:"
-    redis_spin_microseconds: int = 250  # poll this long for Redis's answer before sleeping (0 = never)
+    # Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
+    redis_spin_microseconds: int = round(REDIS_SPIN_SECONDS * 1e6)
     port: int = 8000
     environment: str = "development"  # development | production
     secret: str = DEVELOPMENT_SECRET
@@ -124,7 +127,7 @@ class Settings:
             accounts_url=text("SIGNALS_ACCOUNTS_URL", ""),
             redis_url=text("REDIS_URL", "") or None,
             redis_prefix=text("SIGNALS_REDIS_PREFIX", "signals:"),
-            redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", 250),
+            redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", round(REDIS_SPIN_SECONDS * 1e6)),
             port=integer("PORT", 8000),
             environment=environment,
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
