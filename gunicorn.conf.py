@@ -1,9 +1,13 @@
 """gunicorn settings for the web process (`gunicorn -c gunicorn.conf.py service.wsgi:app`).
 
-Workers: WEB_CONCURRENCY if set; otherwise (2 x cores) + 1 with Redis, and 1 without — without
+Workers: WEB_CONCURRENCY if set; otherwise cores + 1 with Redis, and 1 without — without
 REDIS_URL, rate limits and the cache live in each process, so several workers would each grant
-the full limit. Each worker holds its own copy of the event data (about 60 bytes an event), so on a
-small machine with a large store lower WEB_CONCURRENCY. The app is NOT preloaded: every worker
+the full limit. Why cores + 1 and not gunicorn's usual (2 x cores) + 1: a request here is CPU work
+in Python (or in polars, which uses every core by itself) with one short wait for Redis, not a
+long wait on I/O; on the benchmark host (2 cores) 3 workers served cached hits as fast as 4 or 5
+and 8 were a fifth slower (docs/benchmarks.md). Each worker also holds its own copy of the event
+data (about 60 bytes an event), so fewer workers use less memory; on a small machine with a large
+store lower WEB_CONCURRENCY further. The app is NOT preloaded: every worker
 imports it, and so loads the data, after the fork (polars must not run in the master).
 """
 
@@ -14,7 +18,7 @@ from service.settings import Settings
 _settings = Settings.from_env()
 
 bind = f"0.0.0.0:{_settings.port}"
-_default_workers = multiprocessing.cpu_count() * 2 + 1 if _settings.redis_url else 1
+_default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url else 1
 workers = _settings.web_concurrency or _default_workers
 worker_class = "sync"
 preload_app = False

@@ -1,13 +1,19 @@
 """Cached GET /top-keywords under load vs a bare Falcon app returning the same bytes.
 
 Both run under the same gunicorn settings (gunicorn.conf.py, same worker count) on loopback and
-are loaded by wrk with the same connections and duration, alternately (bare, ours, bare, ours, ...);
-the medians are reported, and the throughput ratio of each adjacent pair. Our side does everything a real request does: key check (cached per
+are loaded by wrk with the same connections and duration, alternately (bare, ours, bare, ours, ...,
+bare). The medians are reported, and per round the ratio of our throughput to the mean of the bare
+runs just before and just after it (so that a steady drift of the machine's speed cancels), with
+the median of those ratios and a 95% bootstrap interval for it. Many short rounds
+(`--rounds 30 --duration 3`) give a tighter interval than a few long ones on a machine whose speed
+wanders. Our side does everything a real request does: key check (cached per
 worker), tier, the moving-window rate limit and the cache read in one Redis round trip, ETag.
 Keys are spread over many subscriptions so the limit (300/min each) is not what is measured.
 
-    .venv/bin/python bench/bench_cached.py [--workers 2] [--duration 10] [--connections 32] [--rounds 3]
-        [--compare-spin] [--bare-headers] [--gate local] [--unix-socket]
+    .venv/bin/python bench/bench_cached.py [--workers N] [--duration 10] [--connections 32] [--rounds 3]
+        [--compare-polling] [--bare-headers] [--gate local] [--unix-socket]
+
+Workers: by default what gunicorn.conf.py gives the API with Redis (cores + 1), set for both apps.
 
 It also reports the CPU time each party spends per request (gunicorn workers, Redis when it runs
 on this machine, wrk), read from /proc around each wrk run.
@@ -21,6 +27,7 @@ import argparse
 import contextlib
 import json
 import os
+import random
 import re
 import resource
 import shutil
@@ -134,7 +141,8 @@ def wrk(base: str, script: Path, args: argparse.Namespace, redis_pid: int | None
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--workers", type=int, default=(os.cpu_count() or 1) + 1,
+                        help="gunicorn workers of every server (default: cores + 1, gunicorn.conf.py's default with Redis)")
     parser.add_argument("--duration", type=int, default=10)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--threads", type=int, default=2)
@@ -143,9 +151,9 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--gate", choices=("redis", "local"), default="redis",
                         help="local: no REDIS_URL, in-process cache and limits per worker (to see what Redis costs)")
-    parser.add_argument("--compare-spin", action="store_true",
-                        help="also run ours with SIGNALS_REDIS_SPIN_MICROSECONDS=0 (always sleep on the socket), "
-                             "in the same rotation, to see what polling for Redis's answer buys")
+    parser.add_argument("--compare-polling", action="store_true",
+                        help="also run ours with SIGNALS_REDIS_SPIN_MICROSECONDS=250 (poll for Redis's answer before "
+                             "sleeping; off by default), in the same rotation, to see what polling buys")
     parser.add_argument("--bare-headers", action="store_true",
                         help="also run the bare app returning our response headers as well as the body")
     parser.add_argument("--unix-socket", action="store_true",
@@ -170,6 +178,15 @@ def local_redis_pid(url: str) -> int | None:
     finally:
         client.close()
     return pid if Path(f"/proc/{pid}").exists() else None
+
+
+def median_interval(values: list[float], resamples: int = 10_000) -> tuple[float, float, float]:
+    """The median of `values` and a 95% percentile-bootstrap interval for it (fixed seed, so a
+    report can be reproduced from its rounds)."""
+    rng = random.Random(0)
+    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
+    return (round(statistics.median(values), 3), round(medians[int(0.025 * resamples)], 3),
+            round(medians[int(0.975 * resamples) - 1], 3))
 
 
 @contextlib.contextmanager
@@ -215,9 +232,9 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     ours_env = {**env, "REDIS_URL": redis_url if args.gate == "redis" else "",
                 "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
     servers = {"ours": ours_env}
-    if args.compare_spin:
-        servers["ours-no-polling"] = {**ours_env, "SIGNALS_REDIS_SPIN_MICROSECONDS": "0",
-                                      "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
+    if args.compare_polling:
+        servers["ours-polling"] = {**ours_env, "SIGNALS_REDIS_SPIN_MICROSECONDS": "250",
+                                   "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
     results: dict[str, list[dict]] = {"bare": [], **{name: [] for name in servers}}
     with contextlib.ExitStack() as stack:
         bases = {name: stack.enter_context(served("service.wsgi:app", server_env)) for name, server_env in servers.items()}
@@ -247,14 +264,19 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         for _ in range(args.rounds):
             for name, base in bases.items():
                 results[name].append(wrk(base, script, args, redis_pid))
+        closing_bare = wrk(bases["bare"], script, args, redis_pid)  # brackets the last round
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
     best = {name: {field: median([r[field] for r in runs]) for field in ("rps", "p50_ms", "p99_ms", "non_2xx")}
             for name, runs in results.items()}
-    pair_ratios = {name: [round(o["rps"] / b["rps"], 3) for b, o in zip(results["bare"], results[name], strict=True)]
+    # Each run's throughput against the mean of the bare runs just before and just after it:
+    # a drift of the machine's speed that is steady over the round cancels out.
+    bare_rps = [r["rps"] for r in results["bare"]] + [closing_bare["rps"]]
+    pair_ratios = {name: [round(o["rps"] / ((bare_rps[i] + bare_rps[i + 1]) / 2), 3) for i, o in enumerate(results[name])]
                    for name in servers}
+    intervals = {name: median_interval(pair_ratios[name]) for name in servers}
     ratios = {name: round(best[name]["rps"] / best["bare"]["rps"], 3) for name in servers}
     report = {
         "command": " ".join(["bench/bench_cached.py", *sys.argv[1:]]), "gate": args.gate,
@@ -262,7 +284,9 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         "workers": args.workers, "connections": args.connections, "threads": args.threads,
         "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "median": best,
         "throughput_ratio": ratios["ours"], "pair_ratios": pair_ratios["ours"],
-        "variants": {name: {"throughput_ratio": ratios[name], "pair_ratios": pair_ratios[name]} for name in servers},
+        "bracketed_median_and_95ci": intervals["ours"], "closing_bare": closing_bare,
+        "variants": {name: {"throughput_ratio": ratios[name], "pair_ratios": pair_ratios[name],
+                            "bracketed_median_and_95ci": intervals[name]} for name in servers},
     }
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -271,7 +295,7 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     print(f"body {len(warm.content)} bytes, {args.workers} workers, wrk -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s, medians of {args.rounds} alternating rounds")
     labels = {"bare": "bare Falcon, same body", "bare-same-headers": "bare Falcon, same body and headers",
-              "ours": "Signals, cached", "ours-no-polling": "Signals, cached, no polling (SPIN=0)"}
+              "ours": "Signals, cached", "ours-polling": "Signals, cached, polling 250 µs (SPIN=250)"}
     print("| server | requests/s | p50 ms | p99 ms | non-2xx | ratio to bare |")
     print("|---|---|---|---|---|---|")
     for name in results:
@@ -286,7 +310,10 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         print(f"| {labels[name]} | {split['workers']:.0f} | {split['redis']:.0f} | {split['wrk']:.0f} | "
               f"{os.cpu_count() * 1e6 / best[name]['rps']:.0f} |")
     for name in servers:
-        print(f"\nthroughput ratio {name} / bare, medians: {ratios[name]:.2f}; per round: {pair_ratios[name]}")
+        mid, low, high = intervals[name]
+        print(f"\nthroughput ratio {name} / bare, medians: {ratios[name]:.2f}")
+        print(f"  per round, against the bare runs before and after: {pair_ratios[name]}")
+        print(f"  median of those {mid:.3f}, 95% bootstrap interval [{low:.3f}, {high:.3f}]")
     if args.bare_headers:
         with_headers = {name: round(best[name]["rps"] / best["bare-same-headers"]["rps"], 3) for name in servers}
         report["ratio_to_bare_same_headers"] = with_headers

@@ -11,7 +11,10 @@ from cache.wire import ReplyWait, Wire
 # Short timeouts: a hanging Redis must cost a request a fraction of a second, not a worker.
 REDIS_TIMEOUT_SECONDS = 0.25
 # How long a worker polls for Redis's answer before sleeping on the socket (cache.wire.ReplyWait).
-REDIS_SPIN_SECONDS = 250e-6
+# Off by default: polling pays only when a core is free while a worker waits (no more workers
+# than cores); with the default cores + 1 workers it cost 5-10 % of throughput in the benchmark
+# (docs/benchmarks.md). SIGNALS_REDIS_SPIN_MICROSECONDS turns it on.
+REDIS_SPIN_SECONDS = 0.0
 
 __all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ReplyWait", "ResilientGate", "Wire", "connect", "redis_connection"]
 

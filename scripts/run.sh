@@ -19,7 +19,7 @@ key=$($py -m service keys create --tier professional --subscription demo | tail 
 echo "    $key"
 if [ -z "${REDIS_URL:-}" ]; then
   echo "==> REDIS_URL is not set: cache and rate limits are in-process, so the API runs one worker."
-  echo "    Set REDIS_URL for shared limits and (2 x cores) + 1 workers."
+  echo "    Set REDIS_URL for shared limits and cores + 1 workers."
 fi
 echo "==> API on http://127.0.0.1:$PORT  (try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords)"
 # The Procfile names bare commands (gunicorn, ...): they come from the project's .venv.

@@ -256,6 +256,40 @@ def test_revocation_wins_over_expiry(store: AccountStore, clock: FixedClock) -> 
     assert store.authenticate(key) is AuthFailure.REVOKED
 
 
+def test_many_keys_are_judged_in_one_query(store: AccountStore, clock: FixedClock) -> None:
+    """authenticate_digests: each hash gets what its key is worth now, as authenticate says."""
+    good, _ = store.create_key(Tier.PROFESSIONAL, "batch")
+    other, _ = store.create_key(Tier.OBSERVER)
+    revoked, _ = store.create_key(Tier.PROFESSIONAL, "batch")
+    store.revoke(revoked)
+    expiring, _ = store.create_key(Tier.ANALYST, expires_at=START + dt.timedelta(minutes=1))
+    clock.advance(dt.timedelta(minutes=2))
+    unknown = generate_key()
+    digests = {name: hash_key(key) for name, key in
+               {"good": good, "other": other, "revoked": revoked, "expiring": expiring, "unknown": unknown}.items()}
+
+    statements: list[str] = []
+
+    def record(connection, cursor, statement, *rest) -> None:
+        statements.append(statement)
+
+    sa.event.listen(store.engine, "before_cursor_execute", record)
+    outcomes = store.authenticate_digests(list(digests.values()) + [digests["good"]])  # a repeat is harmless
+    sa.event.remove(store.engine, "before_cursor_execute", record)
+
+    assert len([s for s in statements if "api_keys" in s]) == 1
+    assert set(outcomes) == set(digests.values())
+    assert outcomes[digests["good"]].tier is Tier.PROFESSIONAL
+    assert outcomes[digests["good"]].subscription_name == "batch"
+    assert outcomes[digests["other"]].tier is Tier.OBSERVER
+    assert outcomes[digests["revoked"]] is AuthFailure.REVOKED
+    assert outcomes[digests["expiring"]] is AuthFailure.EXPIRED
+    assert outcomes[digests["unknown"]] is AuthFailure.UNKNOWN
+    assert store.authenticate_digests([]) == {}
+    for key in (good, other, revoked, expiring, unknown):  # the one-key path agrees
+        assert store.authenticate(key) == outcomes[hash_key(key)]
+
+
 def test_create_refuses_bad_expiry_and_names(store: AccountStore) -> None:
     with pytest.raises(ValueError, match="not in the future"):
         store.create_key(Tier.OBSERVER, expires_at=START)

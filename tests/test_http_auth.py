@@ -152,3 +152,85 @@ def test_the_key_cache_is_bounded_and_honours_key_expiry(tmp_path):
     clock.advance(dt.timedelta(seconds=6))
     assert cached.authenticate(brief) is AuthFailure.EXPIRED  # remembered, but never past its expiry
     store.close()
+
+
+class _CountingStore:
+    """An AccountStore whose batch lookups are recorded (the digests each query asked for)."""
+
+    def __init__(self, store) -> None:
+        self._store = store
+        self.clock = store.clock
+        self.queries: list[list[str]] = []
+
+    def authenticate(self, presented):
+        return self._store.authenticate(presented)
+
+    def authenticate_digests(self, digests):
+        self.queries.append(list(digests))
+        return self._store.authenticate_digests(digests)
+
+
+def test_keys_due_for_a_check_go_in_one_query_with_the_key_looked_up(accounts):
+    from service.accounts import hash_key
+    from service.accounts.cached import CachedAuthenticator
+
+    store = _CountingStore(accounts)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=10, timer=lambda: timer[0])
+    first, second, third, fourth = (accounts.create_key(Tier.ANALYST)[0] for _ in range(4))
+    assert cached.authenticate(first).tier is Tier.ANALYST       # t=0: first checked
+    timer[0] = 3.0
+    assert cached.authenticate(second).tier is Tier.ANALYST      # t=3: first is not due yet (< ttl/2)
+    assert store.queries == [[hash_key(first)], [hash_key(second)]]
+    timer[0] = 6.0
+    assert cached.authenticate(third).tier is Tier.ANALYST       # t=6: first (checked at 0) is due
+    assert store.queries[-1] == [hash_key(third), hash_key(first)]
+    timer[0] = 9.0
+    assert cached.authenticate(fourth).tier is Tier.ANALYST      # t=9: second (3) is due; first was checked at 6
+    assert store.queries[-1] == [hash_key(fourth), hash_key(second)]
+    timer[0] = 15.9
+    for key in (first, second, third, fourth):                  # every key was checked within 10 s
+        assert cached.authenticate(key).tier is Tier.ANALYST
+    assert len(store.queries) == 4
+
+
+def test_a_batch_check_forgets_a_revoked_key_and_its_next_request_is_refused(accounts):
+    from service.accounts.cached import CachedAuthenticator
+
+    store = _CountingStore(accounts)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=10, timer=lambda: timer[0])
+    revoked, newcomer = (accounts.create_key(Tier.OBSERVER)[0] for _ in range(2))
+    assert cached.authenticate(revoked).tier is Tier.OBSERVER
+    accounts.revoke(revoked)
+    timer[0] = 6.0
+    assert cached.authenticate(revoked).tier is Tier.OBSERVER   # remembered: not checked again yet
+    assert cached.authenticate(newcomer).tier is Tier.OBSERVER  # its lookup takes the revoked key along
+    assert cached.authenticate(revoked) is AuthFailure.REVOKED  # forgotten, so the database says why
+    assert len(store.queries) == 3
+
+
+def test_a_batch_takes_the_oldest_checks_first_and_no_more_than_its_size(accounts):
+    from service.accounts import hash_key
+    from service.accounts.cached import CachedAuthenticator
+
+    store = _CountingStore(accounts)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=10, batch=3, timer=lambda: timer[0])
+    remembered = [accounts.create_key(Tier.OBSERVER)[0] for _ in range(5)]
+    for n, key in enumerate(remembered):
+        timer[0] = float(n)
+        cached.authenticate(key)
+    timer[0] = 9.5  # the keys checked at 0..4 are all due
+    newcomer, _ = accounts.create_key(Tier.OBSERVER)
+    cached.authenticate(newcomer)
+    assert store.queries[-1] == [hash_key(newcomer), hash_key(remembered[0]), hash_key(remembered[1])]
+    timer[0] = 9.9  # those two were just checked: they stay remembered past their first ten seconds
+    newcomer2, _ = accounts.create_key(Tier.OBSERVER)
+    cached.authenticate(newcomer2)
+    assert store.queries[-1] == [hash_key(newcomer2), hash_key(remembered[2]), hash_key(remembered[3])]
+    timer[0] = 15.0
+    queries = len(store.queries)
+    for key in remembered[:4]:
+        cached.authenticate(key)
+    assert len(store.queries) == queries

@@ -139,7 +139,7 @@ def test_concurrent_clients_on_several_workers_never_exceed_the_limit(tmp_path, 
 
 @pytest.mark.parametrize("env, expected", [
     ({}, 1),                                        # in-process limits: one worker, or limits multiply
-    ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, None),  # shared limits: (2 x cores) + 1
+    ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, None),  # shared limits: cores + 1
     ({"WEB_CONCURRENCY": "3"}, 3),
 ])
 def test_gunicorn_worker_count(monkeypatch, env, expected):
@@ -151,5 +151,5 @@ def test_gunicorn_worker_count(monkeypatch, env, expected):
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
-    assert config["workers"] == (expected or multiprocessing.cpu_count() * 2 + 1)
+    assert config["workers"] == (expected or multiprocessing.cpu_count() + 1)
     assert config["preload_app"] is False

@@ -131,7 +131,7 @@ def test_the_setting_is_bounded(value):
 
 
 def test_the_setting_reaches_the_connection(tmp_path):
-    assert Settings.from_env({}).redis_spin_microseconds == 250
+    assert Settings.from_env({}).redis_spin_microseconds == 0  # off unless asked for
     assert Settings.from_env({"SIGNALS_REDIS_SPIN_MICROSECONDS": "0"}).redis_spin_microseconds == 0
     settings = Settings.from_env({"REDIS_URL": "redis://127.0.0.1:6379/0", "SIGNALS_REDIS_SPIN_MICROSECONDS": "123",
                                   "SIGNALS_DATA_DIR": str(tmp_path)})
