@@ -16,7 +16,7 @@ Errors: a Redis error answer raises `redis.ResponseError` (`NoScriptError` for N
 leaves the connection usable. Anything else closes it (the stream may be out of step) and
 raises `redis.TimeoutError` or `redis.ConnectionError`; the next call connects again.
 
-Waiting for the answer: see `ReplyWait` (poll the socket briefly before sleeping on it).
+Waiting for the answer: a blocking receive, or see `ReplyWait` (poll the socket briefly first; off by default).
 """
 
 from __future__ import annotations
@@ -55,7 +55,9 @@ class ReplyWait:
     only burns CPU, so it pauses for `PAUSE_CALLS` calls, then tries again: after
     `MISSES_BEFORE_PAUSE` late answers in a row (a Redis that is far away is found quickly), or
     when more than `MOST_MISSES_PER_ROUND` of a round of `ROUND` polls were late (polling that
-    pays only now and then). `spin_seconds=0` never polls.
+    pays only now and then). `spin_seconds=0` never polls, and is the default
+    (cache.REDIS_SPIN_SECONDS): under load, a polling worker keeps its core while Redis and the
+    other workers wait for one, so polling pays only with no more workers than cores.
     """
 
     MISSES_BEFORE_PAUSE = 8
