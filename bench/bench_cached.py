@@ -2,11 +2,12 @@
 
 Both run under the same gunicorn settings (gunicorn.conf.py, same worker count) on loopback and
 are loaded by wrk with the same connections and duration, alternately (bare, ours, bare, ours, ...,
-bare). The medians are reported, and per round the ratio of our throughput to the mean of the bare
-runs just before and just after it (so that a steady drift of the machine's speed cancels), with
-the median of those ratios and a 95% bootstrap interval for it. Many short rounds
-(`--rounds 30 --duration 3`) give a tighter interval than a few long ones on a machine whose speed
-wanders. Our side does everything a real request does: key check (cached per
+bare). The medians are reported, and per round the ratio of each of our runs to the bare
+throughput expected at its moment (the bare runs that open this round and the next, weighted by
+the run's place in the round, so that a steady drift of the machine's speed cancels), with the
+median of those ratios and a distribution-free 95% interval for it (order statistics; 6 rounds
+or more). Keep rounds at 10 s or so: the key cache lives 10 s, and much shorter runs measure key
+look-ups more than steady state. Our side does everything a real request does: key check (cached per
 worker), tier, the moving-window rate limit and the cache read in one Redis round trip, ETag.
 Keys are spread over many subscriptions so the limit (300/min each) is not what is measured.
 
@@ -26,8 +27,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import math
 import os
-import random
 import re
 import resource
 import shutil
@@ -180,13 +181,23 @@ def local_redis_pid(url: str) -> int | None:
     return pid if Path(f"/proc/{pid}").exists() else None
 
 
-def median_interval(values: list[float], resamples: int = 10_000) -> tuple[float, float, float]:
-    """The median of `values` and a 95% percentile-bootstrap interval for it (fixed seed, so a
-    report can be reproduced from its rounds)."""
-    rng = random.Random(0)
-    medians = sorted(statistics.median(rng.choices(values, k=len(values))) for _ in range(resamples))
-    return (round(statistics.median(values), 3), round(medians[int(0.025 * resamples)], 3),
-            round(medians[int(0.975 * resamples) - 1], 3))
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float | None, float | None, float]:
+    """The median of `values` and a distribution-free interval for it: the k-th smallest and the
+    k-th largest value, with k the largest for which [x(k), x(n+1-k)] covers the true median with
+    at least `confidence` (1 - 2 P(Binomial(n, 1/2) < k)). Returns (median, low, high, coverage);
+    low and high are None when there are too few values (fewer than 6 for 95 %). It assumes the
+    values independent; neighbouring per-round ratios share a bare run, so read it as a guide."""
+    ordered, n = sorted(values), len(values)
+    k, coverage = 0, 0.0
+    for j in range(1, n // 2 + 1):
+        covered = 1 - 2 * sum(math.comb(n, i) for i in range(j)) / 2 ** n
+        if covered < confidence:
+            break
+        k, coverage = j, covered
+    middle = round(statistics.median(values), 3)
+    if k == 0:
+        return middle, None, None, 0.0
+    return middle, ordered[k - 1], ordered[n - k], round(coverage, 3)
 
 
 @contextlib.contextmanager
@@ -273,8 +284,15 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
             for name, runs in results.items()}
     # Each run's throughput against the mean of the bare runs just before and just after it:
     # a drift of the machine's speed that is steady over the round cancels out.
+    # Each run against the bare throughput expected at its moment: the bare runs that open this
+    # round and the next, weighted by the run's place in the round (bare first, then the others).
     bare_rps = [r["rps"] for r in results["bare"]] + [closing_bare["rps"]]
-    pair_ratios = {name: [round(o["rps"] / ((bare_rps[i] + bare_rps[i + 1]) / 2), 3) for i, o in enumerate(results[name])]
+    place = {name: n / len(bases) for n, name in enumerate(bases)}
+
+    def expected_bare(i: int, name: str) -> float:
+        return bare_rps[i] + (bare_rps[i + 1] - bare_rps[i]) * place[name]
+
+    pair_ratios = {name: [round(o["rps"] / expected_bare(i, name), 3) for i, o in enumerate(results[name])]
                    for name in servers}
     intervals = {name: median_interval(pair_ratios[name]) for name in servers}
     ratios = {name: round(best[name]["rps"] / best["bare"]["rps"], 3) for name in servers}
@@ -284,9 +302,9 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         "workers": args.workers, "connections": args.connections, "threads": args.threads,
         "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "median": best,
         "throughput_ratio": ratios["ours"], "pair_ratios": pair_ratios["ours"],
-        "bracketed_median_and_95ci": intervals["ours"], "closing_bare": closing_bare,
+        "bracketed_median_interval_coverage": intervals["ours"], "closing_bare": closing_bare,
         "variants": {name: {"throughput_ratio": ratios[name], "pair_ratios": pair_ratios[name],
-                            "bracketed_median_and_95ci": intervals[name]} for name in servers},
+                            "bracketed_median_interval_coverage": intervals[name]} for name in servers},
     }
     out_dir = ROOT / "bench" / "out"
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -310,10 +328,12 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         print(f"| {labels[name]} | {split['workers']:.0f} | {split['redis']:.0f} | {split['wrk']:.0f} | "
               f"{os.cpu_count() * 1e6 / best[name]['rps']:.0f} |")
     for name in servers:
-        mid, low, high = intervals[name]
+        mid, low, high, coverage = intervals[name]
         print(f"\nthroughput ratio {name} / bare, medians: {ratios[name]:.2f}")
         print(f"  per round, against the bare runs before and after: {pair_ratios[name]}")
-        print(f"  median of those {mid:.3f}, 95% bootstrap interval [{low:.3f}, {high:.3f}]")
+        interval = (f"interval [{low:.3f}, {high:.3f}] (order statistics; covers the median with "
+                    f"probability {coverage:.1%})" if low is not None else "too few rounds for a 95% interval (6 or more)")
+        print(f"  median of those {mid:.3f}, {interval}")
     if args.bare_headers:
         with_headers = {name: round(best[name]["rps"] / best["bare-same-headers"]["rps"], 3) for name in servers}
         report["ratio_to_bare_same_headers"] = with_headers

@@ -12,8 +12,9 @@ from cache.wire import ReplyWait, Wire
 REDIS_TIMEOUT_SECONDS = 0.25
 # How long a worker polls for Redis's answer before sleeping on the socket (cache.wire.ReplyWait).
 # Off by default: polling pays only when a core is free while a worker waits (no more workers
-# than cores); with the default cores + 1 workers it cost 5-10 % of throughput in the benchmark
-# (docs/benchmarks.md). SIGNALS_REDIS_SPIN_MICROSECONDS turns it on.
+# than cores); with the default cores + 1 workers it cost 8 % of the requests a second in the
+# benchmark, and about 11 % with 5 workers (docs/benchmarks.md). SIGNALS_REDIS_SPIN_MICROSECONDS
+# turns it on.
 REDIS_SPIN_SECONDS = 0.0
 
 __all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ReplyWait", "ResilientGate", "Wire", "connect", "redis_connection"]

@@ -182,16 +182,43 @@ def test_keys_due_for_a_check_go_in_one_query_with_the_key_looked_up(accounts):
     timer[0] = 3.0
     assert cached.authenticate(second).tier is Tier.ANALYST      # t=3: first is not due yet (< ttl/2)
     assert store.queries == [[hash_key(first)], [hash_key(second)]]
+    timer[0] = 4.0
+    for key in (first, second):                                 # both in use
+        cached.authenticate(key)
     timer[0] = 6.0
     assert cached.authenticate(third).tier is Tier.ANALYST       # t=6: first (checked at 0) is due
     assert store.queries[-1] == [hash_key(third), hash_key(first)]
     timer[0] = 9.0
     assert cached.authenticate(fourth).tier is Tier.ANALYST      # t=9: second (3) is due; first was checked at 6
     assert store.queries[-1] == [hash_key(fourth), hash_key(second)]
-    timer[0] = 15.9
+    timer[0] = 12.9
     for key in (first, second, third, fourth):                  # every key was checked within 10 s
         assert cached.authenticate(key).tier is Tier.ANALYST
     assert len(store.queries) == 4
+
+
+def test_a_key_not_used_since_its_check_is_not_checked_again_and_is_forgotten(accounts):
+    from service.accounts import hash_key
+    from service.accounts.cached import CachedAuthenticator
+
+    store = _CountingStore(accounts)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=10, timer=lambda: timer[0])
+    once, busy, newcomer, late = (accounts.create_key(Tier.OBSERVER)[0] for _ in range(4))
+    cached.authenticate(once)
+    cached.authenticate(busy)
+    timer[0] = 2.0
+    cached.authenticate(busy)
+    timer[0] = 6.0
+    cached.authenticate(newcomer)                                # busy goes along; once does not
+    assert store.queries[-1] == [hash_key(newcomer), hash_key(busy)]
+    timer[0] = 11.0
+    cached.authenticate(late)                                    # once's time is up: dropped, not checked
+    assert store.queries[-1] == [hash_key(late)]
+    assert hash_key(once) not in cached._accepted
+    queries = len(store.queries)
+    cached.authenticate(once)                                    # used again: looked up afresh
+    assert store.queries[queries:] == [[hash_key(once)]]
 
 
 def test_a_batch_check_forgets_a_revoked_key_and_its_next_request_is_refused(accounts):
@@ -210,6 +237,34 @@ def test_a_batch_check_forgets_a_revoked_key_and_its_next_request_is_refused(acc
     assert len(store.queries) == 3
 
 
+def test_a_batch_answer_older_than_another_check_is_not_applied(accounts):
+    """Thread A's batch reads key K as valid; meanwhile K is revoked and thread B finds it so.
+    A's older answer must not bring K back. (The interleaving is made by the store stub: the
+    cache holds no lock while the database is asked.)"""
+    from service.accounts.cached import CachedAuthenticator
+
+    timer = [0.0]
+    revoked, newcomer = (accounts.create_key(Tier.OBSERVER)[0] for _ in range(2))
+
+    class Interleaving(_CountingStore):
+        def authenticate_digests(self, digests):
+            outcomes = super().authenticate_digests(digests)
+            if len(digests) > 1:                      # A's batch has read K as valid: now B
+                accounts.revoke(revoked)
+                timer[0] = 10.5                       # K's entry has run out
+                assert cached.authenticate(revoked) is AuthFailure.REVOKED
+            return outcomes
+
+    store = Interleaving(accounts)
+    cached = CachedAuthenticator(store, ttl_seconds=10, timer=lambda: timer[0])
+    cached.authenticate(revoked)
+    timer[0] = 6.0
+    cached.authenticate(revoked)                      # in use: due at the next batch
+    assert cached.authenticate(newcomer).tier is Tier.OBSERVER
+    assert cached.authenticate(revoked) is AuthFailure.REVOKED
+    assert len(store.queries) == 4                     # K was asked for again, not served from A's answer
+
+
 def test_a_batch_takes_the_oldest_checks_first_and_no_more_than_its_size(accounts):
     from service.accounts import hash_key
     from service.accounts.cached import CachedAuthenticator
@@ -220,6 +275,9 @@ def test_a_batch_takes_the_oldest_checks_first_and_no_more_than_its_size(account
     remembered = [accounts.create_key(Tier.OBSERVER)[0] for _ in range(5)]
     for n, key in enumerate(remembered):
         timer[0] = float(n)
+        cached.authenticate(key)
+    timer[0] = 9.0
+    for key in remembered:                                       # all in use
         cached.authenticate(key)
     timer[0] = 9.5  # the keys checked at 0..4 are all due
     newcomer, _ = accounts.create_key(Tier.OBSERVER)
@@ -233,4 +291,26 @@ def test_a_batch_takes_the_oldest_checks_first_and_no_more_than_its_size(account
     queries = len(store.queries)
     for key in remembered[:4]:
         cached.authenticate(key)
+    assert len(store.queries) == queries
+
+
+def test_a_full_cache_never_evicts_the_key_just_looked_up(accounts):
+    from service.accounts import hash_key
+    from service.accounts.cached import CachedAuthenticator
+
+    store = _CountingStore(accounts)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=10, maxsize=3, timer=lambda: timer[0])
+    remembered = [accounts.create_key(Tier.OBSERVER)[0] for _ in range(3)]
+    for key in remembered:
+        cached.authenticate(key)
+    timer[0] = 6.0
+    for key in remembered:
+        cached.authenticate(key)
+    newcomer, _ = accounts.create_key(Tier.OBSERVER)
+    cached.authenticate(newcomer)                                # a batch of 4 into room for 3
+    assert len(cached._accepted) <= 3
+    assert hash_key(newcomer) in cached._accepted
+    queries = len(store.queries)
+    cached.authenticate(newcomer)
     assert len(store.queries) == queries

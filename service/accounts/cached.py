@@ -1,15 +1,18 @@
 """Accepted keys remembered for a few seconds, so that the hot path makes no database query.
 
 Only acceptances are cached (a new key works at once; failures are never remembered). An entry
-lives `ttl_seconds` at most and never past the key's own expiry, so a revoked key stops working
-on every worker within `ttl_seconds` (SIGNALS_AUTH_CACHE_SECONDS; 0 turns the cache off).
+lives `ttl_seconds` after the key's last check at most, and never past the key's own expiry, so
+a revoked key stops working on every worker within `ttl_seconds` (SIGNALS_AUTH_CACHE_SECONDS;
+0 turns the cache off).
 
-Keys are checked again in batches: when a key has to be looked up, the remembered keys whose
-last check is more than half a TTL old go with it in the same query (oldest first, at most
-`batch` keys in all). One query for a few hundred keys costs about what one costs for a single
-key (measured: SQLite ~100 µs for one, ~1.2 ms for 256; PostgreSQL ~0.8 ms for one, ~4 ms for
-256), so a worker serving many busy keys makes a few queries per TTL instead of one per key.
-A key found revoked, expired or gone is forgotten; its next request gets the precise refusal.
+Keys in use are checked again in batches: when a key has to be looked up, the remembered keys
+that were used since their last check and whose last check is more than half a TTL old go with
+it in the same query (oldest check first, at most `batch` keys in all). One query for a few
+hundred keys costs about what one costs for a single key (measured: SQLite ~0.1 ms for one,
+~1.2 ms for 256; PostgreSQL ~0.8 ms for one, ~4 ms for 256), so a worker serving many busy keys
+makes a few queries per TTL instead of one per key. A key not used since its last check is not
+checked again: it is forgotten when its time is up. A key a batch finds revoked, expired or gone
+is forgotten; its next request gets the precise refusal.
 
 A plain dict rather than a cache library: every request looks a key up here, and a dict get and
 one clock read cost a fraction of cachetools' TLRU (its lock, LRU order and expiry heap, ~2 µs a
@@ -28,6 +31,21 @@ from collections.abc import Callable
 from service.accounts import keys
 from service.accounts.store import AccountStore, AuthFailure, Principal
 
+MAX_BATCH = 500  # keys per query: well under any database's limit on bound parameters
+
+
+class _Entry:
+    """A remembered key: who it is, when it was checked, until when it is trusted, and whether it
+    was used since the check (set without the lock: a lost update only delays a batch check)."""
+
+    __slots__ = ("principal", "checked", "until", "used")
+
+    def __init__(self, principal: Principal, checked: float, until: float) -> None:
+        self.principal = principal
+        self.checked = checked
+        self.until = until
+        self.used = False
+
 
 class CachedAuthenticator:
     def __init__(self, store: AccountStore, ttl_seconds: float, *, maxsize: int = 10_000, batch: int = 256,
@@ -35,10 +53,9 @@ class CachedAuthenticator:
         self._store = store
         self._ttl = ttl_seconds
         self._maxsize = maxsize
-        self._batch = max(1, batch)
+        self._batch = min(max(1, batch), MAX_BATCH)
         self._timer = timer
-        # key hash -> (principal, checked at, kept until); in the order of the last check
-        self._accepted: dict[str, tuple[Principal, float, float]] = {}
+        self._accepted: dict[str, _Entry] = {}  # key hash -> entry, in the order of the last check
         self._lock = threading.Lock()  # for changes and scans; a dict read needs none
 
     def authenticate(self, presented: str | None) -> Principal | AuthFailure:
@@ -46,46 +63,59 @@ class CachedAuthenticator:
             return self._store.authenticate(presented)
         digest = keys.hash_key(presented)
         entry = self._accepted.get(digest)
-        if entry is not None and self._timer() < entry[2]:
-            principal = entry[0]
+        if entry is not None and self._timer() < entry.until:
+            entry.used = True
+            principal = entry.principal
             if principal.expires_at is None or principal.expires_at > self._store.clock.now():
                 return principal
             return AuthFailure.EXPIRED
         return self._check(digest)
 
     def _check(self, digest: str) -> Principal | AuthFailure:
-        """Look `digest` up, with the remembered keys that are due for a check (see the module)."""
+        """Look `digest` up, with the remembered keys that are due for a check (see the module).
+        Answers count from before the query: an entry is never trusted longer than `ttl` after
+        the database was asked."""
+        started = self._timer()
         with self._lock:
-            due = self._due(digest, self._timer() - self._ttl / 2)
-        outcomes = self._store.authenticate_digests([digest, *due])
-        checked = self._timer()
+            due = self._due(digest, started)
+        outcomes = self._store.authenticate_digests([digest, *(known for known, _ in due)])
         with self._lock:
-            for known, outcome in outcomes.items():
-                if isinstance(outcome, Principal):
-                    self._remember(known, outcome, checked)
-                else:
-                    self._accepted.pop(known, None)
+            for known, seen in due:
+                # Another thread may have checked it meanwhile (and perhaps found it revoked):
+                # an answer older than its is not applied.
+                if self._accepted.get(known) is seen:
+                    self._apply(known, outcomes[known], started)
+            self._apply(digest, outcomes[digest], started)  # last, so that no eviction takes it
         return outcomes[digest]
 
-    def _due(self, digest: str, checked_before: float) -> list[str]:
-        due: list[str] = []
-        for known, (_, checked, _) in self._accepted.items():
-            if checked > checked_before or len(due) >= self._batch - 1:
+    def _due(self, digest: str, now: float) -> list[tuple[str, _Entry]]:
+        """Entries to check along with `digest`; drops those past their time. Lock held."""
+        checked_before = now - self._ttl / 2
+        due: list[tuple[str, _Entry]] = []
+        gone: list[str] = []
+        for known, entry in self._accepted.items():
+            if entry.checked > checked_before or len(due) >= self._batch - 1:
                 break
-            if known != digest:
-                due.append(known)
+            if entry.until <= now:
+                gone.append(known)
+            elif entry.used and known != digest:
+                due.append((known, entry))
+        for known in gone:
+            del self._accepted[known]
         return due
 
-    def _remember(self, digest: str, principal: Principal, checked: float) -> None:
-        """Called with the lock held."""
-        lifetime = self._ttl
-        if principal.expires_at is not None:
-            lifetime = min(lifetime, (principal.expires_at - self._store.clock.now()).total_seconds())
+    def _apply(self, digest: str, outcome: Principal | AuthFailure, checked: float) -> None:
+        """Remember an accepted key as checked at `checked`, or forget a refused one. Lock held."""
         self._accepted.pop(digest, None)  # re-inserted at the end: the dict stays in check order
+        if not isinstance(outcome, Principal):
+            return
+        lifetime = self._ttl
+        if outcome.expires_at is not None:
+            lifetime = min(lifetime, (outcome.expires_at - self._store.clock.now()).total_seconds())
         if lifetime <= 0:
             return
         if len(self._accepted) >= self._maxsize:
-            expired = [known for known, (_, _, until) in self._accepted.items() if until <= checked]
+            expired = [known for known, entry in self._accepted.items() if entry.until <= checked]
             for known in expired or list(itertools.islice(self._accepted, max(1, self._maxsize // 10))):
                 del self._accepted[known]
-        self._accepted[digest] = (principal, checked, checked + lifetime)
+        self._accepted[digest] = _Entry(outcome, checked, checked + lifetime)
