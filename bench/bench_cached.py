@@ -11,7 +11,7 @@ look-ups more than steady state. Our side does everything a real request does: k
 worker), tier, the moving-window rate limit and the cache read in one Redis round trip, ETag.
 Keys are spread over many subscriptions so the limit (300/min each) is not what is measured.
 
-    .venv/bin/python bench/bench_cached.py [--workers N] [--duration 10] [--connections 32] [--rounds 3]
+    .venv/bin/python bench/bench_cached.py [--workers N] [--duration 10] [--connections 32] [--rounds 8]
         [--compare-polling] [--bare-headers] [--gate local] [--unix-socket]
 
 Workers: by default what gunicorn.conf.py gives the API with Redis (cores + 1), set for both apps.
@@ -149,7 +149,8 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--subscriptions", type=int, default=1000)
     parser.add_argument("--events", type=int, default=200_000)
-    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--rounds", type=int, default=8,
+                        help="rounds of bare, ours, ...; 6 or more give an interval for the median ratio")
     parser.add_argument("--gate", choices=("redis", "local"), default="redis",
                         help="local: no REDIS_URL, in-process cache and limits per worker (to see what Redis costs)")
     parser.add_argument("--compare-polling", action="store_true",
@@ -202,23 +203,18 @@ def median_interval(values: list[float], confidence: float = 0.95) -> tuple[floa
 
 @contextlib.contextmanager
 def unix_socket_redis():
-    folder = Path(tempfile.mkdtemp(prefix="signals-bench-redis-"))
-    path = folder / "redis.sock"
-    process = subprocess.Popen(
-        ["redis-server", "--port", "0", "--unixsocket", str(path), "--unixsocketperm", "700", "--save", "",
-         "--appendonly", "no", "--dir", str(folder)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )
+    """A private redis-server listening on a Unix socket only (the test suite's throwaway server)."""
+    from tests.support.redis_server import ThrowawayRedis
+
+    path = Path(tempfile.mkdtemp(prefix="signals-bench-redis-")) / "redis.sock"
+    server = ThrowawayRedis(args=("--port", "0", "--unixsocket", str(path), "--unixsocketperm", "700"),
+                            url=f"unix://{path}").start()
     try:
-        deadline = time.monotonic() + 10
-        while not path.exists():
-            if time.monotonic() > deadline or process.poll() is not None:
-                raise SystemExit("redis-server did not start on a Unix socket")
-            time.sleep(0.05)
-        yield f"unix://{path}"
+        yield server.url
     finally:
-        process.terminate()
-        process.wait(timeout=10)
-        shutil.rmtree(folder, ignore_errors=True)
+        server.stop()
+        shutil.rmtree(path.parent, ignore_errors=True)
+        shutil.rmtree(server.dir, ignore_errors=True)
 
 
 def run(args: argparse.Namespace, redis_url: str) -> None:

@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from service.accounts import AuthFailure
+from service.accounts import AuthFailure, Principal
 from service.accounts.keys import generate_key
 from service.tiers import Tier
 from tests.spec_table import BASE, GET_ENDPOINTS, MIN_TIER, REQUIRED
@@ -314,3 +314,22 @@ def test_a_full_cache_never_evicts_the_key_just_looked_up(accounts):
     queries = len(store.queries)
     cached.authenticate(newcomer)
     assert len(store.queries) == queries
+
+
+def test_a_thousand_busy_keys_cost_a_few_queries_per_ttl_not_one_per_key(accounts):
+    """The case the batches are for: every key in use all the time (as in bench/bench_cached.py,
+    1,000 keys taking turns). After the first sight of each key, the worker asks the database a
+    handful of times per TTL instead of once per key."""
+    from service.accounts.cached import CachedAuthenticator
+
+    store = _CountingStore(accounts)
+    timer = [0.0]
+    cached = CachedAuthenticator(store, ttl_seconds=10, timer=lambda: timer[0])
+    busy = [accounts.create_key(Tier.PROFESSIONAL)[0] for _ in range(1000)]
+    for n in range(40_000):                       # 40 s at 1,000 requests a second, keys in turn
+        timer[0] = n / 1000
+        assert isinstance(cached.authenticate(busy[n % len(busy)]), Principal)
+    first_sight = 1000
+    later = store.queries[first_sight:]
+    assert 0 < len(later) <= 15                   # 30 s after the first 10: 4 batches per 10 s (518 before busy keys past their time were kept in batches)
+    assert sum(len(query) for query in later) >= 3 * 1000  # yet every key was checked every 10 s

@@ -85,21 +85,23 @@ class CachedAuthenticator:
                 # an answer older than its is not applied.
                 if self._accepted.get(known) is seen:
                     self._apply(known, outcomes[known], started)
-            self._apply(digest, outcomes[digest], started)  # last, so that no eviction takes it
+            self._apply(digest, outcomes[digest], started)  # last: the newest in check order
         return outcomes[digest]
 
     def _due(self, digest: str, now: float) -> list[tuple[str, _Entry]]:
-        """Entries to check along with `digest`; drops those past their time. Lock held."""
+        """Entries to check along with `digest`: those used since their check, whether or not
+        their time is up (keys checked in one batch run out together, and the key whose miss
+        starts the next batch is one of them). Drops the unused ones past their time. Lock held."""
         checked_before = now - self._ttl / 2
         due: list[tuple[str, _Entry]] = []
         gone: list[str] = []
         for known, entry in self._accepted.items():
             if entry.checked > checked_before or len(due) >= self._batch - 1:
                 break
-            if entry.until <= now:
-                gone.append(known)
-            elif entry.used and known != digest:
+            if entry.used and known != digest:
                 due.append((known, entry))
+            elif entry.until <= now:
+                gone.append(known)
         for known in gone:
             del self._accepted[known]
         return due

@@ -188,7 +188,7 @@ class SignalsResource:
                 time.sleep(0.02)
                 raw = self._gate.get(plan.key)
                 if raw is not None:
-                    return CachedResponse.decode(raw)
+                    return self._decoded.decode(plan.key, raw)
         try:
             entry = self._compute(plan, frames)
             self._gate.put(plan.key, entry.encode(), seconds_until_next_hour(self._clock.now()))
