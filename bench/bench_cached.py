@@ -6,8 +6,10 @@ bare). The medians are reported, and per round the ratio of each of our runs to 
 throughput expected at its moment (the bare runs that open this round and the next, weighted by
 the run's place in the round, so that a steady drift of the machine's speed cancels), with the
 median of those ratios and a distribution-free 95% interval for it (order statistics; 6 rounds
-or more). Keep rounds at 10 s or so: the key cache lives 10 s, and much shorter runs measure key
-look-ups more than steady state. Our side does everything a real request does: key check (cached per
+or more). With --bare-headers a second baseline also sends our response headers (the same bytes
+on the wire, the baseline the issue names), and our runs are compared with it the same way. Keep
+rounds at 10 s or so: the key cache lives 10 s, and much shorter runs measure key look-ups more
+than steady state. Our side does everything a real request does: key check (cached per
 worker), tier, the moving-window rate limit and the cache read in one Redis round trip, ETag.
 Keys are spread over many subscriptions so the limit (300/min each) is not what is measured.
 
@@ -271,25 +273,25 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         for _ in range(args.rounds):
             for name, base in bases.items():
                 results[name].append(wrk(base, script, args, redis_pid))
-        closing_bare = wrk(bases["bare"], script, args, redis_pid)  # brackets the last round
+        closing = {name: wrk(bases[name], script, args, redis_pid) for name in bare}  # bracket the last round
 
     def median(values: list[float]) -> float:
         return statistics.median(values)
 
     best = {name: {field: median([r[field] for r in runs]) for field in ("rps", "p50_ms", "p99_ms", "non_2xx")}
             for name, runs in results.items()}
-    # Each run's throughput against the mean of the bare runs just before and just after it:
-    # a drift of the machine's speed that is steady over the round cancels out.
-    # Each run against the bare throughput expected at its moment: the bare runs that open this
-    # round and the next, weighted by the run's place in the round (bare first, then the others).
-    bare_rps = [r["rps"] for r in results["bare"]] + [closing_bare["rps"]]
+    # Each run against the baseline's throughput expected at its moment: the baseline's runs in
+    # this round and the next (the last round is closed by one more run of each baseline),
+    # weighted by how far into the round our run came after the baseline's, so that a drift of
+    # the machine's speed that is steady over a round cancels out.
     place = {name: n / len(bases) for n, name in enumerate(bases)}
 
-    def expected_bare(i: int, name: str) -> float:
-        return bare_rps[i] + (bare_rps[i + 1] - bare_rps[i]) * place[name]
+    def per_round(name: str, baseline: str) -> list[float]:
+        rps = [r["rps"] for r in results[baseline]] + [closing[baseline]["rps"]]
+        step = place[name] - place[baseline]
+        return [round(o["rps"] / (rps[i] + (rps[i + 1] - rps[i]) * step), 3) for i, o in enumerate(results[name])]
 
-    pair_ratios = {name: [round(o["rps"] / expected_bare(i, name), 3) for i, o in enumerate(results[name])]
-                   for name in servers}
+    pair_ratios = {name: per_round(name, "bare") for name in servers}
     intervals = {name: median_interval(pair_ratios[name]) for name in servers}
     ratios = {name: round(best[name]["rps"] / best["bare"]["rps"], 3) for name in servers}
     report = {
@@ -298,7 +300,7 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         "workers": args.workers, "connections": args.connections, "threads": args.threads,
         "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "median": best,
         "throughput_ratio": ratios["ours"], "pair_ratios": pair_ratios["ours"],
-        "bracketed_median_interval_coverage": intervals["ours"], "closing_bare": closing_bare,
+        "bracketed_median_interval_coverage": intervals["ours"], "closing": closing,
         "variants": {name: {"throughput_ratio": ratios[name], "pair_ratios": pair_ratios[name],
                             "bracketed_median_interval_coverage": intervals[name]} for name in servers},
     }
@@ -332,9 +334,19 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
         print(f"  median of those {mid:.3f}, {interval}")
     if args.bare_headers:
         with_headers = {name: round(best[name]["rps"] / best["bare-same-headers"]["rps"], 3) for name in servers}
+        same_bytes = {name: per_round(name, "bare-same-headers") for name in servers}
         report["ratio_to_bare_same_headers"] = with_headers
+        report["pair_ratios_to_bare_same_headers"] = same_bytes
+        report["bracketed_median_interval_coverage_same_headers"] = {
+            name: median_interval(values) for name, values in same_bytes.items()}
         (out_dir / "cached.json").write_text(json.dumps(report, indent=2))
-        print(f"\nthroughput ratio to the bare app with the same headers, medians: {with_headers}")
+        for name in servers:
+            mid, low, high, coverage = median_interval(same_bytes[name])
+            print(f"\nthroughput ratio {name} / bare app sending the same headers too (the same bytes on the wire), "
+                  f"medians: {with_headers[name]:.2f}")
+            print(f"  per round: {same_bytes[name]}")
+            print(f"  median of those {mid:.3f}" + (f", interval [{low:.3f}, {high:.3f}] ({coverage:.1%})"
+                                                    if low is not None else ""))
     shutil.rmtree(work, ignore_errors=True)
 
 
