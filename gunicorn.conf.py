@@ -20,6 +20,17 @@ _settings = Settings.from_env()
 bind = f"0.0.0.0:{_settings.port}"
 _default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url else 1
 workers = _settings.web_concurrency or _default_workers
+
+
+def on_starting(server) -> None:
+    """Several workers without Redis is allowed (WEB_CONCURRENCY), but not what it seems."""
+    if not _settings.redis_url and workers > 1:
+        server.log.warning(
+            "REDIS_URL is not set but %d workers are configured: each keeps its own rate limits and "
+            "cache, so a subscription may be granted up to %d times its limit. Set REDIS_URL, or "
+            "WEB_CONCURRENCY=1.", workers, workers)
+
+
 worker_class = "sync"
 preload_app = False
 timeout = 60           # a cold 90-day /query on a large store may take a few seconds

@@ -6,34 +6,61 @@
 -- KEYS[3] cached response body, or "" to skip
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
 -- ARGV[3] request id (unique member)    ARGV[4] auth-failure limit
--- ARGV[5] "replay" when sent again after a lost answer: a request already counted is accepted
+-- ARGV[5] absent: count the request if it is accepted;
+--         "replay": sent again after a lost answer (a request already counted is accepted);
+--         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
 --
 -- Returns {allowed (1|0), remaining, micros until the oldest counted request leaves the window,
---          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left}
+--          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left,
+--          micros until a request of this subscription from this address would be accepted}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
+local mode = ARGV[5]
 
+-- Micros until a window holding `count` entries has fewer than `most`: until its
+-- (count - most)-th oldest entry leaves it.
+local function freeing(key, count, most)
+  local entry = redis.call('ZRANGE', key, count - most, count - most, 'WITHSCORES')
+  return tonumber(entry[2]) + window - now
+end
+
+local blocked_for = nil
 if KEYS[2] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
   local failures = redis.call('ZCARD', KEYS[2])
   local most = tonumber(ARGV[4])
   if failures >= most then
-    -- unblocked once failures < most: when the (failures - most)-th oldest leaves the window
-    local freeing = redis.call('ZRANGE', KEYS[2], failures - most, failures - most, 'WITHSCORES')
-    return {0, 0, tonumber(freeing[2]) + window - now, 'auth', false, 0}
+    blocked_for = freeing(KEYS[2], failures, most)
   end
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
-if ARGV[5] == 'replay' and redis.call('ZSCORE', KEYS[1], ARGV[3]) then
+
+if blocked_for or mode == 'peek' then
+  -- Nothing is counted. The subscription's window as it stands, and when a request would be
+  -- accepted: once the address is unblocked AND the window has room (whichever comes later).
+  local retry = blocked_for or 0
+  local reason = ''
+  if blocked_for then reason = 'auth' end
+  if count >= limit then
+    retry = math.max(retry, freeing(KEYS[1], count, limit))
+    if reason == '' then reason = 'rate' end
+  end
+  local reset = 0
+  if count > 0 then reset = freeing(KEYS[1], count, count) end  -- the oldest entry's exit
+  local allowed = 0
+  if reason == '' then allowed = 1 end
+  return {allowed, math.max(0, limit - count), reset, reason, false, 0, retry}
+end
+
+if mode == 'replay' and redis.call('ZSCORE', KEYS[1], ARGV[3]) then
   count = count - 1  -- counted by the first send: as if it were being counted now
 elseif count >= limit then
-  -- accepted again once count < limit: when the (count - limit)-th oldest leaves the window
-  local freeing = redis.call('ZRANGE', KEYS[1], count - limit, count - limit, 'WITHSCORES')
-  return {0, 0, tonumber(freeing[2]) + window - now, 'rate', false, 0}
+  local retry = freeing(KEYS[1], count, limit)
+  return {0, 0, retry, 'rate', false, 0, retry}
 else
   redis.call('ZADD', KEYS[1], now, ARGV[3])
 end
@@ -47,4 +74,5 @@ if KEYS[3] ~= '' then
     ttl = redis.call('PTTL', KEYS[3])
   end
 end
-return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body, ttl}
+local reset = tonumber(oldest[2]) + window - now
+return {1, limit - count - 1, reset, '', body, ttl, reset}

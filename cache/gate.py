@@ -77,10 +77,12 @@ _UNLOCK = _Script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.ca
 class Admission:
     """The gate's answer for one request. (A plain class with slots: one is made per request.)"""
 
-    __slots__ = ("allowed", "limit", "remaining", "reset_seconds", "blocked_by", "cached", "window_seconds")
+    __slots__ = ("allowed", "limit", "remaining", "reset_seconds", "blocked_by", "cached", "window_seconds",
+                 "retry_seconds")
 
     def __init__(self, allowed: bool, limit: int, remaining: int, reset_seconds: int, blocked_by: str = "",
-                 cached: bytes | None = None, window_seconds: int = WINDOW_SECONDS) -> None:
+                 cached: bytes | None = None, window_seconds: int = WINDOW_SECONDS,
+                 retry_seconds: int | None = None) -> None:
         self.allowed = allowed
         self.limit = limit
         self.remaining = remaining
@@ -88,19 +90,23 @@ class Admission:
         self.blocked_by = blocked_by          # "" | "rate" | "auth"
         self.cached = cached
         self.window_seconds = window_seconds
+        # Whole seconds until a request would be accepted, when that is not `reset_seconds`
+        # (a blocked address: its block and the subscription's window, whichever ends later).
+        self.retry_seconds = retry_seconds
 
     @property
     def retry_after(self) -> int:
         """Whole seconds, at least 1, never earlier than the next request that would be accepted."""
-        return max(1, self.reset_seconds)
+        return max(1, self.reset_seconds if self.retry_seconds is None else self.retry_seconds)
 
     def without_body(self) -> Admission:
         return Admission(self.allowed, self.limit, self.remaining, self.reset_seconds, self.blocked_by, None,
-                         self.window_seconds)
+                         self.window_seconds, self.retry_seconds)
 
     def __repr__(self) -> str:
         return (f"Admission(allowed={self.allowed}, limit={self.limit}, remaining={self.remaining}, "
-                f"reset_seconds={self.reset_seconds}, blocked_by={self.blocked_by!r}, cached={self.cached is not None})")
+                f"reset_seconds={self.reset_seconds}, blocked_by={self.blocked_by!r}, "
+                f"retry_seconds={self.retry_seconds}, cached={self.cached is not None})")
 
 
 def _seconds(micros: float) -> int:
@@ -109,6 +115,7 @@ def _seconds(micros: float) -> int:
 
 class Gate(Protocol):
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission: ...
+    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission: ...
     def record_auth_failure(self, client: str) -> Admission: ...
     def get(self, cache_key: str) -> bytes | None: ...
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None: ...
@@ -223,7 +230,7 @@ class RedisGate:
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         known = self._recent.get(cache_key) if cache_key else None
         args = [limit, self._window_us, _members.next(), self._settings.auth_failure_limit]
-        allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(
+        allowed, remaining, reset_us, blocked_by, body, ttl_ms, retry_us = self._script(
             _ADMIT,
             [
                 self._key("rate", subject),
@@ -238,7 +245,20 @@ class RedisGate:
         return Admission(
             allowed=bool(allowed), limit=limit, remaining=int(remaining), reset_seconds=_seconds(reset_us),
             blocked_by=blocked_by.decode() if isinstance(blocked_by, bytes) else blocked_by,
-            cached=(body or known) if allowed else None,
+            cached=(body or known) if allowed else None, retry_seconds=_seconds(retry_us),
+        )
+
+    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
+        """The subscription's window and the address's block as they stand, counting nothing."""
+        allowed, remaining, reset_us, blocked_by, _, _, retry_us = self._script(
+            _ADMIT,
+            [self._key("rate", subject), self._key("authfail", client) if client else "", ""],
+            [limit, self._window_us, "", self._settings.auth_failure_limit, "peek"],
+        )
+        return Admission(
+            allowed=bool(allowed), limit=limit, remaining=int(remaining), reset_seconds=_seconds(reset_us),
+            blocked_by=blocked_by.decode() if isinstance(blocked_by, bytes) else blocked_by,
+            retry_seconds=_seconds(retry_us),
         )
 
     def record_auth_failure(self, client: str) -> Admission:
@@ -319,17 +339,38 @@ class LocalGate:
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         now = self._clock()
         with self._lock:
-            if client:
-                failures = self._trim("authfail:" + client, now)
-                most = self._settings.auth_failure_limit
-                if len(failures) >= most:
-                    return Admission(False, limit, 0, self._reset(failures, now, most), "auth")
+            blocked = self._blocked_for(client, now)
+            if blocked is not None:
+                return self._as_it_stands(subject, limit, now, blocked)
             window = self._trim("rate:" + subject, now, create=True)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             window.append(now)
             cached = self._get_locked(cache_key, now) if cache_key else None
             return Admission(True, limit, limit - len(window), self._reset(window, now), "", cached)
+
+    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
+        now = self._clock()
+        with self._lock:
+            return self._as_it_stands(subject, limit, now, self._blocked_for(client, now))
+
+    def _blocked_for(self, client: str | None, now: float) -> int | None:
+        """Seconds until the address is unblocked, or None when it is not blocked. Lock held."""
+        if not client:
+            return None
+        failures = self._trim("authfail:" + client, now)
+        most = self._settings.auth_failure_limit
+        return self._reset(failures, now, most) if len(failures) >= most else None
+
+    def _as_it_stands(self, subject: str, limit: int, now: float, blocked_for: int | None) -> Admission:
+        """The subscription's window without counting a request (as admit.lua's peek). Lock held."""
+        window = self._trim("rate:" + subject, now)
+        retry, reason = blocked_for or 0, "auth" if blocked_for is not None else ""
+        if len(window) >= limit:
+            retry = max(retry, self._reset(window, now, limit))
+            reason = reason or "rate"
+        return Admission(not reason, limit, max(0, limit - len(window)), self._reset(window, now), reason,
+                         retry_seconds=retry)
 
     def record_auth_failure(self, client: str) -> Admission:
         now = self._clock()
@@ -429,6 +470,9 @@ class ResilientGate:
         admission = self._call("admit", subject, limit, cache_key, client)
         # While degraded, the local gate's cache would be served as if shared; keep it uncached.
         return admission.without_body() if self.degraded else admission
+
+    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
+        return self._call("peek", subject, limit, client)
 
     def record_auth_failure(self, client: str) -> Admission:
         return self._call("record_auth_failure", client)

@@ -68,7 +68,7 @@ def create_app(
     middleware = [
         RequestIdMiddleware(),
         AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate, client_address),
-        TierMiddleware(),
+        TierMiddleware(gate, client_address),
         RateLimitMiddleware(gate, client_address),
     ]
     app = falcon.App(middleware=middleware)

@@ -131,6 +131,12 @@ def test_keys_carry_the_prefix(redis_url, redis_prefix):
     gate.close()
 
 
+def test_without_a_url_the_gate_is_in_process_and_says_so():
+    gate = cache.connect(None)
+    assert isinstance(gate, LocalGate)
+    assert gate.status() == {"backend": "in-process", "ok": True, "shared": False}
+
+
 def test_redis_connection_has_short_timeouts(redis_url):
     connection = cache.redis_connection(redis_url)
     assert connection.timeout_seconds <= 0.5
@@ -267,6 +273,47 @@ def test_auth_block_retry_after_waits_for_enough_failures_to_expire(make_gate):
     assert not gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 2.5 s: still blocked
     time.sleep(1.0)
     assert gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 3.5 s: accepted
+
+
+def test_a_blocked_address_waits_for_its_block_and_the_subscriptions_window(make_gate):
+    """An address blocked for failed authentications, whose subscription's window is also full:
+    Retry-After covers both (whichever ends later), so the next request after it is accepted.
+    Failures at t = 0 (3, limit 2: unblocked at t = 2), the window filled by another address at
+    t = 1 (3 of 3: room at t = 3); asked at t = 1: Retry-After 2, not the block's 1."""
+    gate = make_gate(window_seconds=2, auth_failure_limit=2)
+    for _ in range(3):
+        gate.record_auth_failure("10.2.2.2")
+    time.sleep(1.0)
+    assert all(gate.admit("sub:both", 3, None, client="10.9.9.9").allowed for _ in range(3))
+    blocked = gate.admit("sub:both", 3, None, client="10.2.2.2")
+    assert not blocked.allowed and blocked.blocked_by == "auth"
+    assert blocked.remaining == 0 and blocked.retry_after == 2
+    time.sleep(blocked.retry_after)
+    assert gate.admit("sub:both", 3, None, client="10.2.2.2").allowed
+
+
+def test_a_blocked_address_sees_its_subscriptions_real_quota(make_gate):
+    gate = make_gate(auth_failure_limit=1)
+    gate.admit("sub:quota", 10, None, client="10.3.3.3")
+    gate.record_auth_failure("10.4.4.4")
+    blocked = gate.admit("sub:quota", 10, None, client="10.4.4.4")
+    assert blocked.blocked_by == "auth" and blocked.remaining == 9  # one counted; the refused one is not
+    assert gate.admit("sub:quota", 10, None).remaining == 8
+
+
+def test_peek_counts_nothing(make_gate):
+    gate = make_gate(auth_failure_limit=1)
+    fresh = gate.peek("sub:peek", 3)
+    assert fresh.allowed and fresh.remaining == 3 and fresh.reset_seconds == 0 and fresh.blocked_by == ""
+    for _ in range(3):
+        gate.admit("sub:peek", 3, None)
+    full = gate.peek("sub:peek", 3)
+    assert not full.allowed and full.blocked_by == "rate" and full.remaining == 0
+    assert 59 <= full.retry_after <= 60 and 59 <= full.reset_seconds <= 60
+    assert gate.peek("sub:peek", 3).remaining == 0  # still three: peeking added nothing
+    gate.record_auth_failure("10.5.5.5")
+    assert gate.peek("sub:other", 3, client="10.5.5.5").blocked_by == "auth"
+    assert gate.peek("sub:other", 3, client="10.6.6.6").allowed
 
 
 def test_local_gate_keeps_no_state_for_quiet_addresses():

@@ -10,6 +10,7 @@ import subprocess
 import sys
 import threading
 import time
+import types
 from pathlib import Path
 
 import httpx
@@ -153,3 +154,7 @@ def test_gunicorn_worker_count(monkeypatch, env, expected):
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     assert config["workers"] == (expected or multiprocessing.cpu_count() + 1)
     assert config["preload_app"] is False
+    warnings = []
+    config["on_starting"](types.SimpleNamespace(log=types.SimpleNamespace(warning=lambda *a: warnings.append(a))))
+    per_process_limits = not env.get("REDIS_URL") and config["workers"] > 1
+    assert bool(warnings) == per_process_limits  # several workers without Redis: said at start

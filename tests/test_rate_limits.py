@@ -27,7 +27,9 @@ def test_exact_limit_per_tier(rclient, accounts, tier):
     denied = get(rclient, "/top-keywords", key)
     body = assert_problem(denied, 429)
     assert str(limit) in body["detail"]
-    assert 1 <= int(denied.headers["retry-after"]) <= 60
+    # The first request leaves the window 60 s after it was sent, a few seconds ago at most.
+    assert 45 <= int(denied.headers["retry-after"]) <= 60
+    assert denied.headers["retry-after"] == denied.headers["x-ratelimit-reset"]
 
 
 def test_keys_of_one_subscription_share_its_limit(rclient, accounts):
@@ -91,3 +93,50 @@ def test_failed_authentication_is_throttled_per_address(rclient, accounts):
     assert_problem(blocked, 429)
     assert "failed authentications" in blocked.json["detail"]
     assert int(blocked.headers["retry-after"]) >= 1
+
+
+def _block_this_address(rclient) -> None:
+    from service.accounts.keys import generate_key
+
+    for _ in range(21):
+        get(rclient, "/top-keywords", generate_key())
+
+
+def test_a_blocked_address_gets_429_even_from_an_endpoint_above_its_plan(rclient, accounts):
+    """Otherwise a blocked address could go on testing keys: a valid Observer key would show
+    itself by a 403 from /query where a wrong one gets 429."""
+    key = new_key(accounts, "observer")
+    _block_this_address(rclient)
+    refused = post_query(rclient, key, {"window": "24h"})
+    assert_problem(refused, 429)
+    assert "failed authentications" in refused.json["detail"]
+    assert int(refused.headers["retry-after"]) >= 1
+    _assert_rate_headers(refused, 30, 30, "observer")
+
+
+def test_403_carries_the_rate_headers_and_counts_nothing(rclient, accounts):
+    key = new_key(accounts, "observer")
+    forbidden = post_query(rclient, key, {"window": "24h"})
+    assert_problem(forbidden, 403)
+    _assert_rate_headers(forbidden, 30, 30, "observer")
+    _assert_rate_headers(get(rclient, "/top-keywords", key), 30, 29, "observer")
+
+
+def test_tier_comes_before_the_rate_limit(rclient, accounts):
+    key = new_key(accounts, "observer")
+    for _ in range(30):
+        get(rclient, "/top-keywords", key)
+    forbidden = post_query(rclient, key, {"window": "24h"})
+    assert_problem(forbidden, 403)
+    _assert_rate_headers(forbidden, 30, 0, "observer")
+    assert "retry-after" not in forbidden.headers  # no point retrying a 403
+
+
+def test_rate_headers_belong_to_the_caller_not_to_the_cached_entry(rclient, accounts):
+    professional, observer = new_key(accounts, "professional"), new_key(accounts, "observer")
+    filled = get(rclient, "/top-keywords", professional, {"limit": "7"})
+    assert filled.headers["x-cache"] == "miss"
+    _assert_rate_headers(filled, 300, 299, "professional")
+    shared = get(rclient, "/top-keywords", observer, {"limit": "7"})
+    assert shared.headers["x-cache"] == "hit" and shared.content == filled.content
+    _assert_rate_headers(shared, 30, 29, "observer")

@@ -18,7 +18,7 @@ from service.clock import FixedClock
 from service.settings import Settings
 from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW
-from tests.support.http import get
+from tests.support.http import assert_problem, get
 from tests.support.redis_server import ThrowawayRedis
 
 pytestmark = pytest.mark.redis
@@ -77,21 +77,53 @@ def test_redis_stopped_then_back(throwaway, fixture_data_dir, fixture_store, acc
     gate.close()
 
 
-def test_redis_hanging_costs_a_timeout_not_a_hang(throwaway, fixture_data_dir, fixture_store, accounts):
+class CountingCalls:
+    """Wraps the Redis gate inside a ResilientGate, counting the calls that reach it."""
+
+    def __init__(self, inner) -> None:
+        self.inner, self.calls = inner, 0
+
+    def __getattr__(self, name):
+        attribute = getattr(self.inner, name)
+        if not callable(attribute):
+            return attribute
+
+        def counted(*args, **kwargs):
+            self.calls += 1
+            return attribute(*args, **kwargs)
+        return counted
+
+
+def test_redis_hanging_costs_one_timeout_per_retry_interval(throwaway, fixture_data_dir, fixture_store, accounts,
+                                                           caplog):
     client, key, gate = build(throwaway, fixture_data_dir, fixture_store, accounts)
     assert get(client, "/top-keywords", key).status_code == 200
+    counting = gate._primary = CountingCalls(gate._primary)
+    gate._retry_seconds = 600  # within one interval: Redis is tried once, then left alone
+    caplog.set_level(logging.WARNING, logger="signals.cache")
     os.kill(throwaway.process.pid, signal.SIGSTOP)  # accepts connections, never answers
     try:
-        started = time.monotonic()
         results = [get(client, "/top-keywords", key) for _ in range(5)]
-        elapsed = time.monotonic() - started
         assert all(r.status_code == 200 for r in results)
-        # One 0.25 s timeout (plus connection retries) while degraded; not one per request per call.
-        assert elapsed < 5, elapsed
+        assert all(r.content == results[0].content for r in results)
+        assert counting.calls == 1, "one timed-out call, then the fallback until the retry interval ends"
         assert client.simulate_get("/readyz").json["status"] == "degraded"
+        assert len([r for r in caplog.records if "Redis unavailable" in r.getMessage()]) == 1
     finally:
         os.kill(throwaway.process.pid, signal.SIGCONT)
+    gate._retry_seconds, gate._next_try = 0.2, 0.0
     wait_until_ready(client)
+    gate.close()
+
+
+def test_per_process_limits_hold_while_redis_is_down(throwaway, fixture_data_dir, fixture_store, accounts):
+    client, key, gate = build(throwaway, fixture_data_dir, fixture_store, accounts)  # an Observer key: 30 a minute
+    throwaway.stop()
+    statuses = [get(client, "/top-keywords", key).status_code for _ in range(30)]
+    assert statuses == [200] * 30
+    refused = get(client, "/top-keywords", key)
+    assert_problem(refused, 429)
+    assert 1 <= int(refused.headers["retry-after"]) <= 60
     gate.close()
 
 

@@ -8,12 +8,14 @@ import gc
 import json
 import shutil
 import threading
+import time
 import uuid
 import weakref
 
 import falcon.testing
 import polars as pl
 import pytest
+import redis
 
 import cache
 from service.app import create_app
@@ -161,6 +163,104 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
     finally:
         for gate in gates:
             gate.close()
+        delete_prefix(redis_url, prefix)
+
+
+class SlowEngine:
+    """The real engine, slowed down; the first call can be made to fail."""
+
+    def __init__(self, seconds: float, fail_first: bool = False) -> None:
+        from service.engine import Engine
+        from service.privacy import Privacy
+        self._inner, self._seconds, self._fail_first, self.calls = Engine(Privacy.exact()), seconds, fail_first, 0
+
+    def __getattr__(self, name):
+        method = getattr(self._inner, name)
+
+        def slow(*args, **kwargs):
+            self.calls += 1
+            threading.Event().wait(self._seconds)
+            if self._fail_first and self.calls == 1:
+                raise RuntimeError("the computation failed")
+            return method(*args, **kwargs)
+        return slow
+
+
+def _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, accounts, after_start=None):
+    """Worker A starts computing an entry; 0.1 s later worker B asks for it and waits. Returns
+    (A's response, B's response, seconds B took)."""
+    clients = [falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW),
+                                                    store=fixture_store, accounts=accounts, engine=engine, gate=gate))
+               for gate in gates]
+    key = key_for(accounts)
+    results = {}
+    first = threading.Thread(target=lambda: results.update(a=get(clients[0], "/geo-heat", key, {"window": "7d"})))
+    first.start()
+    threading.Event().wait(0.1)
+    if after_start:
+        threading.Timer(0.3, after_start).start()
+    started = time.monotonic()
+    results["b"] = get(clients[1], "/geo-heat", key, {"window": "7d"})
+    took = time.monotonic() - started
+    first.join()
+    return results["a"], results["b"], took
+
+
+def test_a_waiting_worker_computes_when_the_filling_one_fails(fixture_data_dir, fixture_store, accounts, redis_url,
+                                                              redis_prefix, monkeypatch):
+    monkeypatch.setattr("service.resources.signals.FILL_WAIT_SECONDS", 60.0)
+    prefix = f"{redis_prefix}{uuid.uuid4().hex[:8]}:"
+    gates = [cache.connect(redis_url, prefix) for _ in range(2)]
+    engine = SlowEngine(0.5, fail_first=True)
+    try:
+        failed, served, took = _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, accounts)
+        assert failed.status_code == 500 and served.status_code == 200
+        assert engine.calls == 2
+        assert took < 30, "the waiter noticed the lock was released without a body, not waited its full time"
+    finally:
+        for gate in gates:
+            gate.close()
+        delete_prefix(redis_url, prefix)
+
+
+def test_a_waiting_worker_computes_when_redis_goes_away(fixture_data_dir, fixture_store, accounts, monkeypatch):
+    from tests.support.redis_server import ThrowawayRedis
+
+    monkeypatch.setattr("service.resources.signals.FILL_WAIT_SECONDS", 60.0)
+    server = ThrowawayRedis().start()
+    gates = [cache.connect(server.url, "gone:") for _ in range(2)]
+    try:
+        engine = SlowEngine(2.0)
+        filled, served, took = _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, accounts,
+                                                        after_start=server.stop)
+        assert filled.status_code == 200 and served.status_code == 200
+        assert served.headers["x-cache"] == "miss" and served.content == filled.content
+        assert took < 30, "the waiter computed once Redis was gone, not after its full wait"
+    finally:
+        for gate in gates:
+            gate.close()
+        server.stop()
+        shutil.rmtree(server.dir, ignore_errors=True)
+
+
+def test_a_stored_entry_lives_until_the_next_hour(fixture_data_dir, fixture_store, accounts, redis_url, redis_prefix):
+    client, gate, prefix = redis_test_client(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts,
+                                             FixedClock(FIXTURE_NOW))
+    try:
+        result = get(client, "/top-keywords", key_for(accounts), {"limit": "11"})
+        assert result.headers["x-cache"] == "miss"
+        max_age = int(result.headers["cache-control"].rsplit("=", 1)[1])
+        store = redis.Redis.from_url(redis_url)
+        (stored,) = list(store.scan_iter(f"{prefix}body:*"))
+        ttl = store.pttl(stored) / 1000
+        store.close()
+        # The entry is keyed by as_of and expires when the next as_of can begin: stored for as
+        # many seconds as max-age announces (both from the app's clock), which Redis counts down
+        # from the moment it was stored.
+        assert max_age == seconds_until_next_hour(FIXTURE_NOW)
+        assert abs(ttl - max_age) <= 1, (ttl, max_age)
+    finally:
+        gate.close()
         delete_prefix(redis_url, prefix)
 
 

@@ -16,6 +16,7 @@ from service.accounts import AuthFailure, Principal
 from service.accounts.cached import CachedAuthenticator
 from service.errors import Problem
 from service.middleware.client_address import ClientAddress
+from service.middleware.rate_limit import rate_limit_headers, refuse_blocked_address
 
 log = logging.getLogger("signals.auth")
 
@@ -77,14 +78,28 @@ class AuthenticationMiddleware:
 
 
 class TierMiddleware:
+    """403 when the key's plan is below the endpoint's. The refusal still answers like every
+    authenticated response (the subscription's rate-limit headers, nothing counted), and an
+    address blocked for failed authentications gets its 429 here too: otherwise a blocked
+    address could go on testing keys through the 403s of endpoints above their plan."""
+
+    def __init__(self, gate: Gate, client_address: ClientAddress) -> None:
+        self._gate = gate
+        self._client_address = client_address
+
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         minimum = getattr(resource, "min_tier", None)
         principal: Principal | None = getattr(req.context, "principal", None)
-        if minimum is None or principal is None:
+        if minimum is None or principal is None or principal.tier.allows(minimum):
             return
-        if not principal.tier.allows(minimum):
-            raise Problem(
-                403,
-                f"{req.method} {req.path} requires the {minimum.label} plan or higher; "
-                f"this key's subscription is on the {principal.tier.label} plan.",
-            )
+        standing = self._gate.peek(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute,
+                                   self._client_address(req))
+        headers = rate_limit_headers(standing, principal.tier.slug)
+        if standing.blocked_by == "auth":
+            refuse_blocked_address(standing, headers)
+        raise Problem(
+            403,
+            f"{req.method} {req.path} requires the {minimum.label} plan or higher; "
+            f"this key's subscription is on the {principal.tier.label} plan.",
+            headers=dict(headers),
+        )

@@ -47,8 +47,13 @@ class RateLimitMiddleware:
         if admission.allowed:
             return
         if admission.blocked_by == "auth":
-            detail = "Too many failed authentications from this address; retry later."
-        else:
-            detail = (f"The {principal.tier.label} plan allows {admission.limit} requests per minute "
-                      f"for the subscription; retry after {admission.retry_after} s.")
+            refuse_blocked_address(admission, headers)
+        detail = (f"The {principal.tier.label} plan allows {admission.limit} requests per minute "
+                  f"for the subscription; retry after {admission.retry_after} s.")
         raise Problem(429, detail, headers={**dict(headers), "Retry-After": str(admission.retry_after)})
+
+
+def refuse_blocked_address(admission: Admission, headers: list[tuple[str, str]]) -> None:
+    """The 429 of an address blocked for failed authentications (even with a valid key)."""
+    raise Problem(429, "Too many failed authentications from this address; retry later.",
+                  headers={**dict(headers), "Retry-After": str(admission.retry_after)})

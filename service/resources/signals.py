@@ -178,7 +178,9 @@ class SignalsResource:
 
     def _fill(self, plan: Plan, frames: EventFrames) -> CachedResponse:
         """Compute the answer once across all workers: the lock holder computes and stores it,
-        the others wait for the stored body (and compute themselves if it does not come)."""
+        the others wait for the stored body. A waiter computes itself when the lock comes free
+        without a body (the holder failed), when Redis goes away meanwhile (the lock then comes
+        from the per-process fallback at once), or after FILL_WAIT_SECONDS."""
         if plan.key is None:
             return self._compute(plan, frames)
         token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
@@ -189,6 +191,13 @@ class SignalsResource:
                 raw = self._gate.get(plan.key)
                 if raw is not None:
                     return self._decoded.decode(plan.key, raw)
+                token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
+                if token is not None:
+                    raw = self._gate.get(plan.key)  # stored and unlocked between the two calls?
+                    if raw is not None:
+                        self._gate.unlock(plan.key, token)
+                        return self._decoded.decode(plan.key, raw)
+                    break
         try:
             entry = self._compute(plan, frames)
             self._gate.put(plan.key, entry.encode(), seconds_until_next_hour(self._clock.now()))
