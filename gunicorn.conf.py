@@ -24,11 +24,12 @@ workers = _settings.web_concurrency or _default_workers
 
 def on_starting(server) -> None:
     """Several workers without Redis is allowed (WEB_CONCURRENCY), but not what it seems."""
-    if not _settings.redis_url and workers > 1:
+    count = server.cfg.workers  # what gunicorn will run, after -w or GUNICORN_CMD_ARGS
+    if not _settings.redis_url and count > 1:
         server.log.warning(
             "REDIS_URL is not set but %d workers are configured: each keeps its own rate limits and "
             "cache, so a subscription may be granted up to %d times its limit. Set REDIS_URL, or "
-            "WEB_CONCURRENCY=1.", workers, workers)
+            "WEB_CONCURRENCY=1.", count, count)
 
 
 worker_class = "sync"

@@ -12,7 +12,8 @@
 --
 -- Returns {allowed (1|0), remaining, micros until the oldest counted request leaves the window,
 --          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left,
---          micros until a request of this subscription from this address would be accepted}
+--          micros until a request would be accepted}
+-- A blocked address gets the answer fail.lua gives a wrong key (no remaining, the block's end).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
@@ -26,28 +27,28 @@ local function freeing(key, count, most)
   return tonumber(entry[2]) + window - now
 end
 
-local blocked_for = nil
 if KEYS[2] ~= '' then
   redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
   local failures = redis.call('ZCARD', KEYS[2])
   local most = tonumber(ARGV[4])
   if failures >= most then
-    blocked_for = freeing(KEYS[2], failures, most)
+    -- The answer fail.lua gives a wrong key from this address, and nothing about the
+    -- subscription: a blocked address must not learn which of its keys are valid.
+    local blocked_for = freeing(KEYS[2], failures, most)
+    return {0, 0, blocked_for, 'auth', false, 0, blocked_for}
   end
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 
-if blocked_for or mode == 'peek' then
-  -- Nothing is counted. The subscription's window as it stands, and when a request would be
-  -- accepted: once the address is unblocked AND the window has room (whichever comes later).
-  local retry = blocked_for or 0
+if mode == 'peek' then
+  -- Nothing is counted: the subscription's window as it stands.
+  local retry = 0
   local reason = ''
-  if blocked_for then reason = 'auth' end
   if count >= limit then
-    retry = math.max(retry, freeing(KEYS[1], count, limit))
-    if reason == '' then reason = 'rate' end
+    retry = freeing(KEYS[1], count, limit)
+    reason = 'rate'
   end
   local reset = 0
   if count > 0 then reset = freeing(KEYS[1], count, count) end  -- the oldest entry's exit

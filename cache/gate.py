@@ -340,8 +340,8 @@ class LocalGate:
         now = self._clock()
         with self._lock:
             blocked = self._blocked_for(client, now)
-            if blocked is not None:
-                return self._as_it_stands(subject, limit, now, blocked)
+            if blocked is not None:  # what a wrong key from this address hears (admit.lua)
+                return Admission(False, limit, 0, blocked, "auth", retry_seconds=blocked)
             window = self._trim("rate:" + subject, now, create=True)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
@@ -352,7 +352,10 @@ class LocalGate:
     def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
         now = self._clock()
         with self._lock:
-            return self._as_it_stands(subject, limit, now, self._blocked_for(client, now))
+            blocked = self._blocked_for(client, now)
+            if blocked is not None:
+                return Admission(False, limit, 0, blocked, "auth", retry_seconds=blocked)
+            return self._as_it_stands(subject, limit, now)
 
     def _blocked_for(self, client: str | None, now: float) -> int | None:
         """Seconds until the address is unblocked, or None when it is not blocked. Lock held."""
@@ -362,25 +365,25 @@ class LocalGate:
         most = self._settings.auth_failure_limit
         return self._reset(failures, now, most) if len(failures) >= most else None
 
-    def _as_it_stands(self, subject: str, limit: int, now: float, blocked_for: int | None) -> Admission:
+    def _as_it_stands(self, subject: str, limit: int, now: float) -> Admission:
         """The subscription's window without counting a request (as admit.lua's peek). Lock held."""
         window = self._trim("rate:" + subject, now)
-        retry, reason = blocked_for or 0, "auth" if blocked_for is not None else ""
+        retry, reason = 0, ""
         if len(window) >= limit:
-            retry = max(retry, self._reset(window, now, limit))
-            reason = reason or "rate"
+            retry, reason = self._reset(window, now, limit), "rate"
         return Admission(not reason, limit, max(0, limit - len(window)), self._reset(window, now), reason,
                          retry_seconds=retry)
 
     def record_auth_failure(self, client: str) -> Admission:
         now = self._clock()
         limit = self._settings.auth_failure_limit
-        with self._lock:
+        with self._lock:  # as fail.lua: attempts while blocked are refused, not counted
             failures = self._trim("authfail:" + client, now, create=True)
+            if len(failures) >= limit:
+                blocked = self._reset(failures, now, limit)
+                return Admission(False, limit, 0, blocked, "auth", retry_seconds=blocked)
             failures.append(now)
-            blocked = len(failures) > limit
-            reset = self._reset(failures, now, limit if blocked else None)
-            return Admission(not blocked, limit, 0, reset, "auth" if blocked else "")
+            return Admission(True, limit, 0, self._reset(failures, now), "")
 
     def _get_locked(self, cache_key: str, now: float) -> bytes | None:
         entry = self._bodies.get(cache_key)

@@ -258,62 +258,57 @@ def test_a_gate_given_one_connection_does_not_share_it_with_a_forked_child(redis
     gate.close()
 
 
-def test_auth_block_retry_after_waits_for_enough_failures_to_expire(make_gate):
-    """Failures at t = 0, 0.3, 0.6, 0.9, 1.2 s, a limit of 2, a 2 s window, asked at t = 1.5 s:
-    the address is accepted again only when four have expired (at t = 2.9 s, i.e. in 1.4 s, so
-    Retry-After 2), not when the oldest has (t = 2.0 s, which would say 1)."""
+def test_a_block_ends_when_the_failures_that_caused_it_age_out(make_gate):
+    """Failures at t = 0 and 0.3 s, a limit of 2, a 2 s window: blocked from then on.
+    Attempts while blocked (wrong keys at 0.6 and 0.9 s, a valid one at 1.2 s) are refused
+    without being counted, so the block ends when the oldest failure leaves, at t = 2.0 s."""
     gate = make_gate(window_seconds=2, auth_failure_limit=2)
-    for _ in range(5):
-        gate.record_auth_failure("10.1.1.1")
-        time.sleep(0.3)
+    assert gate.record_auth_failure("10.1.1.1").allowed
+    time.sleep(0.3)
+    assert gate.record_auth_failure("10.1.1.1").allowed  # the second failure: still a 401
+    time.sleep(0.3)
+    refused = [gate.record_auth_failure("10.1.1.1")]
+    time.sleep(0.3)
+    refused.append(gate.record_auth_failure("10.1.1.1"))
+    time.sleep(0.3)
     blocked = gate.admit("sub:r", 100, None, client="10.1.1.1")
-    assert not blocked.allowed and blocked.blocked_by == "auth"
-    assert blocked.retry_after == 2
+    assert not any(r.allowed for r in refused) and not blocked.allowed and blocked.blocked_by == "auth"
+    assert blocked.retry_after == 1  # t = 1.2 s: the failure of t = 0 leaves at t = 2.0
     time.sleep(1.0)
-    assert not gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 2.5 s: still blocked
-    time.sleep(1.0)
-    assert gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 3.5 s: accepted
+    assert gate.admit("sub:r", 100, None, client="10.1.1.1").allowed  # t = 2.2 s
 
 
-def test_a_blocked_address_waits_for_its_block_and_the_subscriptions_window(make_gate):
-    """An address blocked for failed authentications, whose subscription's window is also full:
-    Retry-After covers both (whichever ends later), so the next request after it is accepted.
-    Failures at t = 0 (3, limit 2: unblocked at t = 2), the window filled by another address at
-    t = 1 (3 of 3: room at t = 3); asked at t = 1: Retry-After 2, not the block's 1."""
-    gate = make_gate(window_seconds=2, auth_failure_limit=2)
+def test_a_blocked_address_hears_the_same_with_any_key(make_gate):
+    """A blocked address must not learn which of its keys are valid: a valid key's refusal says
+    no more than a wrong key's (no quota, the block's own Retry-After), whether the
+    subscription's window is full or empty."""
+    gate = make_gate(auth_failure_limit=2)
     for _ in range(3):
+        gate.admit("sub:busy", 3, None, client="10.9.9.9")
+    for _ in range(2):
         gate.record_auth_failure("10.2.2.2")
-    time.sleep(1.0)
-    assert all(gate.admit("sub:both", 3, None, client="10.9.9.9").allowed for _ in range(3))
-    blocked = gate.admit("sub:both", 3, None, client="10.2.2.2")
-    assert not blocked.allowed and blocked.blocked_by == "auth"
-    assert blocked.remaining == 0 and blocked.retry_after == 2
-    time.sleep(blocked.retry_after)
-    assert gate.admit("sub:both", 3, None, client="10.2.2.2").allowed
-
-
-def test_a_blocked_address_sees_its_subscriptions_real_quota(make_gate):
-    gate = make_gate(auth_failure_limit=1)
-    gate.admit("sub:quota", 10, None, client="10.3.3.3")
-    gate.record_auth_failure("10.4.4.4")
-    blocked = gate.admit("sub:quota", 10, None, client="10.4.4.4")
-    assert blocked.blocked_by == "auth" and blocked.remaining == 9  # one counted; the refused one is not
-    assert gate.admit("sub:quota", 10, None).remaining == 8
+    for subject in ("sub:busy", "sub:idle"):
+        valid = gate.admit(subject, 3, None, client="10.2.2.2")
+        wrong = gate.record_auth_failure("10.2.2.2")
+        assert (valid.allowed, valid.blocked_by, valid.remaining) == (False, "auth", 0)
+        assert (wrong.allowed, wrong.blocked_by, wrong.remaining) == (False, "auth", 0)
+        assert valid.retry_after == wrong.retry_after
+        peeked = gate.peek(subject, 3, client="10.2.2.2")
+        assert (peeked.blocked_by, peeked.remaining, peeked.retry_after) == ("auth", 0, valid.retry_after)
+    assert gate.admit("sub:idle", 3, None).remaining == 2  # the refused requests were not counted
 
 
 def test_peek_counts_nothing(make_gate):
-    gate = make_gate(auth_failure_limit=1)
+    gate = make_gate()
     fresh = gate.peek("sub:peek", 3)
     assert fresh.allowed and fresh.remaining == 3 and fresh.reset_seconds == 0 and fresh.blocked_by == ""
-    for _ in range(3):
-        gate.admit("sub:peek", 3, None)
+    assert gate.admit("sub:peek", 3, None).remaining == 2
+    assert gate.peek("sub:peek", 3).remaining == 2
+    assert gate.admit("sub:peek", 3, None).remaining == 1  # the peeks counted nothing
+    assert gate.admit("sub:peek", 3, None).remaining == 0
     full = gate.peek("sub:peek", 3)
     assert not full.allowed and full.blocked_by == "rate" and full.remaining == 0
     assert 59 <= full.retry_after <= 60 and 59 <= full.reset_seconds <= 60
-    assert gate.peek("sub:peek", 3).remaining == 0  # still three: peeking added nothing
-    gate.record_auth_failure("10.5.5.5")
-    assert gate.peek("sub:other", 3, client="10.5.5.5").blocked_by == "auth"
-    assert gate.peek("sub:other", 3, client="10.6.6.6").allowed
 
 
 def test_local_gate_keeps_no_state_for_quiet_addresses():

@@ -154,7 +154,9 @@ def test_gunicorn_worker_count(monkeypatch, env, expected):
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
     assert config["workers"] == (expected or multiprocessing.cpu_count() + 1)
     assert config["preload_app"] is False
-    warnings = []
-    config["on_starting"](types.SimpleNamespace(log=types.SimpleNamespace(warning=lambda *a: warnings.append(a))))
-    per_process_limits = not env.get("REDIS_URL") and config["workers"] > 1
-    assert bool(warnings) == per_process_limits  # several workers without Redis: said at start
+    for running in (config["workers"], 4):  # 4: as if `-w 4` overrode the file
+        warnings: list = []
+        config["on_starting"](types.SimpleNamespace(cfg=types.SimpleNamespace(workers=running),
+                                                    log=types.SimpleNamespace(warning=lambda *a, sink=warnings: sink.append(a))))
+        per_process_limits = not env.get("REDIS_URL") and running > 1
+        assert bool(warnings) == per_process_limits  # several workers without Redis: said at start

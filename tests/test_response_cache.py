@@ -173,12 +173,14 @@ class SlowEngine:
         from service.engine import Engine
         from service.privacy import Privacy
         self._inner, self._seconds, self._fail_first, self.calls = Engine(Privacy.exact()), seconds, fail_first, 0
+        self.started = threading.Event()  # set when the first computation begins (its lock taken)
 
     def __getattr__(self, name):
         method = getattr(self._inner, name)
 
         def slow(*args, **kwargs):
             self.calls += 1
+            self.started.set()
             threading.Event().wait(self._seconds)
             if self._fail_first and self.calls == 1:
                 raise RuntimeError("the computation failed")
@@ -187,8 +189,8 @@ class SlowEngine:
 
 
 def _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, accounts, after_start=None):
-    """Worker A starts computing an entry; 0.1 s later worker B asks for it and waits. Returns
-    (A's response, B's response, seconds B took)."""
+    """Worker A starts computing an entry (holding its lock); then worker B asks for it and
+    waits. Returns (A's response, B's response, seconds B took)."""
     clients = [falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW),
                                                     store=fixture_store, accounts=accounts, engine=engine, gate=gate))
                for gate in gates]
@@ -196,7 +198,7 @@ def _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, acc
     results = {}
     first = threading.Thread(target=lambda: results.update(a=get(clients[0], "/geo-heat", key, {"window": "7d"})))
     first.start()
-    threading.Event().wait(0.1)
+    assert engine.started.wait(30), "worker A never started computing"
     if after_start:
         threading.Timer(0.3, after_start).start()
     started = time.monotonic()

@@ -71,8 +71,7 @@ class AuthenticationMiddleware:
             if outcome is not AuthFailure.MISSING:
                 block = self._gate.record_auth_failure(self._client_address(req))
                 if not block.allowed:
-                    raise Problem(429, "Too many failed authentications from this address; retry later.",
-                                  headers={"Retry-After": str(block.retry_after)})
+                    refuse_blocked_address(block)
             raise _unauthorized(_FAILURE_DETAIL[outcome], invalid_token=outcome is not AuthFailure.MISSING)
         req.context.principal = outcome
 
@@ -80,8 +79,9 @@ class AuthenticationMiddleware:
 class TierMiddleware:
     """403 when the key's plan is below the endpoint's. The refusal still answers like every
     authenticated response (the subscription's rate-limit headers, nothing counted), and an
-    address blocked for failed authentications gets its 429 here too: otherwise a blocked
-    address could go on testing keys through the 403s of endpoints above their plan."""
+    address blocked for failed authentications gets its 429 here too, the same as for a wrong
+    key: otherwise a blocked address could go on testing keys through the 403s of endpoints above
+    their plan."""
 
     def __init__(self, gate: Gate, client_address: ClientAddress) -> None:
         self._gate = gate
@@ -94,9 +94,9 @@ class TierMiddleware:
             return
         standing = self._gate.peek(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute,
                                    self._client_address(req))
-        headers = rate_limit_headers(standing, principal.tier.slug)
         if standing.blocked_by == "auth":
-            refuse_blocked_address(standing, headers)
+            refuse_blocked_address(standing)
+        headers = rate_limit_headers(standing, principal.tier.slug)
         raise Problem(
             403,
             f"{req.method} {req.path} requires the {minimum.label} plan or higher; "

@@ -42,18 +42,20 @@ class RateLimitMiddleware:
             f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key, self._client_address(req)
         )
         req.context.admission = admission
+        if admission.blocked_by == "auth":
+            refuse_blocked_address(admission)
         headers = rate_limit_headers(admission, principal.tier.slug)
         resp.set_headers(headers)
         if admission.allowed:
             return
-        if admission.blocked_by == "auth":
-            refuse_blocked_address(admission, headers)
         detail = (f"The {principal.tier.label} plan allows {admission.limit} requests per minute "
                   f"for the subscription; retry after {admission.retry_after} s.")
         raise Problem(429, detail, headers={**dict(headers), "Retry-After": str(admission.retry_after)})
 
 
-def refuse_blocked_address(admission: Admission, headers: list[tuple[str, str]]) -> None:
-    """The 429 of an address blocked for failed authentications (even with a valid key)."""
+def refuse_blocked_address(block: Admission) -> None:
+    """The 429 of an address blocked for failed authentications: the same answer whatever key it
+    sent, valid or not (no rate-limit headers, the block's own Retry-After), so that a blocked
+    address cannot tell its valid keys from wrong ones."""
     raise Problem(429, "Too many failed authentications from this address; retry later.",
-                  headers={**dict(headers), "Retry-After": str(admission.retry_after)})
+                  headers={"Retry-After": str(block.retry_after)})

@@ -184,21 +184,19 @@ class SignalsResource:
         if plan.key is None:
             return self._compute(plan, frames)
         token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
-        if token is None:
-            deadline = time.monotonic() + FILL_WAIT_SECONDS
-            while time.monotonic() < deadline:
-                time.sleep(0.02)
-                raw = self._gate.get(plan.key)
+        waited = token is None
+        deadline = time.monotonic() + FILL_WAIT_SECONDS
+        while token is None and time.monotonic() < deadline:
+            time.sleep(0.02)
+            raw = self._gate.get(plan.key)
+            if raw is not None:
+                return self._decoded.decode(plan.key, raw)
+            token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
+        try:
+            if waited and token is not None:
+                raw = self._gate.get(plan.key)  # stored and unlocked between our two calls?
                 if raw is not None:
                     return self._decoded.decode(plan.key, raw)
-                token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
-                if token is not None:
-                    raw = self._gate.get(plan.key)  # stored and unlocked between the two calls?
-                    if raw is not None:
-                        self._gate.unlock(plan.key, token)
-                        return self._decoded.decode(plan.key, raw)
-                    break
-        try:
             entry = self._compute(plan, frames)
             self._gate.put(plan.key, entry.encode(), seconds_until_next_hour(self._clock.now()))
             return entry
