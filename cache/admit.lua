@@ -10,9 +10,9 @@
 --         "replay": sent again after a lost answer (a request already counted is accepted);
 --         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
 --
--- Returns {allowed (1|0), remaining, micros until the oldest counted request leaves the window,
---          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left,
---          micros until a request would be accepted}
+-- Returns {allowed (1|0), remaining, micros until a slot frees (until the oldest counted request
+--          leaves the window; refused: until a request would be accepted),
+--          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left}
 -- A blocked address gets the answer fail.lua gives a wrong key (no remaining, the block's end).
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -34,8 +34,7 @@ if KEYS[2] ~= '' then
   if failures >= most then
     -- The answer fail.lua gives a wrong key from this address, and nothing about the
     -- subscription: a blocked address must not learn which of its keys are valid.
-    local blocked_for = freeing(KEYS[2], failures, most)
-    return {0, 0, blocked_for, 'auth', false, 0, blocked_for}
+    return {0, 0, freeing(KEYS[2], failures, most), 'auth', false, 0}
   end
 end
 
@@ -43,25 +42,19 @@ redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
 local count = redis.call('ZCARD', KEYS[1])
 
 if mode == 'peek' then
-  -- Nothing is counted: the subscription's window as it stands.
-  local retry = 0
-  local reason = ''
+  -- Nothing is counted: the subscription's window as it stands, as a request would find it.
   if count >= limit then
-    retry = freeing(KEYS[1], count, limit)
-    reason = 'rate'
+    return {0, 0, freeing(KEYS[1], count, limit), 'rate', false, 0}
   end
   local reset = 0
   if count > 0 then reset = freeing(KEYS[1], count, count) end  -- the oldest entry's exit
-  local allowed = 0
-  if reason == '' then allowed = 1 end
-  return {allowed, math.max(0, limit - count), reset, reason, false, 0, retry}
+  return {1, limit - count, reset, '', false, 0}
 end
 
 if mode == 'replay' and redis.call('ZSCORE', KEYS[1], ARGV[3]) then
   count = count - 1  -- counted by the first send: as if it were being counted now
 elseif count >= limit then
-  local retry = freeing(KEYS[1], count, limit)
-  return {0, 0, retry, 'rate', false, 0, retry}
+  return {0, 0, freeing(KEYS[1], count, limit), 'rate', false, 0}
 else
   redis.call('ZADD', KEYS[1], now, ARGV[3])
 end
@@ -75,5 +68,4 @@ if KEYS[3] ~= '' then
     ttl = redis.call('PTTL', KEYS[3])
   end
 end
-local reset = tonumber(oldest[2]) + window - now
-return {1, limit - count - 1, reset, '', body, ttl, reset}
+return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body, ttl}

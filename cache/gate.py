@@ -77,40 +77,43 @@ _UNLOCK = _Script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.ca
 class Admission:
     """The gate's answer for one request. (A plain class with slots: one is made per request.)"""
 
-    __slots__ = ("allowed", "limit", "remaining", "reset_seconds", "blocked_by", "cached", "window_seconds",
-                 "retry_seconds")
+    __slots__ = ("allowed", "limit", "remaining", "reset_seconds", "blocked_by", "cached", "window_seconds")
 
     def __init__(self, allowed: bool, limit: int, remaining: int, reset_seconds: int, blocked_by: str = "",
-                 cached: bytes | None = None, window_seconds: int = WINDOW_SECONDS,
-                 retry_seconds: int | None = None) -> None:
+                 cached: bytes | None = None, window_seconds: int = WINDOW_SECONDS) -> None:
         self.allowed = allowed
         self.limit = limit
         self.remaining = remaining
-        self.reset_seconds = reset_seconds    # whole seconds until the oldest counted request leaves the window
+        # Whole seconds until a slot frees: until the oldest counted request leaves the window;
+        # for a refusal, until a request would be accepted (for a blocked address, its block's end).
+        self.reset_seconds = reset_seconds
         self.blocked_by = blocked_by          # "" | "rate" | "auth"
         self.cached = cached
         self.window_seconds = window_seconds
-        # Whole seconds until a request would be accepted, when that is not `reset_seconds`
-        # (a blocked address: its block and the subscription's window, whichever ends later).
-        self.retry_seconds = retry_seconds
 
     @property
     def retry_after(self) -> int:
         """Whole seconds, at least 1, never earlier than the next request that would be accepted."""
-        return max(1, self.reset_seconds if self.retry_seconds is None else self.retry_seconds)
+        return max(1, self.reset_seconds)
 
     def without_body(self) -> Admission:
         return Admission(self.allowed, self.limit, self.remaining, self.reset_seconds, self.blocked_by, None,
-                         self.window_seconds, self.retry_seconds)
+                         self.window_seconds)
 
     def __repr__(self) -> str:
         return (f"Admission(allowed={self.allowed}, limit={self.limit}, remaining={self.remaining}, "
-                f"reset_seconds={self.reset_seconds}, blocked_by={self.blocked_by!r}, "
-                f"retry_seconds={self.retry_seconds}, cached={self.cached is not None})")
+                f"reset_seconds={self.reset_seconds}, blocked_by={self.blocked_by!r}, cached={self.cached is not None})")
 
 
 def _seconds(micros: float) -> int:
     return max(0, math.ceil(micros / _US))
+
+
+def _admission(limit: int, allowed: int, remaining: int, reset_us: int, blocked_by: bytes | str,
+               cached: bytes | None = None) -> Admission:
+    """An Admission from admit.lua's answer."""
+    return Admission(bool(allowed), limit, int(remaining), _seconds(reset_us),
+                     blocked_by.decode() if isinstance(blocked_by, bytes) else blocked_by, cached)
 
 
 class Gate(Protocol):
@@ -230,7 +233,7 @@ class RedisGate:
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
         known = self._recent.get(cache_key) if cache_key else None
         args = [limit, self._window_us, _members.next(), self._settings.auth_failure_limit]
-        allowed, remaining, reset_us, blocked_by, body, ttl_ms, retry_us = self._script(
+        allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(
             _ADMIT,
             [
                 self._key("rate", subject),
@@ -242,24 +245,16 @@ class RedisGate:
         )
         if body:
             self._recent.put(cache_key, body, ttl_ms / 1000)
-        return Admission(
-            allowed=bool(allowed), limit=limit, remaining=int(remaining), reset_seconds=_seconds(reset_us),
-            blocked_by=blocked_by.decode() if isinstance(blocked_by, bytes) else blocked_by,
-            cached=(body or known) if allowed else None, retry_seconds=_seconds(retry_us),
-        )
+        return _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
 
     def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
         """The subscription's window and the address's block as they stand, counting nothing."""
-        allowed, remaining, reset_us, blocked_by, _, _, retry_us = self._script(
+        allowed, remaining, reset_us, blocked_by, _, _ = self._script(
             _ADMIT,
             [self._key("rate", subject), self._key("authfail", client) if client else "", ""],
             [limit, self._window_us, "", self._settings.auth_failure_limit, "peek"],
         )
-        return Admission(
-            allowed=bool(allowed), limit=limit, remaining=int(remaining), reset_seconds=_seconds(reset_us),
-            blocked_by=blocked_by.decode() if isinstance(blocked_by, bytes) else blocked_by,
-            retry_seconds=_seconds(retry_us),
-        )
+        return _admission(limit, allowed, remaining, reset_us, blocked_by)
 
     def record_auth_failure(self, client: str) -> Admission:
         limit = self._settings.auth_failure_limit
@@ -341,7 +336,7 @@ class LocalGate:
         with self._lock:
             blocked = self._blocked_for(client, now)
             if blocked is not None:  # what a wrong key from this address hears (admit.lua)
-                return Admission(False, limit, 0, blocked, "auth", retry_seconds=blocked)
+                return Admission(False, limit, 0, blocked, "auth")
             window = self._trim("rate:" + subject, now, create=True)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
@@ -354,8 +349,11 @@ class LocalGate:
         with self._lock:
             blocked = self._blocked_for(client, now)
             if blocked is not None:
-                return Admission(False, limit, 0, blocked, "auth", retry_seconds=blocked)
-            return self._as_it_stands(subject, limit, now)
+                return Admission(False, limit, 0, blocked, "auth")
+            window = self._trim("rate:" + subject, now)
+            if len(window) >= limit:
+                return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
+            return Admission(True, limit, limit - len(window), self._reset(window, now), "")
 
     def _blocked_for(self, client: str | None, now: float) -> int | None:
         """Seconds until the address is unblocked, or None when it is not blocked. Lock held."""
@@ -365,23 +363,13 @@ class LocalGate:
         most = self._settings.auth_failure_limit
         return self._reset(failures, now, most) if len(failures) >= most else None
 
-    def _as_it_stands(self, subject: str, limit: int, now: float) -> Admission:
-        """The subscription's window without counting a request (as admit.lua's peek). Lock held."""
-        window = self._trim("rate:" + subject, now)
-        retry, reason = 0, ""
-        if len(window) >= limit:
-            retry, reason = self._reset(window, now, limit), "rate"
-        return Admission(not reason, limit, max(0, limit - len(window)), self._reset(window, now), reason,
-                         retry_seconds=retry)
-
     def record_auth_failure(self, client: str) -> Admission:
         now = self._clock()
         limit = self._settings.auth_failure_limit
         with self._lock:  # as fail.lua: attempts while blocked are refused, not counted
             failures = self._trim("authfail:" + client, now, create=True)
             if len(failures) >= limit:
-                blocked = self._reset(failures, now, limit)
-                return Admission(False, limit, 0, blocked, "auth", retry_seconds=blocked)
+                return Admission(False, limit, 0, self._reset(failures, now, limit), "auth")
             failures.append(now)
             return Admission(True, limit, 0, self._reset(failures, now), "")
 

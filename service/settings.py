@@ -11,6 +11,9 @@ from pathlib import Path
 
 from cache import REDIS_SPIN_SECONDS
 
+# Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
+_DEFAULT_SPIN_MICROSECONDS = round(REDIS_SPIN_SECONDS * 1e6)
+
 # Used only in development mode, and announced as such at start-up.
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
 
@@ -40,8 +43,7 @@ class Settings:
     accounts_url: str = ""  # filled from data_dir when empty
     redis_url: str | None = None
     redis_prefix: str = "signals:"
-    # Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
-    redis_spin_microseconds: int = round(REDIS_SPIN_SECONDS * 1e6)
+    redis_spin_microseconds: int = _DEFAULT_SPIN_MICROSECONDS
     port: int = 8000
     environment: str = "development"  # development | production
     secret: str = DEVELOPMENT_SECRET
@@ -127,7 +129,7 @@ class Settings:
             accounts_url=text("SIGNALS_ACCOUNTS_URL", ""),
             redis_url=text("REDIS_URL", "") or None,
             redis_prefix=text("SIGNALS_REDIS_PREFIX", "signals:"),
-            redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", round(REDIS_SPIN_SECONDS * 1e6)),
+            redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", _DEFAULT_SPIN_MICROSECONDS),
             port=integer("PORT", 8000),
             environment=environment,
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
