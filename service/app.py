@@ -19,6 +19,7 @@ from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.middleware.client_address import ClientAddress
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
+from service.middleware.url_length import UrlLengthMiddleware
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
@@ -35,8 +36,7 @@ def privacy_params(settings: Settings) -> PrivacyParams:
         epsilon_suppressions=settings.privacy_epsilon_suppressions,
         epsilon_events=settings.privacy_epsilon_events,
         epsilon_users=settings.privacy_epsilon_users,
-        cap_suppressions=settings.privacy_cap_suppressions,
-        cap_events=settings.privacy_cap_events,
+        max_cap=settings.privacy_max_cap,
         min_users=settings.privacy_min_users,
     )
 
@@ -63,10 +63,12 @@ def create_app(
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6)
 
     # The order is the contract of the request path:
-    # who (401) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
+    # URL too long (414) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)
+    # -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
     middleware = [
         RequestIdMiddleware(),
+        UrlLengthMiddleware(),
         AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate, client_address),
         TierMiddleware(gate, client_address),
         RateLimitMiddleware(gate, client_address),

@@ -5,22 +5,36 @@ What it does to an aggregated frame (one row per cell):
 1. **Consistent noise.** Each cell is described canonically — table, the dimension values (a
    grouped value or a filter's set of values), the time range it covers, and the data version of
    that range (the last generation that landed data for any of its dates) — and that
-   description is hashed with HMAC-SHA256 under the secret. The 256-bit digest gives two 32-bit
-   uniform numbers for each measure, turned into two geometric variables whose difference is
-   two-sided geometric ("discrete Laplace") noise. The same cell therefore gets the same noise
-   whichever endpoint or query shape asks for it, and asking again cannot average it away —
-   not in this hour and not in later hours (`as_of` is deliberately not part of the
+   description is hashed with HMAC-SHA512 under the secret. The 512-bit digest gives two 32-bit
+   uniform numbers for each of up to eight draws, each turned into two geometric variables whose
+   difference is two-sided geometric ("discrete Laplace") noise. The same cell therefore gets the
+   same noise whichever endpoint or query shape asks for it, and asking again cannot average it
+   away — not in this hour and not in later hours (`as_of` is deliberately not part of the
    description: a finished day bucket keeps its noise for good), while new data for a cell's
    dates does give it new noise (otherwise two answers around an ingest would difference out
    the new rows exactly).
-2. **Small-cell suppression.** A cell whose *noisy* user count is below k is not published: its
+2. **A contribution cap per cell, chosen privately (sums: suppressions, events).** One user's
+   total in a cell is capped at C before summing, and the sum's noise is scaled to C. A fixed C
+   cannot serve a 30-user cell and a 200,000-user cell alike (too small: a silent undercount of
+   large cells; too large: noise that buries small ones), so C is chosen per cell from two
+   differentially private releases: the cell's noisy user count n^ (published anyway) and a
+   *pilot* sum with a small fixed cap (`pilot_cap`) and a share of the measure's budget
+   (`pilot_share`), never published. From them C = multiplier x mean^ x (1 + growth x
+   log10(max(n^, 100) / 100)), mean^ = pilot^ / n^, at most `max_cap` — post-processing of DP
+   releases, so by adaptive composition the published sum is (pilot_share + (1 - pilot_share))
+   x epsilon = epsilon-DP, whatever the user contributes. Large cells get caps around their
+   heaviest users (little bias, noise tiny in relative terms); small cells get small caps (Amin
+   et al., "Bounding User Contributions: A Bias-Variance Trade-off in Differential Privacy",
+   ICML 2019: the best cap is a high quantile of the per-user contributions, which grows with
+   the number of users). docs/privacy.md has the numbers.
+3. **Small-cell suppression.** A cell whose *noisy* user count is below k is not published: its
    row is dropped (ranked lists, geo lists, query results) or its numbers shown as 0 (a
    timeseries bucket, a sub-count).
-3. **Post-processing.** Published numbers are non-negative integers.
+4. **Post-processing.** Published numbers are non-negative integers.
 
-Per-user contribution caps happen before this stage, where the rows are (the engine's
-`capped_cells`), with the caps from the same `PrivacyParams`; the noise scale is calibrated to
-them: alpha = exp(-epsilon / sensitivity), sensitivity = the cap for sums, 1 for distinct counts.
+The engine hands the stage, for the summed measures, each cell's pilot sum (column
+`<name>_pilot`) and the per-user totals behind it (`Contributions`): the stage decides the caps
+and asks `Contributions.capped_sums` for the capped sums of the cells it publishes.
 """
 
 from __future__ import annotations
@@ -41,51 +55,69 @@ SUPPRESSIONS = "suppressions"
 EVENTS = "events"
 UNIQUE_USERS = "unique_users"
 KEYWORD_COUNT = "keyword_count"
-# Each measure has its own slot of the cell's digest: 2 x 32 bits per slot, 4 slots = 256 bits.
-_SLOTS = {SUPPRESSIONS: 0, EVENTS: 1, UNIQUE_USERS: 2, KEYWORD_COUNT: 3}
+SUMMED = (SUPPRESSIONS, EVENTS)  # measures whose per-user contribution is capped per cell
+PILOT = "_pilot"  # suffix of a summed column's pilot sum in the frame given to `publish`
+# Each draw has its own slot of the cell's digest: 2 x 32 bits per slot, 8 slots = 512 bits.
+_SLOTS = {UNIQUE_USERS: 0, SUPPRESSIONS: 1, EVENTS: 2, KEYWORD_COUNT: 3,
+          SUPPRESSIONS + PILOT: 4, EVENTS + PILOT: 5}
 _U32 = 2.0**32
 _NOISE_DOMAIN = b"signals privacy noise v1"
 
 
 @dataclasses.dataclass(frozen=True)
 class PrivacyParams:
-    """The privacy budget, caps and threshold (settings SIGNALS_PRIVACY_*)."""
+    """The privacy budget, cap rule and threshold (settings SIGNALS_PRIVACY_*)."""
 
     epsilon_suppressions: float = 1.0
     epsilon_events: float = 1.0
     epsilon_users: float = 1.0
-    cap_suppressions: int = 50  # most suppressions one user adds to one cell
-    cap_events: int = 20        # most events one user adds to one cell
-    min_users: int = 10         # k: cells with fewer (noisy) users are not published
+    pilot_share: float = 0.2      # part of a sum's epsilon spent on the pilot sum that sets its cap
+    pilot_cap: int = 32           # the pilot sum's fixed per-user cap
+    cap_multiplier: float = 8.0   # cap = multiplier x mean per user x growth(n)
+    cap_growth: float = 1.5       # growth(n) = 1 + cap_growth x log10(max(n, 100) / 100)
+    max_cap: int = 10_000         # no cap above this: the most one user adds to one cell's sum
+    keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
+    min_users: int = 10           # k: cells with fewer (noisy) users are not published
 
     def __post_init__(self) -> None:
         for name in ("epsilon_suppressions", "epsilon_events", "epsilon_users"):
             if not getattr(self, name) > 0:
                 raise ValueError(f"{name} must be positive")
-        if self.cap_suppressions < 1 or self.cap_events < 1 or self.min_users < 0:
+        if not 0 < self.pilot_share < 1:
+            raise ValueError("pilot_share must be between 0 and 1")
+        if min(self.pilot_cap, self.max_cap, self.keyword_rows_per_user) < 1 or self.min_users < 0:
             raise ValueError("caps must be at least 1 and min_users at least 0")
+        if not (self.cap_multiplier > 0 and self.cap_growth >= 0):
+            raise ValueError("cap_multiplier must be positive and cap_growth not negative")
 
     @classmethod
     def exact(cls) -> PrivacyParams:
         """No noise, no caps, no suppression: only for tests that check exact aggregates."""
         return cls(epsilon_suppressions=math.inf, epsilon_events=math.inf, epsilon_users=math.inf,
-                   cap_suppressions=2**62, cap_events=2**62, min_users=0)
-
-    def sensitivity(self, measure: str) -> float:
-        """How much one user can move the measure of one cell. keyword_count: each user brings at
-        most cap_events rows (so keywords) into it (engine/geo_heat.py)."""
-        return {SUPPRESSIONS: self.cap_suppressions, EVENTS: self.cap_events, KEYWORD_COUNT: self.cap_events}.get(measure, 1)
+                   max_cap=2**62, keyword_rows_per_user=2**62, min_users=0)
 
     def epsilon(self, measure: str) -> float:
         return {SUPPRESSIONS: self.epsilon_suppressions, EVENTS: self.epsilon_events}.get(measure, self.epsilon_users)
 
-    def alpha(self, measure: str) -> float:
-        """The geometric parameter: P(noise = z) is proportional to alpha ** |z|."""
+    def sensitivity(self, measure: str) -> float:
+        """How much one user can move a measure with a fixed bound: 1 for distinct users;
+        keyword_count: each user brings at most keyword_rows_per_user rows (engine/geo_heat.py).
+        Summed measures have a cap per cell instead (`cap_expr`)."""
+        return {KEYWORD_COUNT: self.keyword_rows_per_user}.get(measure, 1)
+
+    def alpha(self, measure: str, cap: float | None = None) -> float:
+        """The geometric parameter of a measure's noise: P(noise = z) is proportional to alpha ** |z|.
+        For a summed measure, `cap` is the cell's cap and the epsilon is what the pilot left."""
+        if measure in SUMMED:
+            return math.exp(-self.epsilon(measure) * (1 - self.pilot_share) / (cap or 1))
         return math.exp(-self.epsilon(measure) / self.sensitivity(measure))
 
-    def noise_std(self, measure: str) -> float:
-        alpha = self.alpha(measure)
-        return math.sqrt(2 * alpha) / (1 - alpha)
+    def noise_std(self, measure: str, cap: float | None = None) -> float:
+        return _std(self.alpha(measure, cap))
+
+
+def _std(alpha: float) -> float:
+    return math.sqrt(2 * alpha) / (1 - alpha)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -93,7 +125,10 @@ class Published:
     """One published number of a cell: the frame column holding its true value, and which
     measure it is. `period` and `extra` make it a different cell than the row's own (trending's
     recent and baseline periods; keyword activity's per-action counts). `users` is the frame
-    column with the true user count of that cell, which decides suppression."""
+    column with the true user count of that cell, which decides suppression.
+
+    A summed measure (suppressions, events) has no true value in the frame: the frame holds its
+    pilot sum in `<column>_pilot`, and the stage computes the capped sum from `Contributions`."""
 
     column: str
     measure: str
@@ -101,6 +136,41 @@ class Published:
     period: TimeRange | None = None
     extra: tuple[tuple[str, str], ...] = ()
     when_suppressed: str = "drop"  # "drop" the row | "zero" the cell's numbers
+
+
+@dataclasses.dataclass(frozen=True)
+class Contributions:
+    """Each user's total in each cell, behind a frame's summed measures.
+
+    `per_user` has the `keys` columns (identifying the cell, as in the frame given to `publish`)
+    and one column per summed Published column holding one user's total in that cell; a user
+    who did not take part in a cell has no row there (or 0). No keys: one cell, every row in it.
+    """
+
+    per_user: pl.DataFrame
+    keys: tuple[str, ...] = ()
+
+    def capped_sums(self, caps: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+        """`caps` (keys + `<column>_cap` per column, one row per cell) with each column's capped sum
+        (sum over users of min(total, cap)) added; cells without rows get 0."""
+        capped = [pl.min_horizontal(pl.col(c), pl.col(f"{c}_cap")).sum().cast(pl.Int64).alias(c) for c in columns]
+        cap_columns = [f"{c}_cap" for c in columns]
+        if not self.keys:
+            sums = self.per_user.lazy().with_columns(
+                pl.lit(caps.get_column(name)[0]).alias(name) for name in cap_columns
+            ).select(capped).collect()
+            return caps.with_columns(sums.get_column(c) for c in columns)
+        # Join on the per-user side's key types (Categorical for stored dimensions): cheap for the
+        # small caps frame, where casting the per-user rows would not be.
+        typed = caps.select(
+            *(pl.col(k).cast(self.per_user.schema[k]) for k in self.keys), *cap_columns
+        )
+        sums = (
+            self.per_user.lazy().join(typed.lazy(), on=list(self.keys), how="inner")
+            .group_by(list(self.keys)).agg(capped).collect()
+        )
+        joined = typed.join(sums, on=list(self.keys), how="left", maintain_order="left")
+        return caps.with_columns(joined.get_column(c).fill_null(0) for c in columns)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -179,57 +249,147 @@ class Privacy:
                 version = data_version(cell.versions, span_start, span_end)
                 spans[start] = f"{version}|{_iso(span_start)}/{_iso(span_end)}"
             time_parts = [pl.col("ts").replace_strict(spans, return_dtype=pl.String)]
-        parts = [pl.lit(f"v2|{cell.table}|"), *time_parts]
+        parts = [pl.lit(f"v3|{cell.table}|"), *time_parts]
         for dim in sorted(constraints):
             parts += [pl.lit("|"), constraints[dim]]
         return frame.select(pl.concat_str(parts).alias("m")).get_column("m").to_list()
 
     def _uniforms(self, messages: list[str]) -> list[tuple[int, ...]]:
-        """Eight 32-bit unsigned integers per message, from HMAC-SHA256 under the secret."""
+        """Sixteen 32-bit unsigned integers per message, from HMAC-SHA512 under the secret."""
         key = self._key
-        digests = b"".join(hmac.digest(key, m.encode(), "sha256") for m in messages)
-        flat = struct.unpack(f"<{8 * len(messages)}I", digests)
-        return [flat[i::8] for i in range(8)]
+        digests = b"".join(hmac.digest(key, m.encode(), "sha512") for m in messages)
+        flat = struct.unpack(f"<{16 * len(messages)}I", digests)
+        return [flat[i::16] for i in range(16)]
 
     # -- the stage -----------------------------------------------------------------------
 
-    def publish(self, frame: pl.DataFrame, cell: CellContext) -> pl.DataFrame:
+    def publish(self, frame: pl.DataFrame, cell: CellContext, contributions: Contributions | None = None,
+                noise_std: bool = False) -> pl.DataFrame:
         """Noisy, non-negative Int64 numbers for every Published column; suppressed cells dropped
-        or zeroed. Other columns pass through unchanged."""
+        or zeroed. Other columns pass through unchanged (pilot columns are removed).
+
+        Summed measures need `contributions` (see the module docstring). With `noise_std`, each
+        Published column gets a `<column>_std` column: the standard deviation of the noise that
+        was added to it (what trending needs to tell growth from noise; caps are post-processing
+        of DP releases, so showing them reveals nothing more)."""
+        summed = [p for p in cell.published if p.measure in SUMMED]
+        if summed and contributions is None:
+            raise ValueError("summed measures need the contributions behind them")
         if frame.height == 0:
-            return frame.with_columns(pl.col(p.column).cast(pl.Int64) for p in cell.published)
+            empty = frame.drop(f"{p.column}{PILOT}" for p in summed).with_columns(
+                pl.lit(0, dtype=pl.Int64).alias(p.column) for p in cell.published)
+            return empty.with_columns(pl.lit(0.0).alias(f"{p.column}_std") for p in cell.published) \
+                if noise_std else empty
         groups: dict[tuple, list[Published]] = {}
         for item in cell.published:
             groups.setdefault((item.period, item.extra, item.users), []).append(item)
         noisy: dict[str, pl.Series] = {}
+        stds: dict[str, pl.Series] = {}
+        caps: dict[str, pl.Series] = {}
+        draws: dict[str, tuple[list[tuple[int, ...]], pl.Series]] = {}
         drop = pl.Series([False] * frame.height)
         for (_period, _extra, users), items in groups.items():
             uniforms = self._uniforms(self._messages(frame, cell, items[0]))
             users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, uniforms)
             below = users_noisy < self.params.min_users
             for item in items:
+                if item.measure in SUMMED:
+                    caps[item.column] = self._caps(frame.get_column(f"{item.column}{PILOT}"), item.measure,
+                                                   users_noisy, uniforms)
+                    draws[item.column] = (uniforms, below)
+                    continue
                 # The cell's own user count was just drawn; any other measure gets its own slot.
                 value = users_noisy if item.column == users else \
                     self._noisy(frame.get_column(item.column), item.measure, uniforms)
+                noisy[item.column] = value
+                stds[item.column] = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                if item.when_suppressed == "drop":
+                    drop = drop | below
+                else:
+                    noisy[item.column] = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
+        if summed:
+            assert contributions is not None
+            for item in summed:
+                if item.when_suppressed == "drop":
+                    drop = drop | draws[item.column][1]
+            # Capped sums only for cells that will be shown: suppressed ones need none.
+            needed = ~drop
+            for item in summed:
+                if item.when_suppressed == "zero":
+                    needed = needed & ~draws[item.column][1]
+            true = self._capped_true(frame, contributions, caps, needed)
+            for item in summed:
+                uniforms, below = draws[item.column]
+                cap = caps[item.column]
+                value = self._noisy(true.get_column(item.column), item.measure, uniforms, cap)
                 if item.when_suppressed == "zero":
                     value = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
-                else:
-                    drop = drop | below
                 noisy[item.column] = value
-        result = frame.with_columns(series.alias(name) for name, series in noisy.items())
+                stds[item.column] = pl.select(self._std_expr(item.measure, pl.lit(cap))).to_series()
+        result = frame.drop(f"{p.column}{PILOT}" for p in summed).with_columns(
+            series.alias(name) for name, series in noisy.items())
+        if noise_std:
+            result = result.with_columns(series.alias(f"{name}_std") for name, series in stds.items())
         return result.filter(~drop) if drop.any() else result
 
-    def _noisy(self, true: pl.Series, measure: str, uniforms: list[tuple[int, ...]]) -> pl.Series:
+    def _capped_true(self, frame: pl.DataFrame, contributions: Contributions, caps: dict[str, pl.Series],
+                     needed: pl.Series) -> pl.DataFrame:
+        """Each summed column's capped sum per row of `frame` (0 where not `needed`)."""
+        rows = needed.arg_true()
+        wanted = pl.DataFrame([series[rows].alias(f"{name}_cap") for name, series in caps.items()])
+        if contributions.keys:
+            wanted = frame.select(contributions.keys)[rows].hstack(wanted)
+        sums = contributions.capped_sums(wanted, list(caps)) if rows.len() else wanted
+        return pl.DataFrame({
+            name: pl.zeros(frame.height, dtype=pl.Int64, eager=True).scatter(rows, sums.get_column(name))
+            if rows.len() else pl.zeros(frame.height, dtype=pl.Int64, eager=True)
+            for name in caps
+        })
+
+    def _caps(self, pilot: pl.Series, measure: str, users_noisy: pl.Series,
+              uniforms: list[tuple[int, ...]]) -> pl.Series:
+        """Each cell's cap for a summed measure, from its noisy pilot sum and noisy user count."""
+        params = self.params
+        if math.isinf(params.epsilon(measure)):  # exact: nothing is capped
+            return pl.repeat(params.max_cap, pilot.len(), dtype=pl.Int64, eager=True)
+        alpha = math.exp(-params.epsilon(measure) * params.pilot_share / params.pilot_cap)
+        pilot_noisy = self._noisy(pilot, measure + PILOT, uniforms, alpha=alpha)
+        users = users_noisy.cast(pl.Float64).clip(lower_bound=1.0)
+        frame = pl.DataFrame({"pilot": pilot_noisy.cast(pl.Float64), "users": users})
+        mean = pl.col("pilot") / pl.col("users")
+        growth = 1.0 + params.cap_growth * (pl.col("users").clip(lower_bound=100.0) / 100.0).log10()
+        cap = (params.cap_multiplier * mean * growth).ceil().clip(1.0, float(params.max_cap)).cast(pl.Int64)
+        return frame.select(cap.alias("cap")).to_series()
+
+    def _std_expr(self, measure: str, cap: pl.Expr) -> pl.Expr:
+        """The noise standard deviation of a summed measure for a cap column."""
+        epsilon = self.params.epsilon(measure) * (1 - self.params.pilot_share)
+        if math.isinf(epsilon):
+            return cap * 0.0
+        alpha = (-epsilon / cap.cast(pl.Float64)).exp()
+        return (2.0 * alpha).sqrt() / (1.0 - alpha)
+
+    def _noisy(self, true: pl.Series, measure: str, uniforms: list[tuple[int, ...]],
+               cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
+        """True values plus discrete Laplace noise from the measure's slot, clipped at 0. The
+        geometric parameter is `alpha`, or per row from `cap` (summed measures), or the measure's."""
         true = true.fill_null(0).cast(pl.Int64)
-        alpha = self.params.alpha(measure)
-        if alpha == 0.0:  # infinite epsilon: no noise
-            return true.clip(lower_bound=0)
         slot = _SLOTS[measure]
-        log_alpha = math.log(alpha)
+        if cap is not None:
+            epsilon = self.params.epsilon(measure) * (1 - self.params.pilot_share)
+            if math.isinf(epsilon):
+                return true.clip(lower_bound=0)
+            log_alpha: pl.Expr = -epsilon / pl.col("cap").cast(pl.Float64)
+        else:
+            alpha = self.params.alpha(measure) if alpha is None else alpha
+            if alpha == 0.0:  # infinite epsilon: no noise
+                return true.clip(lower_bound=0)
+            log_alpha = pl.lit(math.log(alpha))
         frame = pl.DataFrame({
             "t": true,
             "a": pl.Series(uniforms[2 * slot], dtype=pl.Float64),
             "b": pl.Series(uniforms[2 * slot + 1], dtype=pl.Float64),
+            "cap": cap if cap is not None else pl.repeat(1, true.len(), dtype=pl.Int64, eager=True),
         })
 
         def geometric(column: str) -> pl.Expr:

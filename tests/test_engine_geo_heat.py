@@ -101,7 +101,7 @@ def test_real_labels_are_display_names(frames) -> None:
 
 
 def test_one_user_moves_keyword_count_by_at_most_the_cap() -> None:
-    """A user with many keywords nobody else uses adds at most cap_events of them."""
+    """A user with many keywords nobody else uses adds at most keyword_rows_per_user of them."""
     from service.privacy import PrivacyParams
 
     base = fx.suppressions_frame()
@@ -112,10 +112,10 @@ def test_one_user_moves_keyword_count_by_at_most_the_cap() -> None:
         for i in range(100)
     ])
     params = PrivacyParams.exact()
-    capped = Privacy("exact", dataclasses.replace(params, cap_events=7))
+    capped = Privacy("exact", dataclasses.replace(params, keyword_rows_per_user=7))
     frames = build_frames(pl.concat([base, flood]), fx.keyword_changes_frame(), 1)
     without = Engine(capped).geo_heat(fx.fixture_frames(), fx.FIXTURE_AS_OF, GeoHeat("30d", "country"))
     with_flood = Engine(capped).geo_heat(frames, fx.FIXTURE_AS_OF, GeoHeat("30d", "country"))
     count = lambda frame: frame.filter(pl.col("geo_key") == "DE")["keyword_count"][0]  # noqa: E731
     assert count(with_flood) - count(without) == 7
-    assert PrivacyParams().sensitivity("keyword_count") == PrivacyParams().cap_events
+    assert PrivacyParams().sensitivity("keyword_count") == PrivacyParams().keyword_rows_per_user

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.engine.geo_labels import label_series
-from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, capped_cells, key_guards, published
+from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, cell_contributions, key_guards, published
 from service.engine.ordering import first_rows
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.engine.slicing import time_slice
@@ -59,7 +59,7 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     conditions = _filters(req.filters) + key_guards(sliced, categorical)
     rows = sliced.lazy().filter(conditions) if conditions else sliced.lazy()
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
-    cells = capped_cells(rows, keys, privacy.params)  # no keys: one row, zeros when nothing matched
+    cells, contributions = cell_contributions(rows, keys, privacy.params)  # no keys: one row of totals
     shown = privacy.publish(
         as_strings(cells, categorical),
         CellContext(
@@ -73,6 +73,7 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
             # Filters are part of a cell's identity: platform in {chrome} is another cell than all platforms.
             fixed={FILTER_COLUMNS[key]: values for key, values in req.filters.items()},
         ),
+        contributions,
     )
     # Ties break on the dimension values (ascending) so equal measures come back in a fixed order.
     ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)

@@ -7,7 +7,7 @@ import datetime as dt
 import polars as pl
 
 from service.engine.geo_labels import label_series
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, capped_cells, key_guards, published
+from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, key_guards, published
 from service.engine.requests import GeoHeat
 from service.engine.slicing import time_slice
 from service.privacy import CellContext, Privacy
@@ -25,11 +25,11 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     rows = time_slice(frames.suppressions, window)
     guards = key_guards(rows, [level])
     kept = (rows.filter(guards) if guards else rows).lazy()
-    cells = capped_cells(kept, [level], privacy.params)
-    # Distinct keywords, each user bringing at most cap_events of their rows (their first): one
+    cells, contributions = cell_contributions(kept, [level], privacy.params)
+    # Distinct keywords, each user bringing at most keyword_rows_per_user of their rows (their first): one
     # person can move the count by at most that much, which is what its noise is calibrated to.
     keywords = (
-        kept.group_by(level, "user_id", maintain_order=True).head(privacy.params.cap_events)
+        kept.group_by(level, "user_id", maintain_order=True).head(privacy.params.keyword_rows_per_user)
         .group_by(level).agg(pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT))
         .collect()
     )
@@ -43,6 +43,7 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
             time_range=window,
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
+        contributions,
     )
     ordered = shown.sort([SUPPRESSIONS, level], descending=[True, False])
     return ordered.select(

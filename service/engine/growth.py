@@ -72,3 +72,33 @@ def with_growth_pct(
     recent_rate = pl.col(recent).cast(pl.Float64) / _constant(recent_hours, height)
     raw = 100.0 * (recent_rate - base_rate) / base_rate
     return frame.with_columns(round_like_python(raw, 2, height).alias(name))
+
+
+# How many standard deviations below the shown numbers the lower bound of growth is taken.
+CONFIDENCE_Z = 2.0
+
+
+def with_growth_lower_bound(
+    frame: pl.DataFrame,
+    recent: str,
+    baseline: str,
+    recent_hours: float,
+    baseline_hours: float,
+    name: str = "growth_lower_bound",
+    z: float = CONFIDENCE_Z,
+) -> pl.DataFrame:
+    """Add `name`: the growth that the noise and chance cannot explain (a lower confidence bound).
+
+    Each shown count carries privacy noise of known standard deviation (`<column>_std`, from the
+    privacy stage) and natural variation of about its square root (a Poisson count). The bound
+    takes the recent count z standard deviations lower and the baseline z higher:
+    100 x ((recent - z sd_r)+ / R - (baseline + z sd_b) / B) / ((baseline + z sd_b) / B). A value
+    whose bound is <= 0 could be flat or shrinking for all the numbers tell.
+    """
+    def spread(column: str) -> pl.Expr:
+        value = pl.col(column).cast(pl.Float64)
+        return (pl.col(f"{column}_std").pow(2) + value.clip(lower_bound=1.0)).sqrt()
+
+    recent_low = (pl.col(recent).cast(pl.Float64) - z * spread(recent)).clip(lower_bound=0.0) / recent_hours
+    baseline_high = (pl.col(baseline).cast(pl.Float64) + z * spread(baseline)) / baseline_hours
+    return frame.with_columns((100.0 * (recent_low - baseline_high) / baseline_high).alias(name))

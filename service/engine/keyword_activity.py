@@ -10,7 +10,7 @@ from service.engine.measures import EVENTS, UNIQUE_USERS, as_strings
 from service.engine.ordering import first_rows
 from service.engine.requests import KeywordActivity
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy, Published
+from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
 from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
@@ -26,26 +26,26 @@ _ORDER_BY = {"added": ADDS, "removed": REMOVES, "edited": EDITS, "all": "total_e
 def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivity, privacy: Privacy) -> pl.DataFrame:
     """keyword, adds, removes, edits, total_events, unique_users, net_adds."""
     window = window_range(req.window, as_of)
-    cap = privacy.params.cap_events
+    pilot = privacy.params.pilot_cap
+    # Each user's count of each action per keyword: the contributions behind the action counts,
+    # each capped per cell by the privacy stage.
     per_user = (
         time_slice(frames.keyword_changes, window)
         .lazy()
         .group_by("keyword", "user_id")
-        .agg(
-            (pl.col("action") == action).sum().cast(pl.Int64).clip(upper_bound=cap).alias(name)
-            for name, action in _ACTION_COUNTS.items()
-        )
+        .agg((pl.col("action") == action).sum().cast(pl.Int64).alias(name) for name, action in _ACTION_COUNTS.items())
+        .drop("user_id")
+        .collect()
     )
     cells = (
         per_user.group_by("keyword")
         .agg(
-            *(pl.col(name).sum() for name in _ACTION_COUNTS),
+            *(pl.col(name).clip(upper_bound=pilot).sum().alias(f"{name}{PILOT}") for name in _ACTION_COUNTS),
             # Users behind each count: an action's count is its own cell ({keyword, action}).
             *((pl.col(name) > 0).sum().cast(pl.Int64).alias(f"{name}_users") for name in _ACTION_COUNTS),
             pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
         )
         .drop_nulls("keyword")
-        .collect()
     )
     shown = privacy.publish(
         as_strings(cells, ["keyword"]),
@@ -61,6 +61,7 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
             time_range=window,
             versions=frames.versions.get(schema.KEYWORD_CHANGES, {}),
         ),
+        Contributions(per_user, ("keyword",)),
     )
     # Derived from the published counts, so total = adds + removes + edits and
     # net = adds - removes hold exactly in every answer.

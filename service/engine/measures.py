@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from service.privacy import PrivacyParams, Published
+from service.privacy import PILOT, Contributions, PrivacyParams, Published
 from service.windows import polars_every
 
 SUPPRESSIONS = "suppressions"
@@ -24,22 +24,27 @@ def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published,
     return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)
 
 
-def capped_cells(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr], params: PrivacyParams) -> pl.DataFrame:
-    """suppressions, events and unique_users per cell, each user's contribution to a cell capped.
+def cell_contributions(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr],
+                       params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
+    """Per cell: unique_users and the pilot sums of suppressions and events; and each user's
+    totals per cell behind them (what the privacy stage caps, per cell, before summing).
 
-    Two stages: per cell and user (capped sums), then per cell (sums of the capped values, and
-    the number of users, which is the exact distinct count). With no keys, one row of totals.
+    Two stages: per cell and user (each user's totals), then per cell (the number of users, which
+    is the exact distinct count, and the pilot sums). With no keys, one row of totals.
     """
-    lazy = rows.lazy()
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
-    per_user = lazy.group_by([*keys, "user_id"]).agg(
-        pl.col("suppressions").cast(pl.Int64).sum().clip(upper_bound=params.cap_suppressions).alias(SUPPRESSIONS),
-        pl.len().cast(pl.Int64).clip(upper_bound=params.cap_events).alias(EVENTS),
+    per_user = (
+        rows.lazy().group_by([*keys, "user_id"])
+        .agg(pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS), pl.len().cast(pl.Int64).alias(EVENTS))
+        .drop("user_id")
+        .collect()
     )
-    totals = [pl.col(SUPPRESSIONS).sum(), pl.col(EVENTS).sum(), pl.len().cast(pl.Int64).alias(UNIQUE_USERS)]
-    if not names:
-        return per_user.select(*totals).collect()
-    return per_user.group_by(names).agg(*totals).collect()
+    totals = [
+        *(pl.col(m).clip(upper_bound=params.pilot_cap).sum().alias(f"{m}{PILOT}") for m in (SUPPRESSIONS, EVENTS)),
+        pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
+    ]
+    cells = per_user.group_by(names).agg(totals) if names else per_user.select(totals)
+    return cells, Contributions(per_user, tuple(names))
 
 
 def bucket_key(bucket: str) -> pl.Expr:
@@ -50,6 +55,11 @@ def bucket_key(bucket: str) -> pl.Expr:
 def as_strings(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
     """Dimension columns as plain strings: what is published and returned is never Categorical."""
     return frame.with_columns(pl.col(column).cast(pl.String) for column in columns)
+
+
+def pilot_columns(*measures: str) -> list[str]:
+    """The frame columns that carry summed measures' pilot sums."""
+    return [f"{m}{PILOT}" for m in measures]
 
 
 def zero_filled(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:

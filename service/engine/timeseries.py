@@ -17,7 +17,8 @@ from service.engine.measures import (
     SUPPRESSIONS,
     UNIQUE_USERS,
     bucket_key,
-    capped_cells,
+    cell_contributions,
+    pilot_columns,
     published,
     zero_filled,
 )
@@ -50,11 +51,12 @@ def value_timeseries(
     window = window_range(window_name, as_of)
     buckets = pl.DataFrame({"ts": pl.Series(bucket_starts(window, bucket), dtype=schema.TS)})
     rows = time_slice(frames.suppressions, window).lazy().filter(pl.col(column) == value)
-    counts = capped_cells(rows, [bucket_key(bucket)], privacy.params)
+    counts, contributions = cell_contributions(rows, [bucket_key(bucket)], privacy.params)
     # Every bucket is a cell, empty or not: the privacy stage decides what an empty one shows.
-    cells = zero_filled(buckets.join(counts, on="ts", how="left", maintain_order="left"), CELL_MEASURES)
+    inputs = [UNIQUE_USERS, *pilot_columns(SUPPRESSIONS, EVENTS)]
+    cells = zero_filled(buckets.join(counts, on="ts", how="left", maintain_order="left"), inputs)
     shown = privacy.publish(
-        cells.select(pl.lit(value, dtype=pl.String).alias(column), "ts", *CELL_MEASURES),
+        cells.select(pl.lit(value, dtype=pl.String).alias(column), "ts", *inputs),
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=(column, "ts"),
@@ -63,6 +65,7 @@ def value_timeseries(
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
             bucket=bucket,
         ),
+        contributions,
     )
     # Joined back onto the bucket list, so the answer always lists every bucket.
     series = buckets.join(shown.drop(column), on="ts", how="left", maintain_order="left")

@@ -6,7 +6,7 @@ import datetime as dt
 
 import polars as pl
 
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, capped_cells, published
+from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, published
 from service.engine.ordering import first_rows
 from service.engine.requests import TopKeywords
 from service.engine.slicing import time_slice
@@ -19,9 +19,9 @@ from service.windows import window_range
 def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy) -> pl.DataFrame:
     """keyword_raw, suppressions, users_est, rank; rank 1..n over the published counts."""
     window = window_range(req.window, as_of)
-    cells = capped_cells(time_slice(frames.suppressions, window), ["keyword"], privacy.params).drop_nulls("keyword")
+    cells, contributions = cell_contributions(time_slice(frames.suppressions, window), ["keyword"], privacy.params)
     shown = privacy.publish(
-        as_strings(cells, ["keyword"]),
+        as_strings(cells.drop_nulls("keyword"), ["keyword"]),
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=("keyword",),
@@ -29,6 +29,7 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
             time_range=window,
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
+        contributions,
     )
     # Ranked after publishing: a rank must agree with the numbers shown next to it.
     return (

@@ -10,12 +10,12 @@ import datetime as dt
 
 import polars as pl
 
-from service.engine.growth import with_growth_pct
-from service.engine.measures import UNIQUE_USERS, as_strings, capped_cells
+from service.engine.growth import with_growth_lower_bound, with_growth_pct
+from service.engine.measures import UNIQUE_USERS, as_strings, cell_contributions
 from service.engine.ordering import first_rows
 from service.engine.requests import Trending
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy, Published
+from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
 from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import TimeRange, trending_periods, window_range
@@ -25,27 +25,35 @@ BASELINE = "baseline"
 
 
 def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric: str, name: str,
-                  privacy: Privacy) -> pl.DataFrame:
-    """Per value of `dimension` over one period: the metric's (capped) total in column `name`,
-    and the period's distinct users in `<name>_users`, which decides whether it is published."""
-    cells = capped_cells(time_slice(frames.suppressions, period), [dimension], privacy.params)
-    return cells.drop_nulls(dimension).select(
-        dimension, pl.col(metric).alias(name), pl.col(UNIQUE_USERS).alias(f"{name}_users")
+                  privacy: Privacy) -> tuple[pl.DataFrame, pl.DataFrame]:
+    """Per value of `dimension` over one period: the period's distinct users (`<name>_users`, which
+    decide whether it is published) and the metric (`name`: the count itself for unique_users, the
+    pilot sum `<name>_pilot` for a summed metric); and the users' totals behind a summed metric."""
+    cells, contributions = cell_contributions(time_slice(frames.suppressions, period), [dimension], privacy.params)
+    users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
+    if metric == UNIQUE_USERS:
+        return cells.drop_nulls(dimension).select(dimension, pl.col(UNIQUE_USERS).alias(name), users), \
+            contributions.per_user.clear()
+    return (
+        cells.drop_nulls(dimension).select(dimension, pl.col(f"{metric}{PILOT}").alias(f"{name}{PILOT}"), users),
+        contributions.per_user.select(dimension, pl.col(metric).alias(name)),
     )
 
 
 def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Privacy) -> pl.DataFrame:
-    """value, recent, baseline, growth_pct; growth_pct desc, ties by value."""
+    """value, recent, baseline, growth_pct; ordered by growth the noise cannot explain, then value."""
     dimension = req.dimension
     periods = trending_periods(req.window, as_of)
-    recent = _period_cells(frames, periods.recent, dimension, req.metric, RECENT, privacy)
-    baseline = _period_cells(frames, periods.baseline, dimension, req.metric, BASELINE, privacy)
-    counts = [RECENT, BASELINE, f"{RECENT}_users", f"{BASELINE}_users"]
-    cells = baseline.join(recent, on=dimension, how="full", coalesce=True).with_columns(
-        pl.col(c).fill_null(0) for c in counts
+    recent, recent_users = _period_cells(frames, periods.recent, dimension, req.metric, RECENT, privacy)
+    baseline, baseline_users = _period_cells(frames, periods.baseline, dimension, req.metric, BASELINE, privacy)
+    cells = baseline.join(recent, on=dimension, how="full", coalesce=True)
+    cells = cells.with_columns(pl.col(c).fill_null(0) for c in cells.columns if c != dimension)
+    # Recent and baseline are two cells of their own (their periods): each gets its own noise and
+    # cap, and a value is shown only when both are published. A user's row of one period is 0 in
+    # the other's column.
+    contributions = Contributions(
+        pl.concat([recent_users, baseline_users], how="diagonal").fill_null(0), (dimension,)
     )
-    # Recent and baseline are two cells of their own (their periods): each gets its own noise,
-    # and a value is shown only when both are published.
     shown = privacy.publish(
         as_strings(cells, [dimension]),
         CellContext(
@@ -58,13 +66,18 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
             time_range=window_range(req.window, as_of),
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
+        contributions if req.metric != UNIQUE_USERS else None,
+        noise_std=True,
     )
-    # Filters and growth use the published numbers, so every row satisfies them as shown.
+    # Filters and growth use the published numbers, so every row satisfies them as shown; the order
+    # and the cut use the growth that the noise cannot explain, so noise does not rank first.
     kept = shown.filter(
         (pl.col(BASELINE) > 0) & (pl.col(BASELINE).cast(pl.Float64) >= float(req.min_baseline))
     )
     scored = with_growth_pct(kept, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours)
+    bounded = with_growth_lower_bound(scored, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours)
+    growing = bounded.filter(pl.col("growth_lower_bound") > 0)
     return (
-        first_rows(scored, ["growth_pct", dimension], [True, False], req.limit)
+        first_rows(growing, ["growth_lower_bound", dimension], [True, False], req.limit)
         .select(pl.col(dimension).alias("value"), RECENT, BASELINE, "growth_pct")
     )

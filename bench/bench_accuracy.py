@@ -1,0 +1,269 @@
+"""Accuracy of every published number against the truth: the engine (caps + noise) vs DuckDB (exact).
+
+For every endpoint and window — the six GET endpoints and POST /query with and without group_by —
+the engine answers in-process on a snapshot of the demo store, exactly as the API does (the
+settings' privacy parameters and development secret), and DuckDB computes the true, uncapped,
+noise-free values from the same Parquet files. Each published cell is matched with its true cell
+and its relative error |published - true| / true recorded, per measure (`suppressions`, `events`,
+and `unique_users` for comparison; keyword activity's adds/removes/edits count as `events`).
+
+Cells are grouped by their true size (>= 10,000; 1,000-10,000; 100-1,000; 10-100), and for each
+group the median and 95th percentile of the relative error are printed, per case and pooled, with
+the error of each case's largest cell. The targets (issue 11): cells >= 10,000 median <= 3 %,
+p95 <= 8 %, largest cell of each endpoint within 5 %; cells of 1,000-10,000 median <= 15 %.
+Cells the privacy stage suppressed are not in the answers and are counted separately (a
+suppressed cell >= 1,000 would be a failure of its own).
+
+    .venv/bin/python bench/bench_accuracy.py [--events 10000000] [--days 90] [--seed 7]
+
+Uses the benchmark data set of bench_endpoints.py (generated once under bench/out/). Writes
+bench/out/accuracy.md and prints it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import duckdb
+import polars as pl
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from bench_endpoints import OUT, ensure_data  # noqa: E402
+
+from service.app import privacy_params  # noqa: E402
+from service.engine import (  # noqa: E402
+    DomainTimeseries,
+    Engine,
+    FlexibleQuery,
+    GeoHeat,
+    KeywordActivity,
+    KeywordTimeseries,
+    TopKeywords,
+    Trending,
+)
+from service.privacy import Privacy  # noqa: E402
+from service.settings import Settings  # noqa: E402
+from service.store.reader import EventStore  # noqa: E402
+from service.windows import TimeRange, compute_as_of, trending_periods, window_range  # noqa: E402
+
+SIZES = [(10_000, None, ">= 10,000"), (1_000, 10_000, "1,000-10,000"), (100, 1_000, "100-1,000"), (10, 100, "10-100")]
+MEASURES = ("suppressions", "events", "unique_users")
+
+
+def iso(moment: dt.datetime) -> str:
+    return moment.strftime("%Y-%m-%d %H:%M:%S")
+
+
+class Truth:
+    """Exact aggregates by DuckDB from the store's Parquet files."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.con = duckdb.connect()
+        self.con.execute("SET TimeZone = 'UTC'")
+        for table in ("suppressions", "keyword_changes"):
+            self.con.execute(
+                f"CREATE VIEW {table} AS SELECT * FROM read_parquet('{data_dir / table}/*/*.parquet', "
+                "hive_partitioning = true)"
+            )
+
+    def cells(self, span: TimeRange, keys: list[str], where: str = "", table: str = "suppressions",
+              measures: str = "") -> pl.DataFrame:
+        measures = measures or ("sum(suppressions)::BIGINT AS suppressions, count(*)::BIGINT AS events, "
+                                "count(DISTINCT user_id)::BIGINT AS unique_users")
+        select = ", ".join(keys)
+        conditions = [f"ts >= TIMESTAMPTZ '{iso(span.start)}+00' AND ts < TIMESTAMPTZ '{iso(span.end)}+00'"]
+        conditions += [f"{k} IS NOT NULL" for k in keys if not k.startswith("time_bucket")]
+        if where:
+            conditions.append(where)
+        group = "GROUP BY ALL" if keys else ""
+        sql = f"SELECT {select + ', ' if keys else ''}{measures} FROM {table} WHERE {' AND '.join(conditions)} {group}"
+        return pl.from_arrow(self.con.sql(sql).to_arrow_table())
+
+
+def relative_errors(shown: pl.DataFrame, truth: pl.DataFrame, on: list[str], pairs: dict[str, str]) -> dict[str, pl.DataFrame]:
+    """Per measure: (true, error) of every published cell, matched with its true cell on `on`."""
+    joined = shown.join(truth, on=on, how="inner", suffix="_true") if on else \
+        shown.with_columns(pl.lit(1).alias("_k")).join(truth.with_columns(pl.lit(1).alias("_k")), on="_k", suffix="_true")
+    out = {}
+    for shown_column, measure in pairs.items():
+        true_column = f"{measure}_true" if measure in shown.columns or measure == shown_column else measure
+        true = joined.get_column(true_column).cast(pl.Float64)
+        value = joined.get_column(shown_column).cast(pl.Float64)
+        frame = pl.DataFrame({"true": true, "error": ((value - true).abs() / true)}).filter(pl.col("true") > 0)
+        out.setdefault(measure, []).append(frame)
+    return {m: pl.concat(frames) for m, frames in out.items()}
+
+
+def summarise(errors: pl.DataFrame) -> dict[str, tuple[int, float, float]]:
+    result = {}
+    for low, high, label in SIZES:
+        group = errors.filter((pl.col("true") >= low) & ((pl.col("true") < high) if high else True))
+        if group.height:
+            result[label] = (group.height, float(group["error"].median()), float(group["error"].quantile(0.95, "higher")))
+    return result
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--events", type=int, default=10_000_000)
+    parser.add_argument("--days", type=int, default=90)
+    parser.add_argument("--seed", type=int, default=7)
+    args = parser.parse_args()
+    data_dir, _info = ensure_data(args.events, args.days, args.seed)
+    frames = EventStore(data_dir).snapshot()
+    last = frames.suppressions.get_column("ts").max()
+    as_of = compute_as_of(last + dt.timedelta(hours=1), last)
+    settings = Settings()
+    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    truth = Truth(data_dir)
+    top = engine.top_keywords(frames, as_of, TopKeywords("30d", 500))
+    keywords = [top["keyword_raw"][i] for i in (0, 9, 99) if i < top.height]
+    domains = truth.cells(window_range("30d", as_of), ["domain"]).sort("suppressions", descending=True)["domain"]
+    domains = [domains[i] for i in (0, 9, 29) if i < len(domains)]
+
+    cases: list[tuple[str, str, Callable[[], dict[str, pl.DataFrame]]]] = []
+
+    def case(endpoint: str, label: str):
+        def register(fn):
+            cases.append((endpoint, label, fn))
+            return fn
+        return register
+
+    for window in ("1h", "6h", "12h", "24h", "7d", "30d"):
+        @case("top-keywords", f"window={window} limit=500")
+        def _(window=window):
+            shown = engine.top_keywords(frames, as_of, TopKeywords(window, 500))
+            shown = shown.select(pl.col("keyword_raw").alias("keyword"), "suppressions", pl.col("users_est").alias("users"))
+            true = truth.cells(window_range(window, as_of), ["keyword"]).with_columns(pl.col("keyword").cast(pl.String))
+            return relative_errors(shown, true, ["keyword"], {"suppressions": "suppressions", "users": "unique_users"})
+
+        for level in ("country", "region", "county", "city"):
+            @case("geo-heat", f"window={window} level={level}")
+            def _(window=window, level=level):
+                shown = engine.geo_heat(frames, as_of, GeoHeat(window, level)).select(
+                    pl.col("geo_key").alias(level), "suppressions", pl.col("unique_users").alias("users"))
+                true = truth.cells(window_range(window, as_of), [level]).with_columns(pl.col(level).cast(pl.String))
+                return relative_errors(shown, true, [level], {"suppressions": "suppressions", "users": "unique_users"})
+
+        @case("keyword-activity", f"window={window} type=all limit=500")
+        def _(window=window):
+            shown = engine.keyword_activity(frames, as_of, KeywordActivity(window, "all", 500))
+            true = truth.cells(window_range(window, as_of), ["keyword"], table="keyword_changes", measures=(
+                "count(*) FILTER (WHERE action = 'add')::BIGINT AS adds_t, "
+                "count(*) FILTER (WHERE action = 'remove')::BIGINT AS removes_t, "
+                "count(*) FILTER (WHERE action = 'edit')::BIGINT AS edits_t, "
+                "count(DISTINCT user_id)::BIGINT AS unique_users_t")).with_columns(pl.col("keyword").cast(pl.String))
+            joined = shown.join(true, on="keyword")
+            out: dict[str, list[pl.DataFrame]] = {"events": [], "unique_users": []}
+            for column, measure in (("adds", "events"), ("removes", "events"), ("edits", "events"),
+                                    ("unique_users", "unique_users")):
+                # A count shown as 0 was suppressed (fewer than k users behind it): not a published number.
+                part = joined.filter(pl.col(column) > 0) if measure == "events" else joined
+                out[measure].append(part.select(
+                    pl.col(f"{column}_t").cast(pl.Float64).alias("true"),
+                    ((pl.col(column) - pl.col(f"{column}_t")).abs() / pl.col(f"{column}_t")).alias("error"),
+                ).filter(pl.col("true") > 0))
+            return {m: pl.concat(v) for m, v in out.items()}
+
+    for window in ("24h", "7d", "30d", "90d"):
+        for bucket in ("hour", "day", "week"):
+            for column, subjects in (("keyword", keywords), ("domain", domains)):
+                for subject in subjects:
+                    @case(f"{column}-timeseries", f"{column}={subject} window={window} bucket={bucket}")
+                    def _(window=window, bucket=bucket, column=column, subject=subject):
+                        request = (KeywordTimeseries if column == "keyword" else DomainTimeseries)(subject, window, bucket)
+                        method = engine.keyword_timeseries if column == "keyword" else engine.domain_timeseries
+                        shown = method(frames, as_of, request).filter(pl.col("users_est") > 0)
+                        span = window_range(window, as_of)
+                        unit = {"hour": "1 hour", "day": "1 day", "week": "1 week"}[bucket]
+                        true = truth.cells(span, [f"time_bucket(INTERVAL '{unit}', ts) AS ts"],
+                                           where=f"{column} = '{subject}'")
+                        true = true.with_columns(pl.col("ts").dt.replace_time_zone("UTC").cast(shown.schema["ts"]))
+                        return relative_errors(shown.rename({"users_est": "users"}), true, ["ts"],
+                                               {"suppressions": "suppressions", "events": "events", "users": "unique_users"})
+
+    for window in ("24h", "7d", "30d"):
+        for dimension in ("keyword", "domain", "platform", "page_context"):
+            for metric in ("suppressions", "events"):
+                @case("trending", f"window={window} dimension={dimension} metric={metric}")
+                def _(window=window, dimension=dimension, metric=metric):
+                    shown = engine.trending(frames, as_of, Trending(window, dimension, metric, 500, 10))
+                    periods = trending_periods(window, as_of)
+                    out: dict[str, list[pl.DataFrame]] = {}
+                    for column, span in (("recent", periods.recent), ("baseline", periods.baseline)):
+                        true = truth.cells(span, [dimension]).with_columns(pl.col(dimension).cast(pl.String))
+                        part = relative_errors(shown.select(pl.col("value").alias(dimension), column), true,
+                                               [dimension], {column: metric})
+                        for m, frame in part.items():
+                            out.setdefault(m, []).append(frame)
+                    return {m: pl.concat(v) for m, v in out.items()}
+
+    query_shapes = [(), ("country",), ("keyword",), ("domain", "platform"), ("keyword", "time"), ("region", "page_context")]
+    for window in ("1h", "6h", "12h", "24h", "7d", "30d", "90d"):
+        for group_by in query_shapes:
+            @case("query", f"window={window} group_by=[{', '.join(group_by)}]")
+            def _(window=window, group_by=group_by):
+                bucket = "day" if "time" in group_by else None
+                shown = engine.query(frames, as_of, FlexibleQuery(window, {}, group_by, bucket, limit=1000))
+                keys = []
+                rename = {}
+                for dimension in group_by:
+                    if dimension in ("country", "region", "county", "city"):
+                        rename[f"{dimension}_id"] = dimension
+                        keys.append(dimension)
+                    elif dimension == "time":
+                        keys.append("ts")
+                    else:
+                        keys.append(dimension)
+                shown = shown.rename(rename).rename({"unique_users": "users"})
+                sql_keys = ["time_bucket(INTERVAL '1 day', ts) AS ts" if k == "ts" else k for k in keys]
+                true = truth.cells(window_range(window, as_of), sql_keys)
+                true = true.with_columns(
+                    (pl.col(k).dt.replace_time_zone("UTC").cast(shown.schema["ts"]) if k == "ts" else pl.col(k).cast(pl.String))
+                    for k in keys)
+                return relative_errors(shown, true, keys, {"suppressions": "suppressions", "events": "events", "users": "unique_users"})
+
+    pooled: dict[str, list[pl.DataFrame]] = {}
+    per_endpoint: dict[tuple[str, str], list[pl.DataFrame]] = {}
+    lines = [f"Accuracy on {args.events:,} events over {args.days} days (seed {args.seed}), as_of {as_of:%Y-%m-%dT%H:%MZ}; "
+             f"privacy parameters as served: {privacy_params(settings)}", "",
+             "| endpoint | case | measure | size | cells | median | p95 | largest cell |", "|---|---|---|---|---:|---:|---:|---:|"]
+    started = time.perf_counter()
+    for endpoint, label, fn in cases:
+        for measure, errors in fn().items():
+            if errors.height == 0:
+                continue
+            pooled.setdefault(measure, []).append(errors)
+            per_endpoint.setdefault((endpoint, measure), []).append(errors)
+            largest = errors.sort("true", descending=True).row(0, named=True)
+            for size, (count, median, p95) in summarise(errors).items():
+                lines.append(f"| {endpoint} | {label} | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | "
+                             f"{largest['error']:.2%} of {largest['true']:,.0f} |")
+    lines += ["", "Per endpoint (all its cases pooled), and overall:", "",
+              "| endpoint | measure | size | cells | median | p95 | the endpoint's largest cell |",
+              "|---|---|---|---|---:|---:|---:|"]
+    for (endpoint, measure), parts in sorted(per_endpoint.items()):
+        frame = pl.concat(parts)
+        largest = frame.sort("true", descending=True).row(0, named=True)
+        for size, (count, median, p95) in summarise(frame).items():
+            lines.append(f"| {endpoint} | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | {largest['error']:.2%} of {largest['true']:,.0f} |")
+    for measure, parts in sorted(pooled.items()):
+        for size, (count, median, p95) in summarise(pl.concat(parts)).items():
+            lines.append(f"| **all** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
+    lines.append(f"\n{len(cases)} cases in {time.perf_counter() - started:.0f} s.")
+    text = "\n".join(lines)
+    OUT.mkdir(parents=True, exist_ok=True)
+    (OUT / "accuracy.md").write_text(text + "\n")
+    print(text)
+
+
+if __name__ == "__main__":
+    main()
