@@ -75,6 +75,7 @@ class PrivacyParams:
     pilot_cap: int = 32           # the pilot sum's fixed per-user cap
     cap_multiplier: float = 8.0   # cap = multiplier x mean per user x growth(n)
     cap_growth: float = 1.5       # growth(n) = 1 + cap_growth x log10(max(n, 100) / 100)
+    pilot_shrink: float = 1.0     # the mean per user is read from pilot^ - pilot_shrink x its noise sd
     max_cap: int = 10_000         # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
     min_users: int = 10           # k: cells with fewer (noisy) users are not published
@@ -356,7 +357,11 @@ class Privacy:
         pilot_noisy = self._noisy(pilot, measure + PILOT, uniforms, alpha=alpha)
         users = users_noisy.cast(pl.Float64).clip(lower_bound=1.0)
         frame = pl.DataFrame({"pilot": pilot_noisy.cast(pl.Float64), "users": users})
-        mean = pl.col("pilot") / pl.col("users")
+        # A cautious reading of the mean: the pilot's noise (sd pilot_cap / budget x sqrt 2) is
+        # large next to a small cell's pilot, and read at face value it would give small cells
+        # large caps and so large noise. Every user brings 1 to pilot_cap to the pilot sum.
+        cautious = pl.col("pilot") - params.pilot_shrink * _std(alpha)
+        mean = (cautious / pl.col("users")).clip(1.0, float(params.pilot_cap))
         growth = 1.0 + params.cap_growth * (pl.col("users").clip(lower_bound=100.0) / 100.0).log10()
         cap = (params.cap_multiplier * mean * growth).ceil().clip(1.0, float(params.max_cap)).cast(pl.Int64)
         return frame.select(cap.alias("cap")).to_series()

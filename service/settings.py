@@ -6,6 +6,7 @@ import dataclasses
 import ipaddress
 import math
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -33,6 +34,17 @@ def parse_networks(text: str) -> tuple[Network, ...]:
     return tuple(networks)
 
 
+_HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")
+
+
+def _is_host(text: str) -> bool:
+    try:
+        ipaddress.ip_address(text)
+        return True
+    except ValueError:
+        return bool(_HOST_NAME.match(text))
+
+
 class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
 
@@ -44,6 +56,7 @@ class Settings:
     redis_url: str | None = None
     redis_prefix: str = "signals:"
     redis_spin_microseconds: int = _DEFAULT_SPIN_MICROSECONDS
+    host: str = "127.0.0.1"  # address the web process listens on; 0.0.0.0 (or ::) exposes it
     port: int = 8000
     environment: str = "development"  # development | production
     secret: str = DEVELOPMENT_SECRET
@@ -54,8 +67,7 @@ class Settings:
     privacy_epsilon_suppressions: float = 1.0
     privacy_epsilon_events: float = 1.0
     privacy_epsilon_users: float = 1.0
-    privacy_cap_suppressions: int = 50
-    privacy_cap_events: int = 20
+    privacy_max_cap: int = 10_000  # the most one user adds to one cell's sum (caps are chosen per cell)
     privacy_min_users: int = 10
     trusted_proxies: tuple[Network, ...] = ()  # networks whose X-Forwarded-For is believed (load balancers)
     log_level: str = "info"
@@ -63,6 +75,8 @@ class Settings:
     def __post_init__(self) -> None:
         if not self.accounts_url:
             object.__setattr__(self, "accounts_url", f"sqlite:///{(self.data_dir / 'accounts.db').as_posix()}")
+        if not _is_host(self.host):
+            raise SettingsError(f"SIGNALS_HOST must be an IP address or a host name, got {self.host!r}")
         if self.environment not in ("development", "production"):
             raise SettingsError("SIGNALS_ENV must be 'development' or 'production'")
         if self.environment == "production" and self.secret == DEVELOPMENT_SECRET:
@@ -73,13 +87,18 @@ class Settings:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
         if not 0 <= self.redis_spin_microseconds <= 10_000:
             raise SettingsError("SIGNALS_REDIS_SPIN_MICROSECONDS must be between 0 and 10000")
-        for name, minimum in (("privacy_cap_suppressions", 1), ("privacy_cap_events", 1), ("privacy_min_users", 1)):
+        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
 
     @property
     def uses_development_secret(self) -> bool:
         return self.secret == DEVELOPMENT_SECRET
+
+    @property
+    def bind(self) -> str:
+        """host:port as gunicorn takes it (an IPv6 address in brackets)."""
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
@@ -130,6 +149,7 @@ class Settings:
             redis_url=text("REDIS_URL", "") or None,
             redis_prefix=text("SIGNALS_REDIS_PREFIX", "signals:"),
             redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", _DEFAULT_SPIN_MICROSECONDS),
+            host=text("SIGNALS_HOST", "127.0.0.1"),
             port=integer("PORT", 8000),
             environment=environment,
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
@@ -139,8 +159,7 @@ class Settings:
             privacy_epsilon_suppressions=number("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0),
             privacy_epsilon_events=number("SIGNALS_PRIVACY_EPSILON_EVENTS", 1.0),
             privacy_epsilon_users=number("SIGNALS_PRIVACY_EPSILON_USERS", 1.0),
-            privacy_cap_suppressions=integer("SIGNALS_PRIVACY_CAP_SUPPRESSIONS", 50),
-            privacy_cap_events=integer("SIGNALS_PRIVACY_CAP_EVENTS", 20),
+            privacy_max_cap=integer("SIGNALS_PRIVACY_MAX_CAP", 10_000),
             privacy_min_users=integer("SIGNALS_PRIVACY_MIN_USERS", 10),
             trusted_proxies=networks("SIGNALS_TRUSTED_PROXIES"),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),

@@ -19,7 +19,7 @@ from service.engine import (
     TopKeywords,
     Trending,
 )
-from service.privacy import CellContext, Privacy, PrivacyParams
+from service.privacy import PILOT, SUMMED, CellContext, Contributions, Privacy, PrivacyParams
 from service.windows import trending_periods, window_range
 from tests.support import fixture_data as fx
 
@@ -35,9 +35,10 @@ class Recording(Privacy):
         self.calls: list[tuple[pl.DataFrame, CellContext]] = []
         self.rewrite = rewrite
 
-    def publish(self, frame: pl.DataFrame, cell: CellContext) -> pl.DataFrame:
+    def publish(self, frame: pl.DataFrame, cell: CellContext, contributions: Contributions | None = None,
+                noise_std: bool = False) -> pl.DataFrame:
         self.calls.append((frame, cell))
-        return self.rewrite(super().publish(frame, cell))
+        return self.rewrite(super().publish(frame, cell, contributions, noise_std))
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +85,9 @@ def test_publish_is_called_once_with_the_cells(frames, method: str, req, expecte
     assert (cell.table, tuple(cell.dims), cell.time_range, cell.bucket) == (table, dims, time_range, bucket)
     assert dict(cell.fixed) == fixed
     assert {p.column: p.measure for p in cell.published} == measures
-    assert set(dims) | {p.column for p in cell.published} | {p.users for p in cell.published} <= set(frame.columns)
+    # A summed measure arrives as its pilot sum (its capped sum comes from the contributions).
+    inputs = {p.column + PILOT if p.measure in SUMMED else p.column for p in cell.published}
+    assert set(dims) | inputs | {p.users for p in cell.published} <= set(frame.columns)
     # Cells are described by plain values, never by per-process Categorical codes.
     assert all(frame.schema[dim] in (pl.String, pl.Datetime("us", "UTC")) for dim in dims)
 
@@ -129,10 +132,11 @@ def test_trending_filters_and_growth_use_published_numbers(frames) -> None:
     lift = lambda f: f.with_columns(  # noqa: E731
         pl.when(pl.col("keyword") == "tiny").then(10).otherwise(pl.col("baseline")).alias("baseline")
     )
-    result = Engine(Recording(lift)).trending(frames, AS_OF, Trending("24h", "keyword", "suppressions", 50, 10))
+    result = Engine(Recording(lift), trending_confidence=0).trending(
+        frames, AS_OF, Trending("24h", "keyword", "suppressions", 50, 10))
     assert result.row(0) == ("snakes", 60, 12, 1400.0)
     assert result.row(1) == ("tiny", 40, 10, 1100.0)
-    withheld = Engine(Recording(_drop("keyword", "snakes"))).trending(
+    withheld = Engine(Recording(_drop("keyword", "snakes")), trending_confidence=0).trending(
         frames, AS_OF, Trending("24h", "keyword", "suppressions", 1, 10)
     )
     assert withheld.rows() == [("bitcoin", 5, 10, 50.0)]

@@ -14,6 +14,7 @@ import polars as pl
 
 from service.engine.flexible_query import flexible_query
 from service.engine.geo_heat import geo_heat
+from service.engine.growth import CONFIDENCE_Z
 from service.engine.keyword_activity import keyword_activity
 from service.engine.requests import (
     DomainTimeseries,
@@ -32,8 +33,12 @@ from service.store.reader import EventFrames
 
 
 class Engine:
-    def __init__(self, privacy: Privacy) -> None:
+    def __init__(self, privacy: Privacy, trending_confidence: float = CONFIDENCE_Z) -> None:
+        """`trending_confidence`: how many standard deviations of noise and chance a trending value's
+        growth must clear (engine/growth.py); 0 ranks by the plain growth of the shown numbers
+        (tests of the arithmetic use it)."""
         self.privacy = privacy
+        self.trending_confidence = trending_confidence
 
     def top_keywords(self, frames: EventFrames, as_of: dt.datetime, req: TopKeywords) -> pl.DataFrame:
         """keyword_raw, suppressions, users_est, rank."""
@@ -53,7 +58,7 @@ class Engine:
 
     def trending(self, frames: EventFrames, as_of: dt.datetime, req: Trending) -> pl.DataFrame:
         """value, recent, baseline, growth_pct."""
-        return trending(frames, as_of, req, self.privacy)
+        return trending(frames, as_of, req, self.privacy, self.trending_confidence)
 
     def keyword_activity(self, frames: EventFrames, as_of: dt.datetime, req: KeywordActivity) -> pl.DataFrame:
         """keyword, adds, removes, edits, total_events, unique_users, net_adds."""

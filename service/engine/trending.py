@@ -10,7 +10,7 @@ import datetime as dt
 
 import polars as pl
 
-from service.engine.growth import with_growth_lower_bound, with_growth_pct
+from service.engine.growth import CONFIDENCE_Z, with_growth_lower_bound, with_growth_pct
 from service.engine.measures import UNIQUE_USERS, as_strings, cell_contributions
 from service.engine.ordering import first_rows
 from service.engine.requests import Trending
@@ -40,7 +40,8 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
     )
 
 
-def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Privacy) -> pl.DataFrame:
+def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Privacy,
+             confidence: float = CONFIDENCE_Z) -> pl.DataFrame:
     """value, recent, baseline, growth_pct; ordered by growth the noise cannot explain, then value."""
     dimension = req.dimension
     periods = trending_periods(req.window, as_of)
@@ -75,7 +76,8 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
         (pl.col(BASELINE) > 0) & (pl.col(BASELINE).cast(pl.Float64) >= float(req.min_baseline))
     )
     scored = with_growth_pct(kept, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours)
-    bounded = with_growth_lower_bound(scored, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours)
+    bounded = with_growth_lower_bound(scored, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours,
+                                      z=confidence)
     growing = bounded.filter(pl.col("growth_lower_bound") > 0)
     return (
         first_rows(growing, ["growth_lower_bound", dimension], [True, False], req.limit)
