@@ -51,7 +51,7 @@ def query_domain(raw: str) -> str:
     return registrable_domain(raw) or normalise_domain(raw)
 
 
-_KEYWORD_TEXT = dict(normalise=normalise_keyword, min_length=1, max_length=KEYWORD_MAX_CHARS)
+_KEYWORD_TEXT = dict(normalise=normalise_keyword, min_length=1, max_length=KEYWORD_MAX_CHARS, not_blank=True)
 _FILTER_VALUES = 50
 
 
@@ -67,7 +67,8 @@ QUERY_FILTERS = Param(
     "Restrict the events counted. Values within one key are alternatives (OR); keys combine with AND.",
     properties=(
         _filter("keywords", "normalised keyword", Param("keyword", "string", "", **_KEYWORD_TEXT)),
-        _filter("domains", "registrable domain", Param("domain", "string", "", normalise=query_domain, **_ID)),
+        _filter("domains", "registrable domain",
+                Param("domain", "string", "", normalise=query_domain, not_blank=True, **_ID)),
         _filter("platforms", "platform", Param("platform", "string", "", enum=PLATFORMS)),
         _filter("page_contexts", "page context", Param("page_context", "string", "", enum=PAGE_CONTEXTS)),
         _filter("countries", "ISO 3166-1 alpha-2 country code",
@@ -132,6 +133,7 @@ class Endpoint:
     build: Callable[[dict[str, Any]], Any]  # validated values -> engine request
     extra: Callable[[Any, dt.datetime], dict[str, Any]] | None = None  # computed envelope fields
     check: Callable[[dict[str, Any]], list[FieldError]] | None = None  # rules across several fields
+    check_schema: dict[str, Any] | None = None  # the same rules in JSON Schema, for the OpenAPI document
 
     @property
     def full_path(self) -> str:
@@ -149,6 +151,9 @@ class Endpoint:
                 continue
             schema = param.json_schema()
             schema.pop("default", None)
+            if param.normalise is not None:  # the echo is the normalised value: its length may differ
+                for key in ("minLength", "maxLength", "pattern"):
+                    schema.pop(key, None)
             if name == "bucket" and self.in_body:
                 schema = {"type": ["string", "null"], "enum": [*BUCKETS, None],
                           "description": "Echo of the request's bucket; null when absent."}
@@ -170,6 +175,13 @@ def _check_query(values: dict[str, Any]) -> list[FieldError]:
     if "time" in values["group_by"] and values["bucket"] is None:
         return [FieldError("bucket", "is required when group_by includes time; expected one of " + ", ".join(BUCKETS))]
     return []
+
+
+# _check_query in the document: if group_by contains "time", bucket is required.
+_QUERY_CHECK_SCHEMA = {
+    "if": {"properties": {"group_by": {"contains": {"const": "time"}}}, "required": ["group_by"]},
+    "then": {"required": ["bucket"]},
+}
 
 
 def _build_query(values: dict[str, Any]) -> rq.FlexibleQuery:
@@ -209,7 +221,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Suppression activity on one domain over time, bucketed and zero-filled, oldest first. "
                     "The domain is reduced to its registrable domain as stored (https://old.reddit.com/r/x -> reddit.com).",
         params=(Param("domain", "string", "A domain name, e.g. reddit.com.", required=True,
-                      normalise=query_domain, min_length=1, max_length=253),
+                      normalise=query_domain, min_length=1, max_length=253, not_blank=True),
                 _window(LONG_WINDOWS, "7d"), _bucket()),
         records_field="timeseries", record_schema=TIME_BUCKET, echo=("domain", "window", "bucket"),
         build=lambda v: rq.DomainTimeseries(**v),
@@ -229,7 +241,11 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         description="Dimension values with the fastest growth of their hourly rate in the recent period "
                     "compared with the baseline period. 24h: last 6 hours vs 6 to 24 hours ago; 7d: last 24 "
                     "hours vs 1 to 7 days ago; 30d: last 7 days vs 7 to 30 days ago. growth_pct = "
-                    "100 x (recent/R - baseline/B) / (baseline/B), R and B the period lengths in hours.",
+                    "100 x (recent/R - baseline/B) / (baseline/B), R and B the period lengths in hours. "
+                    "Only growth that the privacy noise and chance cannot explain counts: values are listed "
+                    "when their growth stays above 0 with recent taken lower and baseline higher by 4.39 x "
+                    "their noise s.d. + 3.09 x sqrt(count), and ordered by that bound (ties by value); "
+                    "growth_pct is the plain growth of the numbers shown.",
         params=(_window(TRENDING_WINDOWS, "24h"),
                 Param("dimension", "string", "Dimension whose values are compared.", default="keyword",
                       enum=rq.TRENDING_DIMENSIONS),
@@ -271,7 +287,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                   enum=("json", "csv")),
         ),
         records_field="results", record_schema=QUERY_RECORD, echo=("window", "bucket", "group_by"),
-        build=_build_query, check=_check_query,
+        build=_build_query, check=_check_query, check_schema=_QUERY_CHECK_SCHEMA,
     ),
 )
 
