@@ -3,6 +3,7 @@ built with a fixed clock, a Falcon test client, and a Redis for the run."""
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import uuid
 from pathlib import Path
@@ -27,6 +28,21 @@ from tests.support.fixture_data import FIXTURE_NOW, write_fixture_store
 def fixture_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     data_dir = tmp_path_factory.mktemp("fixture-data")
     write_fixture_store(data_dir)
+    return data_dir
+
+
+# The data set `scripts/run.sh` makes (1,000,000 events over 90 days, seed 7, development secret),
+# ending at a fixed hour: what a new user sees first.
+DEFAULT_DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="session")
+def default_demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    from service.store.demo import generate_demo
+
+    data_dir = tmp_path_factory.mktemp("default-demo")
+    generate_demo(data_dir, events=1_000_000, days=90, seed=7, end=DEFAULT_DEMO_END, secret=Settings().secret,
+                  progress=False)
     return data_dir
 
 

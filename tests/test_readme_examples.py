@@ -20,12 +20,11 @@ from cache.gate import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
-from service.store.demo import generate_demo
 from service.store.reader import EventStore
 from service.tiers import Tier
+from tests.conftest import DEFAULT_DEMO_END
 
 README = Path(__file__).resolve().parent.parent / "README.md"
-DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 RECORDS = ("keywords", "timeseries", "regions", "trending", "results")
 
 
@@ -57,12 +56,10 @@ def test_the_readme_has_an_example_for_every_endpoint():
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory, accounts):
-    data_dir = tmp_path_factory.mktemp("readme-demo")
-    settings = Settings(data_dir=data_dir, cache_responses=False)  # the development secret, as run.sh
-    generate_demo(data_dir, events=1_000_000, days=90, seed=7, end=DEMO_END, secret=settings.secret, progress=False)
-    app = create_app(settings, clock=FixedClock(DEMO_END + dt.timedelta(minutes=20)), store=EventStore(data_dir),
-                     accounts=accounts, gate=LocalGate())
+def client(default_demo_dir, accounts):
+    settings = Settings(data_dir=default_demo_dir, cache_responses=False)  # the development secret, as run.sh
+    app = create_app(settings, clock=FixedClock(DEFAULT_DEMO_END + dt.timedelta(minutes=20)),
+                     store=EventStore(default_demo_dir), accounts=accounts, gate=LocalGate())
     return falcon.testing.TestClient(app)
 
 
