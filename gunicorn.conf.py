@@ -9,6 +9,14 @@ and 8 were a fifth slower (docs/benchmarks.md). Each worker also holds its own c
 data (about 60 bytes an event), so fewer workers use less memory; on a small machine with a large
 store lower WEB_CONCURRENCY further. The app is NOT preloaded: every worker
 imports it, and so loads the data, after the fork (polars must not run in the master).
+
+Listens on SIGNALS_HOST (default 127.0.0.1: this machine only; set 0.0.0.0 to expose it).
+
+Request limits: the app answers a URL (path and query string) over 4096 bytes with 414 itself
+(service/middleware/url_length.py), so gunicorn's request-line limit is set to its maximum, 8190,
+above ours. Header limits stay at gunicorn's defaults, which no API client comes near: 100 fields
+of at most 8190 bytes each. Requests past gunicorn's limits are refused by gunicorn before the app
+sees them (414 or 431); `post_worker_init` makes those answers problem+json too.
 """
 
 import multiprocessing
@@ -17,7 +25,7 @@ from service.settings import Settings
 
 _settings = Settings.from_env()
 
-bind = f"0.0.0.0:{_settings.port}"
+bind = _settings.bind
 _default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url else 1
 workers = _settings.web_concurrency or _default_workers
 
@@ -32,6 +40,13 @@ def on_starting(server) -> None:
             "WEB_CONCURRENCY=1.", count, count)
 
 
+def post_worker_init(worker) -> None:
+    """gunicorn's own refusals (request line or headers too large, malformed HTTP) as problem+json."""
+    from service import gunicorn_errors
+
+    gunicorn_errors.install()
+
+
 worker_class = "sync"
 preload_app = False
 timeout = 60           # a cold 90-day /query on a large store may take a few seconds
@@ -42,3 +57,6 @@ accesslog = "-"        # the default access log format has no Authorization head
 errorlog = "-"
 loglevel = _settings.log_level
 forwarded_allow_ips = "127.0.0.1"
+limit_request_line = 8190        # gunicorn's maximum (0 would mean unlimited); the app's limit is 4096
+limit_request_fields = 100       # gunicorn's default, stated here with the other limits
+limit_request_field_size = 8190  # gunicorn's default: the largest header an API client sends is a key

@@ -28,9 +28,12 @@ _KINDS = {
     403: ("insufficient-tier", "The endpoint requires a higher plan tier"),
     404: ("not-found", "Not found"),
     405: ("method-not-allowed", "Method not allowed"),
+    411: ("length-required", "Content-Length required"),
     413: ("payload-too-large", "Request body too large"),
+    414: ("uri-too-long", "URI too long"),
     415: ("unsupported-media-type", "Unsupported media type"),
     429: ("rate-limited", "Rate limit exceeded"),
+    431: ("header-fields-too-large", "Request header fields too large"),
     500: ("internal-error", "Internal server error"),
     503: ("unavailable", "Service unavailable"),
 }
@@ -39,6 +42,10 @@ _KINDS = {
 def problem_type(status: int) -> str:
     slug = _KINDS.get(status, ("error", ""))[0]
     return f"urn:signals:problem:{slug}"
+
+
+def problem_title(status: int, fallback: str = "Error") -> str:
+    return _KINDS.get(status, ("", fallback))[1]
 
 
 class Problem(falcon.HTTPError):

@@ -8,12 +8,14 @@ from service import __version__
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ENDPOINTS, Endpoint
 from service.errors import problem_type
+from service.middleware.url_length import MAX_URL_BYTES
 from service.tiers import Tier
 
 _ERRORS = {
     "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
     "401": "Missing or invalid API key. Carries `WWW-Authenticate: Bearer`.",
     "403": "The endpoint requires a higher plan tier.",
+    "414": f"The URL (path and query string) is longer than {MAX_URL_BYTES} bytes.",
     "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
            "address). Carries `Retry-After` in whole seconds.",
     "500": "Internal server error. Quote `request_id` to support.",
@@ -78,6 +80,7 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
                 "properties": {p.name: p.json_schema() for p in endpoint.params},
                 "required": required,
                 "additionalProperties": False,
+                **(endpoint.check_schema or {}),
             }}},
         }
         ok_content["text/csv"] = {

@@ -16,6 +16,13 @@ from typing import Any
 
 _INTEGER = re.compile(r"^[+-]?\d{1,18}$")
 
+# "Has a character that is not white space", read alike by JSON Schema's `pattern` (ECMA 262) and
+# Python's `re`: the class lists exactly what `str.isspace()` counts as white space (ECMA's own
+# `\s` differs: it adds U+FEFF and lacks U+001C..U+001F and U+0085). A keyword normalises to ''
+# exactly when it has no such character.
+NOT_BLANK_PATTERN = r"[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
+_NOT_BLANK = re.compile(NOT_BLANK_PATTERN)
+
 
 @dataclasses.dataclass(frozen=True)
 class Param:
@@ -34,7 +41,10 @@ class Param:
     unique_items: bool = False
     items: Param | None = None  # arrays: the element
     properties: tuple[Param, ...] | None = None  # objects: the allowed keys (all optional)
-    normalise: Callable[[str], str] | None = None  # strings: applied before length checks
+    # Strings: lengths (and not_blank) apply to the value as sent, as the schema says; `normalise`
+    # then gives the value that is matched (it may be longer, or empty: it then matches nothing).
+    normalise: Callable[[str], str] | None = None
+    not_blank: bool = False  # strings: white space alone is refused
 
     def json_schema(self) -> dict[str, Any]:
         """JSON Schema (2020-12, as used by OpenAPI 3.1) of this parameter."""
@@ -53,6 +63,8 @@ class Param:
         ):
             if value is not None:
                 schema[key] = int(value) if self.type == "integer" and key in ("minimum", "maximum") else value
+        if self.not_blank:
+            schema["pattern"] = NOT_BLANK_PATTERN
         if self.unique_items:
             schema["uniqueItems"] = True
         if self.items is not None:
@@ -167,10 +179,13 @@ def parse_body(params: Sequence[Param], body: Any) -> dict[str, Any]:
             errors.append(FieldError(name, did_you_mean(name, known).replace("parameter", "field")))
     values: dict[str, Any] = {}
     for param in params:
-        if param.name not in body or body[param.name] is None:
+        if param.name not in body:
             if param.required:
                 errors.append(FieldError(param.name, f"is required; expected {param.allowed()}"))
             values[param.name] = param.default
+            continue
+        if body[param.name] is None:  # no field's schema allows null: leave the field out instead
+            errors.append(FieldError(param.name, f"must not be null; leave it out or send {param.allowed()}"))
             continue
         try:
             values[param.name] = _check_json(param, body[param.name], param.name)
@@ -187,6 +202,10 @@ def _check_json(param: Param, value: Any, path: str) -> Any:
         return ValidationFailed([FieldError(path, reason)])
 
     if param.type == "integer":
+        # JSON Schema counts 147.0 as an integer (a number with a zero fractional part), and
+        # so do the clients that generate requests from the OpenAPI document.
+        if isinstance(value, float) and value.is_integer():
+            value = int(value)
         if isinstance(value, bool) or not isinstance(value, int):
             raise fail(f"{value!r} is not valid; expected {param.allowed()}")
     elif param.type == "number":
@@ -260,9 +279,10 @@ def _check_scalar(param: Param, value: Any) -> Any:
         value.encode("utf-8")
     except UnicodeEncodeError:  # a lone surrogate from a JSON \ud800 escape: not text
         raise ValueError("is not valid Unicode text") from None
-    text = param.normalise(value) if param.normalise else value
-    if param.min_length is not None and len(text) < param.min_length:
-        raise ValueError("must not be empty" if not text.strip() else f"is too short; expected {param.allowed()}")
-    if param.max_length is not None and len(text) > param.max_length:
-        raise ValueError(f"is {len(text)} characters long; expected {param.allowed()}")
-    return text
+    if param.min_length is not None and len(value) < param.min_length:
+        raise ValueError("must not be empty" if not value else f"is too short; expected {param.allowed()}")
+    if param.max_length is not None and len(value) > param.max_length:
+        raise ValueError(f"is {len(value)} characters long; expected {param.allowed()}")
+    if param.not_blank and not _NOT_BLANK.search(value):
+        raise ValueError("must not be blank (white space only)")
+    return param.normalise(value) if param.normalise else value

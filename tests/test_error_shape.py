@@ -25,7 +25,7 @@ def test_unknown_path_is_404_problem(client, keys):
 
 @pytest.mark.parametrize("path", list(GET_ENDPOINTS))
 @pytest.mark.parametrize("query", [
-    "window=%00", "limit=%F0%9F%92%A9", "window=" + "9" * 5000, "keyword=%ff%fe", "a=%zz", "=x", "&&&",
+    "window=%00", "limit=%F0%9F%92%A9", "window=" + "9" * 4000, "keyword=%ff%fe", "a=%zz", "=x", "&&&",
     "window[]=24h", "limit=1e3", "limit=0x10",
 ])
 def test_hostile_query_strings_never_500(client, keys, path, query):

@@ -6,7 +6,7 @@ from service.params import Param, ValidationFailed, parse_body, parse_query
 
 WINDOW = Param("window", "string", "", default="24h", enum=("1h", "24h"))
 LIMIT = Param("limit", "integer", "", default=50, minimum=1, maximum=500)
-KEYWORD = Param("keyword", "string", "", required=True, normalise=str.strip, min_length=1, max_length=5)
+KEYWORD = Param("keyword", "string", "", required=True, normalise=str.strip, min_length=1, max_length=5, not_blank=True)
 RATIO = Param("ratio", "number", "", default=10, minimum=0)
 TAGS = Param("tags", "array", "", default=(), max_items=2, unique_items=True,
              items=Param("tag", "string", "", enum=("a", "b", "c")))
@@ -68,8 +68,33 @@ def test_every_problem_is_reported_at_once():
 def test_required_and_normalised_string_lengths():
     assert parse_query([KEYWORD], {"keyword": "  ab "}) == {"keyword": "ab"}
     assert "required" in errors_of(lambda: parse_query([KEYWORD], {}))[0]["reason"]
-    assert "empty" in errors_of(lambda: parse_query([KEYWORD], {"keyword": "   "}))[0]["reason"]
+    assert "empty" in errors_of(lambda: parse_query([KEYWORD], {"keyword": ""}))[0]["reason"]
+    assert "blank" in errors_of(lambda: parse_query([KEYWORD], {"keyword": "   "}))[0]["reason"]
     assert "6 characters" in errors_of(lambda: parse_query([KEYWORD], {"keyword": "abcdef"}))[0]["reason"]
+
+
+def test_string_lengths_apply_to_the_value_as_sent():
+    """As the schema says (maxLength 5): ' abcd ' is 6 characters although it normalises to 4;
+    what normalising gives may be longer than the bound, or empty, and is then simply matched."""
+    assert "6 characters" in errors_of(lambda: parse_query([KEYWORD], {"keyword": " abcd "}))[0]["reason"]
+    upper = Param("code", "string", "", normalise=str.upper, min_length=2, max_length=2)
+    assert parse_query([upper], {"code": "ßa"}) == {"code": "SSA"}
+    dotted = Param("host", "string", "", normalise=lambda text: text.strip("."), min_length=1, max_length=9)
+    assert parse_query([dotted], {"host": "."}) == {"host": ""}
+
+
+def test_not_blank_pattern_is_exactly_python_white_space():
+    """The schema's pattern and the check agree with str.isspace() on every character."""
+    import re
+    import sys
+
+    from service.params import NOT_BLANK_PATTERN
+
+    assert KEYWORD.json_schema()["pattern"] == NOT_BLANK_PATTERN
+    pattern = re.compile(NOT_BLANK_PATTERN)
+    for code in range(sys.maxunicode + 1):
+        char = chr(code)
+        assert bool(pattern.search(char)) != char.isspace(), hex(code)
 
 
 def test_body_types_are_strict():
@@ -100,10 +125,42 @@ def test_body_nested_objects_name_the_path():
     assert error["name"] == "filters.x" and "Did you mean 'xs'" in error["reason"]
 
 
-def test_body_unknown_field_and_null_means_default():
+def test_body_unknown_field():
     [error] = errors_of(lambda: parse_body([LIMIT], {"limits": 5}))
     assert error["name"] == "limits" and "field" in error["reason"]
-    assert parse_body([LIMIT], {"limit": None}) == {"limit": 50}
+
+
+@pytest.mark.parametrize("param", [WINDOW, LIMIT, KEYWORD, RATIO, TAGS, FILTERS])
+def test_body_null_is_refused_not_taken_as_absent(param):
+    """No field's schema allows null: null is an error naming the field, required or not."""
+    [error] = errors_of(lambda: parse_body([param], {param.name: None}))
+    assert error["name"] == param.name and "must not be null" in error["reason"]
+
+
+@pytest.mark.parametrize("body, name", [
+    ({"tags": [None]}, "tags[0]"), ({"filters": {"xs": None}}, "filters.xs"), ({"filters": {"xs": [None]}}, "filters.xs[0]"),
+])
+def test_body_null_inside_arrays_and_objects_is_refused(body, name):
+    assert errors_of(lambda: parse_body([TAGS, FILTERS], body))[0]["name"] == name
+
+
+@pytest.mark.parametrize("value", [147.0, 1.0, 5e2])
+def test_body_integer_accepts_integral_numbers(value):
+    """JSON Schema counts 147.0 as an integer; it is accepted, as the int."""
+    result = parse_body([LIMIT], {"limit": value})["limit"]
+    assert result == int(value) and type(result) is int
+
+
+@pytest.mark.parametrize("value, fragment", [(147.5, "not valid"), (1e300, "out of bounds"), (0.0, "out of bounds")])
+def test_body_integer_still_refuses_fractions_and_bounds(value, fragment):
+    [error] = errors_of(lambda: parse_body([LIMIT], {"limit": value}))
+    assert error["name"] == "limit" and fragment in error["reason"]
+
+
+def test_query_string_integers_stay_digits_only():
+    """A query string is text; the OpenAPI type there is integer and clients send '147'."""
+    [error] = errors_of(lambda: parse_query([LIMIT], {"limit": "147.0"}))
+    assert error["name"] == "limit" and "not valid" in error["reason"]
 
 
 def test_json_schema_carries_bounds_and_defaults():

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import json
 import logging
 import time
 from email.utils import format_datetime
@@ -27,6 +26,7 @@ from service.engine import Engine
 from service.errors import Problem
 from service.params import FieldError, ValidationFailed, parse_body, parse_query
 from service.render import csv_body, csv_filename, json_body
+from service.resources.json_body import read_json_body
 from service.response_cache import (
     CachedResponse,
     DecodedBodies,
@@ -40,7 +40,6 @@ from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
 log = logging.getLogger("signals.resources")
 
-MAX_BODY_BYTES = 64 * 1024
 FILL_LOCK_SECONDS = 30      # longest we expect one computation to take
 FILL_WAIT_SECONDS = 10.0    # how long a request waits for another worker's computation
 _CSV_TYPE = "text/csv; charset=utf-8; header=present"
@@ -243,28 +242,3 @@ def _summary(errors: list[FieldError]) -> str:
     if len(errors) == 1:
         return f"Parameter '{errors[0].name}' {errors[0].reason}."
     return f"{len(errors)} parameters are invalid: " + ", ".join(f"'{e.name}'" for e in errors) + ". See errors."
-
-
-def read_json_body(req: falcon.Request) -> Any:
-    """The request body as JSON: 415 unless JSON, 413 over 64 KiB, 400 when malformed or empty."""
-    media = (req.content_type or "").split(";", 1)[0].strip().lower()
-    if media != "application/json" and not (media.startswith("application/") and media.endswith("+json")):
-        raise Problem(415, "Send the request body as JSON with 'Content-Type: application/json'.")
-    if req.content_length is not None and req.content_length > MAX_BODY_BYTES:
-        raise Problem(413, f"The request body is {req.content_length} bytes; at most {MAX_BODY_BYTES} are accepted.")
-    raw = req.bounded_stream.read(MAX_BODY_BYTES + 1)
-    if len(raw) > MAX_BODY_BYTES:
-        raise Problem(413, f"The request body is larger than {MAX_BODY_BYTES} bytes.")
-    if not raw.strip():
-        raise Problem(400, "The request body is empty; send a JSON object, e.g. {\"window\": \"24h\"}.",
-                      errors=[FieldError("body", "is empty")])
-    try:
-        return json.loads(raw)
-    except UnicodeDecodeError:
-        raise Problem(400, "The request body is not valid UTF-8.", errors=[FieldError("body", "is not valid UTF-8")]) from None
-    except json.JSONDecodeError as exc:
-        reason = f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None
-    except RecursionError:
-        reason = "is nested too deeply"
-        raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None

@@ -1,0 +1,65 @@
+"""The real processes for tests: the admin command line in a subprocess, and the Procfile's web
+process (gunicorn) started on a free port."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shlex
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support.redis_server import free_port
+
+ROOT = Path(__file__).resolve().parent.parent.parent
+
+
+def service_env(data_dir: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL", "WEB_CONCURRENCY"))}
+    env.update({"SIGNALS_DATA_DIR": str(data_dir), "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
+                **extra})
+    return env
+
+
+def cli(data_dir: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "service", *args], cwd=ROOT, env=service_env(data_dir),
+                          capture_output=True, text=True, timeout=120)
+
+
+def create_key(data_dir: Path, tier: str) -> str:
+    """A new key of the tier (the command line prints it on its last line)."""
+    return cli(data_dir, "keys", "create", "--tier", tier).stdout.strip().splitlines()[-1]
+
+
+@contextlib.contextmanager
+def gunicorn(data_dir: Path, **env: str):
+    """The Procfile's web command, really started; yields its base URL and a list that receives
+    the server's output once it has stopped."""
+    procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
+    port = free_port()
+    process = subprocess.Popen(
+        shlex.split(procfile["web"]), cwd=ROOT, env=service_env(data_dir, PORT=str(port), **env),
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    log: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stdout.read()
+            assert time.monotonic() < deadline, "gunicorn did not become ready"
+            time.sleep(0.2)
+        yield base, log
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+        log.append(output)
