@@ -5,7 +5,7 @@
 
 from __future__ import annotations
 
-from cache.gate import Admission, Gate, GateSettings, LocalGate, RedisGate, ResilientGate
+from cache.gate import Admission, Gate, GateSettings, LocalGate, ProcessBodies, RedisGate, ResilientGate
 from cache.wire import ReplyWait, Wire
 
 # Short timeouts: a hanging Redis must cost a request a fraction of a second, not a worker.
@@ -17,7 +17,8 @@ REDIS_TIMEOUT_SECONDS = 0.25
 # turns it on.
 REDIS_SPIN_SECONDS = 0.0
 
-__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "RedisGate", "ReplyWait", "ResilientGate", "Wire", "connect", "redis_connection"]
+__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "ProcessBodies", "RedisGate", "ReplyWait", "ResilientGate",
+           "Wire", "connect", "redis_connection"]
 
 
 def redis_connection(url: str, spin_seconds: float = REDIS_SPIN_SECONDS) -> Wire:
@@ -26,10 +27,14 @@ def redis_connection(url: str, spin_seconds: float = REDIS_SPIN_SECONDS) -> Wire
     return Wire(url, REDIS_TIMEOUT_SECONDS, spin_seconds)
 
 
-def connect(redis_url: str | None, prefix: str = "signals:", spin_seconds: float = REDIS_SPIN_SECONDS) -> Gate:
-    """A ResilientGate over Redis, or a LocalGate (single process only) when no URL is given."""
-    settings = GateSettings(prefix=prefix)
+def connect(redis_url: str | None, prefix: str = "signals:", spin_seconds: float = REDIS_SPIN_SECONDS,
+            process_cache_bytes: int = GateSettings.process_cache_bytes) -> Gate:
+    """A ResilientGate over Redis, or a LocalGate (single process only) when no URL is given.
+    `process_cache_bytes` bounds the bodies kept in this process: with Redis, one store shared by
+    the Redis gate and its fallback, so the bodies the worker holds are served while Redis is down."""
+    settings = GateSettings(prefix=prefix, process_cache_bytes=process_cache_bytes)
     if not redis_url:
         return LocalGate(settings)
-    gate = RedisGate(lambda: redis_connection(redis_url, spin_seconds), settings)
-    return ResilientGate(gate, LocalGate(settings))
+    bodies = ProcessBodies(process_cache_bytes)
+    gate = RedisGate(lambda: redis_connection(redis_url, spin_seconds), settings, bodies)
+    return ResilientGate(gate, LocalGate(settings, bodies=bodies))

@@ -5,6 +5,11 @@ worker and node. `LocalGate` has the same interface in process memory, for a sin
 without Redis. `ResilientGate` uses Redis and falls back to a LocalGate while Redis is down or
 hanging, logging the degradation once and recovering by itself.
 
+Both keep cached bodies in a `ProcessBodies`, this process's size-bounded LRU. Inside a
+ResilientGate the two share one: the bodies a worker has fetched from Redis or computed are
+the ones it serves while Redis is down, so an outage costs the shared cache and exact
+cross-worker limits, not the cache itself.
+
 This package knows Redis, not Falcon: callers pass plain strings and bytes.
 """
 
@@ -96,10 +101,6 @@ class Admission:
         """Whole seconds, at least 1, never earlier than the next request that would be accepted."""
         return max(1, self.reset_seconds)
 
-    def without_body(self) -> Admission:
-        return Admission(self.allowed, self.limit, self.remaining, self.reset_seconds, self.blocked_by, None,
-                         self.window_seconds)
-
     def __repr__(self) -> str:
         return (f"Admission(allowed={self.allowed}, limit={self.limit}, remaining={self.remaining}, "
                 f"reset_seconds={self.reset_seconds}, blocked_by={self.blocked_by!r}, cached={self.cached is not None})")
@@ -133,39 +134,68 @@ class GateSettings:
     prefix: str = "signals:"
     window_seconds: int = WINDOW_SECONDS
     auth_failure_limit: int = 20   # failed authentications per client address per window
-    recent_bytes: int = 32 << 20   # RedisGate: bodies kept in process memory as well (0: none)
+    process_cache_bytes: int = 64 << 20  # bodies kept in this process's memory (ProcessBodies)
 
 
-class _RecentBodies:
-    """Cached bodies this process has already fetched or stored, so that Redis need not send
-    them again: an entry's key names everything its body depends on (endpoint, request, as_of,
-    data generation, code and privacy version), so the body under a key never changes. An entry
-    lives no longer than it does in Redis; the whole is bounded by size, the oldest going first.
-    Not consulted while Redis is down (ResilientGate then uses its local gate), so a degraded
-    worker serves uncached, as documented."""
+class ProcessBodies:
+    """Cached bodies in this process's memory: least recently used first out, the whole bounded by
+    `budget` bytes (a body counts its length plus 256 bytes for its key and bookkeeping; one
+    larger than a quarter of the budget is not kept), each entry gone when its time is up.
 
-    def __init__(self, budget: int, clock: Callable[[], float] = time.monotonic) -> None:
-        self._budget = budget
+    An entry's key names everything its body depends on (endpoint, canonical request, as_of, data
+    generation, code and privacy version), so the body under a key never changes and a new hour
+    or a new generation is a new key; the time limit (the Redis entry's, or until the next hour)
+    only frees memory. RedisGate keeps what it fetches or stores here, so Redis need not send a
+    body again; LocalGate keeps all its bodies here. In a ResilientGate both use one instance,
+    so what the worker held while Redis answered is what it serves while Redis is down."""
+
+    OVERHEAD = 256
+
+    def __init__(self, budget: int = GateSettings.process_cache_bytes, clock: Callable[[], float] = time.monotonic) -> None:
+        self.budget = budget
+        self._largest = budget // 4
         self._clock = clock
         self._size = 0
-        self._bodies: dict[str, tuple[float, bytes]] = {}
-        self._lock = threading.Lock()
+        self._bodies: collections.OrderedDict[str, tuple[float, bytes]] = collections.OrderedDict()
+        self._lock = threading.Lock()  # a lookup reorders entries
 
     def get(self, key: str) -> bytes | None:
-        entry = self._bodies.get(key)
-        if entry is None or entry[0] <= self._clock():
-            return None
-        return entry[1]
+        with self._lock:
+            entry = self._bodies.get(key)
+            if entry is None:
+                return None
+            if entry[0] <= self._clock():
+                del self._bodies[key]
+                self._size -= len(entry[1]) + self.OVERHEAD
+                return None
+            self._bodies.move_to_end(key)
+            return entry[1]
 
     def put(self, key: str, body: bytes, ttl_seconds: float) -> None:
-        if len(body) > self._budget // 4 or ttl_seconds <= 0:
+        if len(body) > self._largest or ttl_seconds <= 0:
             return
         with self._lock:
             old = self._bodies.pop(key, None)
-            self._size += len(body) - (len(old[1]) if old is not None else 0)
+            if old is not None:
+                self._size -= len(old[1]) + self.OVERHEAD
             self._bodies[key] = (self._clock() + ttl_seconds, body)
-            while self._size > self._budget:
-                self._size -= len(self._bodies.pop(next(iter(self._bodies)))[1])
+            self._size += len(body) + self.OVERHEAD
+            while self._size > self.budget:
+                _, (_, gone) = self._bodies.popitem(last=False)
+                self._size -= len(gone) + self.OVERHEAD
+
+    def clear(self) -> None:
+        with self._lock:
+            self._bodies.clear()
+            self._size = 0
+
+    @property
+    def size(self) -> int:
+        """Bytes counted against the budget."""
+        return self._size
+
+    def __len__(self) -> int:
+        return len(self._bodies)
 
 
 _forget_after_fork: weakref.WeakSet[RedisGate] = weakref.WeakSet()
@@ -181,9 +211,14 @@ class RedisGate:
     `connection` is a `Wire`, or a function that makes one: it connects on first use, so a
     Redis that is down when the worker starts is a failure of a call (handled by
     ResilientGate), not of the start. A connection is never shared with a forked child.
+
+    `bodies`: where the bodies it fetches or stores are kept in this process (its own
+    ProcessBodies when not given; the one its ResilientGate's fallback uses, from `connect`).
+    For a key held there the script is not asked for the body.
     """
 
-    def __init__(self, connection: Wire | Callable[[], Wire], settings: GateSettings = GateSettings()) -> None:
+    def __init__(self, connection: Wire | Callable[[], Wire], settings: GateSettings = GateSettings(),
+                 bodies: ProcessBodies | None = None) -> None:
         self._factory = connection if not isinstance(connection, Wire) else (lambda: connection)
         self._settings = settings
         self._connection: Wire | None = None
@@ -192,7 +227,7 @@ class RedisGate:
         self._lock = threading.Lock()   # one command at a time on the connection (threaded workers)
         self._window_us = settings.window_seconds * _US
         self._prefix = settings.prefix
-        self._recent = _RecentBodies(settings.recent_bytes)
+        self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes)
 
     # -- the wire ---------------------------------------------------------------------------
 
@@ -231,7 +266,7 @@ class RedisGate:
     # -- the gate ---------------------------------------------------------------------------
 
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
-        known = self._recent.get(cache_key) if cache_key else None
+        known = self._bodies.get(cache_key) if cache_key else None
         args = [limit, self._window_us, _members.next(), self._settings.auth_failure_limit]
         allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(
             _ADMIT,
@@ -244,7 +279,7 @@ class RedisGate:
             [*args, "replay"],  # a request already counted by the lost first send is not refused
         )
         if body:
-            self._recent.put(cache_key, body, ttl_ms / 1000)
+            self._bodies.put(cache_key, body, ttl_ms / 1000)
         return _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
 
     def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
@@ -265,12 +300,12 @@ class RedisGate:
                          blocked_by="auth" if blocked else "")
 
     def get(self, cache_key: str) -> bytes | None:
-        body = self._recent.get(cache_key)
+        body = self._bodies.get(cache_key)
         return body if body is not None else self._command("GET", self._key("body", cache_key))
 
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
         self._command("SET", self._key("body", cache_key), body, "EX", max(1, ttl_seconds))
-        self._recent.put(cache_key, body, max(1, ttl_seconds))
+        self._bodies.put(cache_key, body, max(1, ttl_seconds))
 
     def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
         token, key = uuid.uuid4().hex, self._key("fill", cache_key)
@@ -300,12 +335,13 @@ class RedisGate:
 class LocalGate:
     """The same gate in this process's memory: exact for one process, per-process with several."""
 
-    def __init__(self, settings: GateSettings = GateSettings(), clock=time.monotonic) -> None:
+    def __init__(self, settings: GateSettings = GateSettings(), clock=time.monotonic,
+                 bodies: ProcessBodies | None = None) -> None:
         self._settings = settings
         self._clock = clock
         self._lock = threading.Lock()
         self._windows: dict[str, collections.deque[float]] = {}
-        self._bodies: dict[str, tuple[float, bytes]] = {}
+        self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
         self._fill_locks: dict[str, tuple[float, str]] = {}
 
     def _trim(self, key: str, now: float, *, create: bool = False) -> collections.deque[float]:
@@ -341,8 +377,8 @@ class LocalGate:
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             window.append(now)
-            cached = self._get_locked(cache_key, now) if cache_key else None
-            return Admission(True, limit, limit - len(window), self._reset(window, now), "", cached)
+            remaining, reset = limit - len(window), self._reset(window, now)
+        return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None)
 
     def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
         now = self._clock()
@@ -373,26 +409,11 @@ class LocalGate:
             failures.append(now)
             return Admission(True, limit, 0, self._reset(failures, now), "")
 
-    def _get_locked(self, cache_key: str, now: float) -> bytes | None:
-        entry = self._bodies.get(cache_key)
-        if entry is None:
-            return None
-        if entry[0] <= now:
-            del self._bodies[cache_key]
-            return None
-        return entry[1]
-
     def get(self, cache_key: str) -> bytes | None:
-        with self._lock:
-            return self._get_locked(cache_key, self._clock())
+        return self._bodies.get(cache_key)
 
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
-        now = self._clock()
-        with self._lock:
-            if len(self._bodies) > 10_000:  # bound memory: drop expired entries, then the oldest
-                for key in [k for k, (expiry, _) in self._bodies.items() if expiry <= now] or list(self._bodies)[:1000]:
-                    self._bodies.pop(key, None)
-            self._bodies[cache_key] = (now + max(1, ttl_seconds), body)
+        self._bodies.put(cache_key, body, max(1, ttl_seconds))
 
     def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
         now = self._clock()
@@ -414,13 +435,18 @@ class LocalGate:
 
     def close(self) -> None:
         with self._lock:
-            self._bodies.clear()
             self._windows.clear()
+        self._bodies.clear()
 
 
 class ResilientGate:
     """Redis first; while Redis fails, the local gate answers, and Redis is retried at most once
-    per `retry_seconds` so a hanging Redis costs one timeout per interval, not one per request."""
+    per `retry_seconds` so a hanging Redis costs one timeout per interval, not one per request.
+
+    Give both gates one `ProcessBodies` (`cache.connect` does): the local gate then serves, while
+    Redis is down, the bodies the worker already holds and those it computes meanwhile, under the
+    same keys. Nothing else changes with the backend: the key of a body names what it depends
+    on, so a body from either is right for its key."""
 
     def __init__(self, primary: RedisGate, fallback: LocalGate, retry_seconds: float = 2.0,
                  clock=time.monotonic) -> None:
@@ -445,8 +471,8 @@ class ResilientGate:
             with self._state_lock:
                 if self._down_since is None:
                     self._down_since = self._clock()
-                    log.warning("Redis unavailable (%s): serving uncached with per-process rate limits until it returns",
-                                type(exc).__name__)
+                    log.warning("Redis unavailable (%s): serving from the per-process cache, with per-process "
+                                "rate limits, until it returns", type(exc).__name__)
                 self._next_try = self._clock() + self._retry_seconds
             return getattr(self._fallback, method)(*args)
         if self._down_since is not None:
@@ -458,9 +484,7 @@ class ResilientGate:
         return result
 
     def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
-        admission = self._call("admit", subject, limit, cache_key, client)
-        # While degraded, the local gate's cache would be served as if shared; keep it uncached.
-        return admission.without_body() if self.degraded else admission
+        return self._call("admit", subject, limit, cache_key, client)
 
     def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
         return self._call("peek", subject, limit, client)
@@ -469,11 +493,10 @@ class ResilientGate:
         return self._call("record_auth_failure", client)
 
     def get(self, cache_key: str) -> bytes | None:
-        return None if self.degraded else self._call("get", cache_key)
+        return self._call("get", cache_key)
 
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
-        if not self.degraded:
-            self._call("put", cache_key, body, ttl_seconds)
+        self._call("put", cache_key, body, ttl_seconds)
 
     def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
         return self._call("try_lock", cache_key, ttl_seconds)
@@ -486,7 +509,7 @@ class ResilientGate:
             self._call("status")  # probe now, so readiness reflects failure and recovery promptly
         if self.degraded:
             return {"backend": "redis", "ok": False, "shared": False, "degraded": True,
-                    "detail": "Redis unavailable: uncached, per-process rate limits"}
+                    "detail": "Redis unavailable: per-process cache and rate limits"}
         return {"backend": "redis", "ok": True, "shared": True, "degraded": False}
 
     def close(self) -> None:

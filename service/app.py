@@ -60,7 +60,8 @@ def create_app(
     store = store or EventStore(settings.data_dir)
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
     engine = engine or Engine(Privacy(settings.secret, privacy_params(settings)))
-    gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6)
+    gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
+                                 settings.process_cache_mb << 20)
 
     # The order is the contract of the request path:
     # URL too long (414) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)

@@ -63,6 +63,7 @@ class Settings:
     web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
     auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
     cache_responses: bool = True  # off: every request is computed (rate limits still apply)
+    process_cache_mb: int = 64  # cached bodies each worker keeps in its memory (served alone while Redis is down)
     # Privacy (docs/privacy.md): budget per measure, per-user caps per cell, minimum users k.
     privacy_epsilon_suppressions: float = 1.0
     privacy_epsilon_events: float = 1.0
@@ -85,6 +86,8 @@ class Settings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):  # noise can be made smaller, never switched off
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
+        if not 1 <= self.process_cache_mb <= 65_536:
+            raise SettingsError("SIGNALS_PROCESS_CACHE_MB must be between 1 and 65536")
         if not 0 <= self.redis_spin_microseconds <= 10_000:
             raise SettingsError("SIGNALS_REDIS_SPIN_MICROSECONDS must be between 0 and 10000")
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1)):
@@ -156,6 +159,7 @@ class Settings:
             web_concurrency=integer("WEB_CONCURRENCY", 0),
             auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
             cache_responses=boolean("SIGNALS_CACHE_RESPONSES", True),
+            process_cache_mb=integer("SIGNALS_PROCESS_CACHE_MB", 64),
             privacy_epsilon_suppressions=number("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0),
             privacy_epsilon_events=number("SIGNALS_PRIVACY_EPSILON_EVENTS", 1.0),
             privacy_epsilon_users=number("SIGNALS_PRIVACY_EPSILON_USERS", 1.0),

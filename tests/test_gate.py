@@ -347,13 +347,53 @@ def test_bodies_kept_in_process_expire_with_the_redis_entry(redis_gate, redis_ur
     writer.close()
 
 
-def test_bodies_kept_in_process_are_bounded_oldest_first():
+def test_bodies_kept_in_process_are_bounded_least_recently_used_first():
     now = [0.0]
-    recent = cache.gate._RecentBodies(budget=100, clock=lambda: now[0])
-    for i in range(10):
-        recent.put(f"k{i}", bytes(20), 60)
-    assert [recent.get(f"k{i}") is not None for i in range(10)] == [False] * 5 + [True] * 5
-    recent.put("big", bytes(26), 60)  # over a quarter of the budget: not kept
-    assert recent.get("big") is None
+    overhead = cache.ProcessBodies.OVERHEAD
+    kept = cache.ProcessBodies(budget=5 * (20 + overhead), clock=lambda: now[0])
+    for i in range(5):
+        kept.put(f"k{i}", bytes(20), 60)
+    assert kept.get("k0") is not None  # used: k1 is now the least recently used
+    for i in range(5, 8):
+        kept.put(f"k{i}", bytes(20), 60)
+    assert [kept.get(f"k{i}") is not None for i in range(8)] == [True, False, False, False, True, True, True, True]
+    assert kept.size == 5 * (20 + overhead) and len(kept) == 5
+    kept.put("big", bytes(kept.budget // 4 + 1), 60)  # over a quarter of the budget: not kept
+    assert kept.get("big") is None
     now[0] = 61.0
-    assert recent.get("k9") is None
+    assert kept.get("k7") is None and len(kept) == 4  # its time is up: gone, and its bytes given back
+    assert kept.size == 4 * (20 + overhead)
+
+
+def test_many_small_bodies_are_bounded_too():
+    kept = cache.ProcessBodies(budget=64 * 1024)
+    for i in range(10_000):
+        kept.put(f"key-{i}", b"{}", 60)
+    assert kept.size <= 64 * 1024 and len(kept) == 64 * 1024 // (2 + cache.ProcessBodies.OVERHEAD)
+
+
+def test_a_resilient_gate_serves_what_the_worker_holds_while_redis_is_down(redis_url, redis_prefix):
+    """The Redis gate and its fallback share one ProcessBodies: a body fetched from Redis, or
+    stored during the outage, is served by the fallback; the limits are the fallback's own."""
+    from tests.support.redis_server import free_port
+
+    prefix = f"{redis_prefix}{uuid.uuid4().hex[:6]}:"
+    writer = RedisGate(lambda: cache.redis_connection(redis_url), GateSettings(prefix=prefix))
+    writer.put("held", b"fetched while up", 60)
+    gate = cache.connect(redis_url, prefix)
+    try:
+        assert gate.admit("sub:r", 10, "held").cached == b"fetched while up"
+        gate._primary._factory = lambda: cache.redis_connection(f"redis://127.0.0.1:{free_port()}/0")
+        gate._primary.close()  # from now on Redis does not answer
+        down = gate.admit("sub:r", 10, "held")
+        assert gate.degraded and down.cached == b"fetched while up" and down.remaining == 9
+        gate.put("during", b"computed while down", 60)
+        assert gate.admit("sub:r", 10, "during").cached == b"computed while down"
+        assert gate.get("during") == b"computed while down" and gate.get("never") is None
+    finally:
+        gate.close()
+        writer.close()
+        client = redis.Redis.from_url(redis_url)
+        for key in client.scan_iter(f"{prefix}*"):
+            client.delete(key)
+        client.close()

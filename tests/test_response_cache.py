@@ -352,3 +352,22 @@ def test_as_of_and_the_cache_entry_move_on_with_the_hour(fixture_data_dir, fixtu
         ("2026-03-10T13:00:00Z", "miss"), ("2026-03-10T13:00:00Z", "hit"),
         ("2026-03-10T13:00:00Z", "hit"), ("2026-03-10T13:00:00Z", "hit"),
     ]
+
+
+def test_the_process_cache_size_is_a_setting(fixture_data_dir, fixture_store, accounts, monkeypatch):
+    from service.settings import SettingsError
+
+    assert Settings.from_env({}).process_cache_mb == 64
+    assert Settings.from_env({"SIGNALS_PROCESS_CACHE_MB": "8"}).process_cache_mb == 8
+    for bad in ("0", "-1", "lots"):
+        with pytest.raises(SettingsError, match="SIGNALS_PROCESS_CACHE_MB"):
+            Settings.from_env({"SIGNALS_PROCESS_CACHE_MB": bad})
+    assert cache.connect(None, process_cache_bytes=3 << 20)._bodies.budget == 3 << 20
+    with_redis = cache.connect("redis://127.0.0.1:1/0", process_cache_bytes=5 << 20)
+    assert with_redis._primary._bodies is with_redis._fallback._bodies  # one store: served while Redis is down
+    assert with_redis._primary._bodies.budget == 5 << 20
+    made = []
+    monkeypatch.setattr(cache, "connect", lambda *args: made.append(args) or cache.LocalGate())
+    create_app(Settings(data_dir=fixture_data_dir, process_cache_mb=7), clock=FixedClock(FIXTURE_NOW),
+               store=fixture_store, accounts=accounts)
+    assert made[0][-1] == 7 << 20

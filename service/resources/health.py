@@ -45,7 +45,7 @@ class ReadinessResource:
             cache_status = self._gate.status()
         except Exception as exc:  # a failing status probe is itself the report
             cache_status = {"ok": False, "degraded": True, "error": type(exc).__name__}
-        # Without Redis the API still answers (uncached, per-process limits): degraded, not unready.
+        # Without Redis the API still answers (per-process cache and limits): degraded, not unready.
         ready = checks["data"]["ok"] and checks["accounts"]["ok"]
         checks["cache"] = cache_status
         status = "not ready" if not ready else ("degraded" if cache_status.get("degraded") else "ready")
