@@ -13,27 +13,40 @@ a few representative variants) three things are timed:
   rendering and transport.
 - DuckDB: the same capped aggregate computed in SQL straight from the same Parquet files
   (`read_parquet(..., hive_partitioning=true)`, date partitions pruned), materialised as an Arrow
-  table. Same semantics as the engine's `capped_cells`, in two stages: per cell and user (GROUP BY
-  the cell's keys and user_id) each user's contribution is capped, suppressions at
-  LEAST(sum, cap_suppressions) and events at LEAST(count, cap_events); then per cell the capped
-  values are summed and the users counted (unique_users). Keyword activity caps each action's count
-  per (keyword, user) at cap_events; trending caps per (value, user, period), recent and baseline
-  each being a period of its own; geo-heat's keyword_count is a plain count(DISTINCT keyword).
+  table. The same work as the engine's `cell_contributions` + `Privacy.publish`: per cell and user
+  (GROUP BY the cell's keys and user_id) the user's totals (suppressions summed, events counted);
+  per cell the number of users n and the pilot sums, sum(LEAST(total, pilot_cap)); for the cells
+  with at least k users (those the engine publishes), each summed measure's cap as
+  `Privacy._caps` computes it: ceil(multiplier x mean x (1 + growth x log10(max(n, 100) / 100)))
+  in [1, max_cap], mean = (pilot - pilot_shrink x the pilot noise's sd) / n in [1, pilot_cap];
+  then the per-user rows joined with those caps and sum(LEAST(total, cap)) per cell. DuckDB cannot
+  reproduce our keyed noise (HMAC-SHA512 of each cell's description under the secret), so its
+  caps and its k test use the TRUE pilot sums and user counts where the engine uses noisy ones:
+  the same operations on slightly different numbers. Keyword activity does this per (keyword,
+  user) for each action's count, each action with its own users and cap, shown as 0 below k
+  users; trending per (value, period, user), recent and baseline each being a cell of its own, a
+  value kept when both periods have k users, ordered and cut (> 0) by the same lower confidence
+  bound of growth (`growth.with_growth_lower_bound`: margins of CONFIDENCE_Z x the noise's sd,
+  which follows from each number's cap, plus COUNT_Z x sqrt(count)); geo-heat's keyword_count is
+  count(DISTINCT keyword) over each user's first keyword_rows_per_user rows (by ts) in the unit.
   Window [as_of - window, as_of), zero-filled buckets (generate_series + left join), the growth
-  formula, the same ordering, tie-breaks and limit. DuckDB computes only the published columns,
-  exactly; the engine additionally adds noise, computes the user counts that decide suppression
-  (per period, per action) and suppresses small cells: that work is part of its time. Geographic
-  labels are not computed.
+  formula, the same ordering, tie-breaks and limit. The engine additionally draws the noise (an
+  HMAC per cell) and adds it: that work is part of its time. Geographic labels are not computed.
 
 Cold means that no response cache is involved: the server runs with SIGNALS_CACHE_RESPONSES=false
 and no Redis, so every request is computed, and neither the engine nor DuckDB caches results. It
 does not mean a cold OS page cache or cold code paths: every case gets one warm-up run on each of
 the three sides first. The runs then alternate (engine and DuckDB in turns, then HTTP) so that
 machine noise hits all three alike; the median of --runs is reported. A ratio above 1 means we
-are faster than DuckDB. As a sanity check, the first rows and the row count of DuckDB's answer are
-compared with those of an engine with the same caps but no noise and no suppression (infinite
-epsilons, k = 0), which also picks the cases' keywords and domain; the HTTP record count is
-compared with the timed engine's. Differences are printed as warnings, they do not stop the run.
+are faster than DuckDB.
+
+As a sanity check, DuckDB's answer (row count and every row) is compared with that of an engine
+running the same privacy stage with its noise switched off (`Noiseless`, a subclass whose `_noisy`
+returns the true value): its caps then come from the true pilot sums and user counts and its
+suppression from the true user count, which is exactly what the SQL computes, so every published
+column is checked, capped sums included (`PrivacyParams.exact()` would not do: it caps nothing).
+That engine also picks the cases' keywords and domain. The HTTP record count is compared with the
+timed engine's. Differences are printed as warnings, they do not stop the run.
 
 The demo data set (`service.store.demo`) is generated once per (events, days, seed) under
 bench/out/data-<events>-<days>-<seed>/ and reused afterwards. HTTP requests are paced to stay
@@ -87,6 +100,7 @@ from service.engine import (  # noqa: E402
     TopKeywords,
     Trending,
 )
+from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
@@ -106,7 +120,7 @@ OUT = ROOT / "bench" / "out"
 MARKER = "bench-data.json"
 LOAD_RUNS = 3
 REQUESTS_PER_MINUTE = 250  # below the Professional limit of 300, with room to spare
-CHECK_ROWS = 3  # first rows compared between DuckDB and the engine
+CHECK_ROWS = 3  # differing rows printed per case (all rows are compared)
 GROWTH_TOLERANCE = 0.01 + 1e-9  # growth_pct: both round to 2 decimals, half-way cases may differ
 HTTP_TIMEOUT = 120.0
 READY_TIMEOUT = 600.0
@@ -126,6 +140,15 @@ class Timings:
     http: list[float] = dataclasses.field(default_factory=list)
     duckdb: list[float] = dataclasses.field(default_factory=list)
     rows: int = 0
+
+
+class Noiseless(Privacy):
+    """The privacy stage with its noise switched off (the sanity check's engine): caps, pilot sums
+    and suppression as served, from true values. Overrides a private method on purpose: if it is
+    renamed the noise comes back and the check reports mismatches."""
+
+    def _noisy(self, true: pl.Series, *args: Any, **kwargs: Any) -> pl.Series:
+        return true.fill_null(0).cast(pl.Int64).clip(lower_bound=0)
 
 
 # ---- data ----------------------------------------------------------------------------------
@@ -178,6 +201,11 @@ def ts_lit(moment: dt.datetime) -> str:
     return f"TIMESTAMPTZ '{moment.astimezone(dt.UTC).isoformat()}'"
 
 
+def num(value: float) -> str:
+    """A DOUBLE literal (a plain `8.0` would be a DECIMAL in DuckDB)."""
+    return f"{float(value)!r}::DOUBLE"
+
+
 def in_range(span: TimeRange) -> str:
     """Rows with start <= ts < end, with the date partitions outside the range pruned."""
     last_day = (span.end - dt.timedelta(microseconds=1)).astimezone(dt.UTC).date()
@@ -188,137 +216,213 @@ def in_range(span: TimeRange) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Sources:
-    """What the SQL reads (a Parquet scan per table) and the per-user caps it applies (the engine's)."""
+    """What the SQL reads (a Parquet scan per table) and the privacy parameters it follows (the engine's)."""
 
     suppressions: str
     keyword_changes: str
-    cap_suppressions: int
-    cap_events: int
+    params: PrivacyParams
 
     @classmethod
     def of(cls, data_dir: Path, params: PrivacyParams) -> Sources:
         def scan(table: str) -> str:
             return f"read_parquet({lit(str(data_dir / table / '*' / '*.parquet'))}, hive_partitioning=true)"
 
-        return cls(scan("suppressions"), scan("keyword_changes"), params.cap_suppressions, params.cap_events)
+        return cls(scan("suppressions"), scan("keyword_changes"), params)
+
+    def cap(self, pilot: str, users: str, measure: str) -> str:
+        """A cell's cap for a summed measure as `Privacy._caps` computes it, from the cell's TRUE pilot
+        sum and user count (the engine's are noisy): ceil(multiplier x mean x (1 + growth x
+        log10(max(n, 100) / 100))) in [1, max_cap], mean = (pilot - pilot_shrink x the pilot noise's
+        standard deviation) / n in [1, pilot_cap]."""
+        p = self.params
+        pilot_alpha = math.exp(-p.epsilon(measure) * p.pilot_share / p.pilot_cap)
+        shrink = p.pilot_shrink * math.sqrt(2 * pilot_alpha) / (1 - pilot_alpha)
+        n = f"greatest({users}, 1)::DOUBLE"
+        mean = f"greatest(least(({pilot}::DOUBLE - {num(shrink)}) / {n}, {num(p.pilot_cap)}), 1.0::DOUBLE)"
+        growth = f"(1.0::DOUBLE + {num(p.cap_growth)} * log10(greatest({n}, 100.0::DOUBLE) / 100.0::DOUBLE))"
+        return f"least(greatest(ceil({num(p.cap_multiplier)} * {mean} * {growth}), 1.0), {num(p.max_cap)})::BIGINT"
+
+    def std(self, measure: str, cap: str | None = None) -> str:
+        """The standard deviation of the noise the engine adds to a published number (`<column>_std`):
+        a summed measure's from its cell's cap, a user count's a constant."""
+        p = self.params
+        if cap is None:
+            return num(p.noise_std(measure))
+        alpha = f"exp(-{num(p.epsilon(measure) * (1 - p.pilot_share))} / {cap}::DOUBLE)"
+        return f"(sqrt(2.0::DOUBLE * {alpha}) / (1.0::DOUBLE - {alpha}))"
 
 
-def per_user_sql(src: Sources, keys: list[str], where: str, measures: tuple[str, ...]) -> str:
-    """First stage of a capped aggregate: one row per (cell, user) of the suppressions matching
-    `where` (the window first, so date partitions are pruned), with the user's capped `measures`:
-    suppressions = LEAST(sum, cap), events = LEAST(count, cap). `keys` are SELECT items
-    (`expression AS name`) that identify the cell."""
-    capped = {"suppressions": f"LEAST(sum(suppressions), {src.cap_suppressions})::BIGINT AS suppressions",
-              "events": f"LEAST(count(*), {src.cap_events}) AS events"}
-    items = [*keys, "user_id", *(capped[m] for m in measures if m in capped)]
-    return f"SELECT {', '.join(items)} FROM {src.suppressions} WHERE {where} GROUP BY ALL"
+SUMMED_SQL = {"suppressions": "sum(suppressions)::BIGINT", "events": "count(*)"}
 
 
-def cell_sql(measure: str, only: str | None = None) -> str:
-    """Second stage, per cell: the sum of the users' capped values, or the number of users
-    (unique_users); over the per-user rows where `only` holds, when given."""
-    where = f" FILTER ({only})" if only else ""
-    if measure == "unique_users":
-        return f"count(*){where}"
-    return f"coalesce(sum({measure}){where}, 0)::BIGINT"
+def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[str, ...],
+                     only_published: bool = True) -> str:
+    """Per cell, the engine's capped aggregate (`measures.cell_contributions` + `Privacy.publish`):
+
+    1. per_user: one row per (cell, user) of the suppressions matching `where` (the window first,
+       so date partitions are pruned) with the user's totals (suppressions = sum, events = count);
+    2. cells: per cell the number of users and each summed measure's pilot sum, sum(least(total,
+       pilot_cap)); with `only_published`, only the cells with at least k users (the engine's
+       publication test, on the true count here);
+    3. caps: each summed measure's cap from its pilot sum and the user count (`Sources.cap`);
+    4. the capped sums, sum(least(total, cap)), of those cells: per_user joined with the caps.
+
+    `keys` are SELECT items (`expression AS name`) identifying a cell; none: one cell, every row
+    (`only_published` must then be False: the one row is always there). Columns: the keys' names,
+    unique_users, the capped `measures` and `<measure>_cap`."""
+    p = src.params
+    names = [key.rsplit(" AS ", 1)[-1] for key in keys]
+    per_user = ", ".join([*keys, "user_id", *(f"{SUMMED_SQL[m]} AS {m}" for m in measures)])
+    pilots = ", ".join(["count(*) AS unique_users",
+                        *(f"sum(least({m}, {p.pilot_cap}))::BIGINT AS {m}_pilot" for m in measures)])
+    published = f" HAVING count(*) >= {p.min_users}" if only_published else ""
+    caps = ", ".join([*names, "unique_users", *(f"{src.cap(f'{m}_pilot', 'unique_users', m)} AS {m}_cap" for m in measures)])
+    sums = ", ".join([*(f"per_user.{n}" for n in names), "any_value(unique_users) AS unique_users",
+                      *(f"coalesce(sum(least(per_user.{m}, {m}_cap)), 0)::BIGINT AS {m}" for m in measures),
+                      *(f"any_value({m}_cap) AS {m}_cap" for m in measures)])
+    join = f"JOIN caps USING ({', '.join(names)})" if names else "CROSS JOIN caps"
+    group = f" GROUP BY {', '.join(f'per_user.{n}' for n in names)}" if names else ""
+    return f"""
+        WITH per_user AS (
+            SELECT {per_user} FROM {src.suppressions} WHERE {where} GROUP BY ALL
+        ), cells AS (
+            SELECT {', '.join([*names, pilots])} FROM per_user{' GROUP BY ALL' if names else ''}{published}
+        ), caps AS (
+            SELECT {caps} FROM cells
+        )
+        SELECT {sums} FROM per_user {join}{group}"""
 
 
 def sql_top_keywords(src: Sources, as_of: dt.datetime, req: TopKeywords) -> str:
     where = f"{in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL"
     return f"""
-        SELECT keyword AS keyword_raw, {cell_sql('suppressions')} AS suppressions,
-               {cell_sql('unique_users')} AS users_est
-        FROM ({per_user_sql(src, ['keyword'], where, ('suppressions',))}) AS per_user
-        GROUP BY ALL ORDER BY suppressions DESC, keyword_raw LIMIT {req.limit}"""
+        SELECT keyword AS keyword_raw, suppressions, unique_users AS users_est
+        FROM ({capped_cells_sql(src, ['keyword'], where, ('suppressions',))}) AS cells
+        ORDER BY suppressions DESC, keyword_raw LIMIT {req.limit}"""
 
 
 def sql_timeseries(src: Sources, as_of: dt.datetime, column: str, value: str, window: str, bucket: str) -> str:
+    # Buckets with fewer than k users show zeros in the engine: here they are left out of the
+    # capped cells and zero-filled with the empty buckets.
     span = window_range(window, as_of)
     starts = bucket_starts(span, bucket)
-    per_user = per_user_sql(src, [f"date_trunc('{bucket}', ts) AS bucket_ts"],
-                            f"{in_range(span)} AND {column} = {lit(value)}", ("suppressions", "events"))
+    cells = capped_cells_sql(src, [f"date_trunc('{bucket}', ts) AS bucket_ts"],
+                             f"{in_range(span)} AND {column} = {lit(value)}", ("suppressions", "events"))
     return f"""
         WITH buckets AS (
             SELECT generate_series AS ts
             FROM generate_series({ts_lit(starts[0])}, {ts_lit(starts[-1])}, INTERVAL 1 {bucket})
-        ), cells AS (
-            SELECT bucket_ts, {cell_sql('suppressions')} AS suppressions,
-                   {cell_sql('unique_users')} AS users_est, {cell_sql('events')} AS events
-            FROM ({per_user}) AS per_user
-            GROUP BY ALL
         )
-        SELECT buckets.ts, coalesce(suppressions, 0) AS suppressions, coalesce(users_est, 0) AS users_est,
+        SELECT buckets.ts, coalesce(suppressions, 0) AS suppressions, coalesce(unique_users, 0) AS users_est,
                coalesce(events, 0) AS events
-        FROM buckets LEFT JOIN cells ON cells.bucket_ts = buckets.ts
+        FROM buckets LEFT JOIN ({cells}) AS cells ON cells.bucket_ts = buckets.ts
         ORDER BY buckets.ts"""
 
 
 def sql_geo_heat(src: Sources, as_of: dt.datetime, req: GeoHeat) -> str:
-    # keyword_count is a plain distinct count per unit (not capped), as in the engine.
+    # keyword_count: distinct keywords among each user's first keyword_rows_per_user rows (by ts) in
+    # the unit, as the engine does (its rows are in ts order; no two rows of a user share a ts).
     where = f"{in_range(window_range(req.window, as_of))} AND {req.level} IS NOT NULL"
-    per_user = per_user_sql(src, [f"{req.level} AS geo_key"], where, ("suppressions",))
+    cells = capped_cells_sql(src, [f"{req.level} AS geo_key"], where, ("suppressions",))
     return f"""
-        WITH cells AS (
-            SELECT geo_key, {cell_sql('suppressions')} AS suppressions, {cell_sql('unique_users')} AS unique_users
-            FROM ({per_user}) AS per_user
-            GROUP BY ALL
-        ), keywords AS (
-            SELECT {req.level} AS geo_key, count(DISTINCT keyword) AS keyword_count
-            FROM {src.suppressions} WHERE {where}
+        WITH keywords AS (
+            SELECT geo_key, count(DISTINCT keyword) AS keyword_count
+            FROM (
+                SELECT {req.level} AS geo_key, keyword FROM {src.suppressions} WHERE {where}
+                QUALIFY row_number() OVER (PARTITION BY {req.level}, user_id ORDER BY ts)
+                        <= {src.params.keyword_rows_per_user}
+            ) AS first_rows
             GROUP BY ALL
         )
         SELECT geo_key, suppressions, unique_users, keyword_count
-        FROM cells JOIN keywords USING (geo_key)
+        FROM ({cells}) AS cells JOIN keywords USING (geo_key)
         ORDER BY suppressions DESC, geo_key"""
 
 
 def sql_trending(src: Sources, as_of: dt.datetime, req: Trending) -> str:
-    # The two periods split the window: one scan grouped by (value, period, user) caps each
-    # user per value and period, which is capping each period on its own, as the engine does.
+    # The two periods split the window: one scan grouped by (value, period, user) gives each
+    # (value, period) cell its users, pilot sum and cap, as the engine does per period. A value
+    # is shown when both its periods have at least k users; ordered and cut by the lower
+    # confidence bound of growth (growth.with_growth_lower_bound), each number's margin from the
+    # standard deviation of the noise the engine would add to it (a function of its cap).
     periods = trending_periods(req.window, as_of)
     recent_hours, baseline_hours = float(periods.recent.hours), float(periods.baseline.hours)
     where = f"{in_range(window_range(req.window, as_of))} AND {req.dimension} IS NOT NULL"
     keys = [f"{req.dimension} AS value", f"ts >= {ts_lit(periods.recent.start)} AS in_recent"]
+    if req.metric == "unique_users":  # no caps: the user counts themselves
+        cells = f"""
+            SELECT {', '.join(keys)}, count(DISTINCT user_id) AS unique_users, {src.std('unique_users')} AS std
+            FROM {src.suppressions} WHERE {where} GROUP BY ALL HAVING count(DISTINCT user_id) >= {src.params.min_users}"""
+        metric = "unique_users"
+    else:
+        capped = capped_cells_sql(src, keys, where, (req.metric,))
+        cells = f"SELECT *, {src.std(req.metric, f'{req.metric}_cap')} AS std FROM ({capped}) AS capped"
+        metric = req.metric
+
+    def margin(value: str, std: str) -> str:  # z sd + COUNT_Z sqrt(v), as with_growth_lower_bound
+        return f"({num(CONFIDENCE_Z)} * {std} + {num(COUNT_Z)} * sqrt(greatest({value}::DOUBLE, 1.0::DOUBLE)))"
+
     return f"""
-        WITH cells AS (
-            SELECT value, {cell_sql(req.metric, 'in_recent')} AS recent,
-                   {cell_sql(req.metric, 'NOT in_recent')} AS baseline
-            FROM ({per_user_sql(src, keys, where, (req.metric,))}) AS per_user
-            GROUP BY ALL
+        WITH cells AS ({cells}
+        ), periods AS (
+            SELECT value, any_value({metric}) FILTER (in_recent) AS recent,
+                   any_value(std) FILTER (in_recent) AS recent_std,
+                   any_value({metric}) FILTER (NOT in_recent) AS baseline,
+                   any_value(std) FILTER (NOT in_recent) AS baseline_std
+            FROM cells GROUP BY value HAVING count(*) = 2
+        ), bounded AS (
+            SELECT value, recent, baseline,
+                   round(100.0 * (recent::DOUBLE / {recent_hours} - baseline::DOUBLE / {baseline_hours})
+                         / (baseline::DOUBLE / {baseline_hours}), 2) AS growth_pct,
+                   greatest(recent::DOUBLE - {margin('recent', 'recent_std')}, 0.0) / {num(recent_hours)}
+                       AS recent_low,
+                   (baseline::DOUBLE + {margin('baseline', 'baseline_std')}) / {num(baseline_hours)}
+                       AS baseline_high
+            FROM periods
+            WHERE baseline > 0 AND baseline >= {float(req.min_baseline)}
         )
-        SELECT value, recent, baseline,
-               round(100.0 * (recent::DOUBLE / {recent_hours} - baseline::DOUBLE / {baseline_hours})
-                     / (baseline::DOUBLE / {baseline_hours}), 2) AS growth_pct
-        FROM cells
-        WHERE baseline > 0 AND baseline >= {float(req.min_baseline)}
-        ORDER BY growth_pct DESC, value LIMIT {req.limit}"""
+        SELECT value, recent, baseline, growth_pct
+        FROM bounded
+        WHERE 100.0 * (recent_low - baseline_high) / baseline_high > 0
+        ORDER BY 100.0 * (recent_low - baseline_high) / baseline_high DESC, value LIMIT {req.limit}"""
 
 
 ACTIVITY_ORDER = {"added": "adds", "removed": "removes", "edited": "edits", "all": "total_events"}
+ACTIONS = {"adds": "add", "removes": "remove", "edits": "edit"}
 
 
 def sql_keyword_activity(src: Sources, as_of: dt.datetime, req: KeywordActivity) -> str:
-    # Per (keyword, user) each action's count capped at cap_events, then summed per keyword.
+    # Per (keyword, user) each action's count; per keyword its users, and per action its own
+    # users (an action's count is a cell of its own), pilot sum and cap; the capped sums of the
+    # keywords with at least k users, each action's shown as 0 when it has fewer than k users.
+    p = src.params
     order = ACTIVITY_ORDER[req.type]
     only = "" if req.type == "all" else f"WHERE {order} > 0"
-    cap = src.cap_events
+    counts = ", ".join(f"count(*) FILTER (WHERE action = {lit(a)}) AS {name}" for name, a in ACTIONS.items())
+    pilots = ", ".join(f"count(*) FILTER (WHERE {name} > 0) AS {name}_users, "
+                       f"sum(least({name}, {p.pilot_cap}))::BIGINT AS {name}_pilot" for name in ACTIONS)
+    caps = ", ".join(f"{src.cap(f'{name}_pilot', f'{name}_users', 'events')} AS {name}_cap" for name in ACTIONS)
+    sums = ", ".join(f"CASE WHEN any_value({name}_users) >= {p.min_users} "
+                     f"THEN sum(least(per_user.{name}, {name}_cap)) ELSE 0 END::BIGINT AS {name}" for name in ACTIONS)
     return f"""
         WITH per_user AS (
-            SELECT keyword, user_id, LEAST(count(*) FILTER (WHERE action = 'add'), {cap}) AS adds,
-                   LEAST(count(*) FILTER (WHERE action = 'remove'), {cap}) AS removes,
-                   LEAST(count(*) FILTER (WHERE action = 'edit'), {cap}) AS edits
+            SELECT keyword, user_id, {counts}
             FROM {src.keyword_changes}
             WHERE {in_range(window_range(req.window, as_of))} AND keyword IS NOT NULL
             GROUP BY ALL
         ), cells AS (
-            SELECT keyword, sum(adds)::BIGINT AS adds, sum(removes)::BIGINT AS removes,
-                   sum(edits)::BIGINT AS edits, count(*) AS unique_users
-            FROM per_user
-            GROUP BY ALL
+            SELECT keyword, count(*) AS unique_users, {pilots}
+            FROM per_user GROUP BY ALL HAVING count(*) >= {p.min_users}
+        ), caps AS (
+            SELECT *, {caps} FROM cells
+        ), sums AS (
+            SELECT per_user.keyword, any_value(unique_users) AS unique_users, {sums}
+            FROM per_user JOIN caps USING (keyword)
+            GROUP BY per_user.keyword
         )
         SELECT keyword, adds, removes, edits, adds + removes + edits AS total_events, unique_users,
                adds - removes AS net_adds
-        FROM cells {only}
+        FROM sums {only}
         ORDER BY {order} DESC, keyword LIMIT {req.limit}"""
 
 
@@ -329,9 +433,6 @@ def _query_column(dimension: str) -> str:
     return f"{dimension}_id" if dimension in GEO_LEVELS else dimension
 
 
-QUERY_MEASURES_SQL = ", ".join(f"{cell_sql(m)} AS {m}" for m in ("suppressions", "unique_users", "events"))
-
-
 def sql_query(src: Sources, as_of: dt.datetime, req: FlexibleQuery) -> str:
     conditions = [in_range(window_range(req.window, as_of))]
     conditions += [f"{FILTER_COLUMNS[key]} IN ({', '.join(lit(v) for v in values)})"
@@ -339,15 +440,20 @@ def sql_query(src: Sources, as_of: dt.datetime, req: FlexibleQuery) -> str:
     conditions += [f"{dimension} IS NOT NULL" for dimension in req.group_by if dimension != "time"]
     keys = [f"date_trunc('{req.bucket}', ts) AS ts" if dimension == "time" else f"{dimension} AS {_query_column(dimension)}"
             for dimension in req.group_by]
-    per_user = per_user_sql(src, keys, " AND ".join(conditions), ("suppressions", "events"))
-    if not req.group_by:  # one row of totals: each user capped over the whole selection
-        return f"SELECT {QUERY_MEASURES_SQL} FROM ({per_user}) AS per_user"
+    measures = "suppressions, unique_users, events"
+    if not req.group_by:  # one row of totals, always: zeros when it has fewer than k users
+        cells = capped_cells_sql(src, [], " AND ".join(conditions), ("suppressions", "events"), only_published=False)
+        k = src.params.min_users
+        return f"""
+            SELECT {', '.join(f'CASE WHEN unique_users >= {k} THEN {m} ELSE 0 END AS {m}' for m in measures.split(', '))}
+            FROM ({cells}) AS cells"""
+    cells = capped_cells_sql(src, keys, " AND ".join(conditions), ("suppressions", "events"))
     names = [_query_column(dimension) for dimension in req.group_by]
     order = [f"{req.order_by} {req.order.upper()}", *names]
     return f"""
-        SELECT {', '.join(names)}, {QUERY_MEASURES_SQL}
-        FROM ({per_user}) AS per_user
-        GROUP BY ALL ORDER BY {', '.join(order)} LIMIT {req.limit}"""
+        SELECT {', '.join(names)}, {measures}
+        FROM ({cells}) AS cells
+        ORDER BY {', '.join(order)} LIMIT {req.limit}"""
 
 
 def duckdb_connection() -> duckdb.DuckDBPyConnection:
@@ -534,15 +640,18 @@ def _same(a: Any, b: Any) -> bool:
 
 
 def compare(case: Case, ours: pl.DataFrame, theirs: pl.DataFrame) -> list[str]:
-    """Warnings where DuckDB's answer differs from the engine's (row count, first rows)."""
+    """Warnings where DuckDB's answer differs from the engine's: row count, and every row in
+    order (the first CHECK_ROWS differing rows shown, and how many differ)."""
     problems = []
     if ours.height != theirs.height:
         problems.append(f"{case.name}: engine {ours.height} rows, DuckDB {theirs.height}")
     columns = theirs.columns
-    for i, (a, b) in enumerate(zip(ours.select(columns).head(CHECK_ROWS).rows(),
-                                   theirs.head(CHECK_ROWS).rows(), strict=False)):
-        if not all(_same(x, y) for x, y in zip(a, b, strict=True)):
-            problems.append(f"{case.name}: row {i + 1} differs: engine {a}, DuckDB {b} (columns {columns})")
+    differing = [(i, a, b) for i, (a, b) in enumerate(zip(ours.select(columns).rows(), theirs.rows(), strict=False))
+                 if not all(_same(x, y) for x, y in zip(a, b, strict=True))]
+    for i, a, b in differing[:CHECK_ROWS]:
+        problems.append(f"{case.name}: row {i + 1} differs: engine {a}, DuckDB {b} (columns {columns})")
+    if len(differing) > CHECK_ROWS:
+        problems.append(f"{case.name}: {len(differing)} of {min(ours.height, theirs.height)} rows differ")
     return problems
 
 
@@ -556,10 +665,10 @@ def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) 
     return problems
 
 
-def measure(cases: list[Case], engine: Engine, capped: Engine, frames: EventFrames, as_of: dt.datetime,
+def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFrames, as_of: dt.datetime,
             con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int) -> tuple[list[Timings], list[str]]:
-    """Times `engine` (the privacy stage as served); checks `capped` (the same per-user caps, no
-    noise, no suppression) against DuckDB, which computes the same capped aggregates."""
+    """Times `engine` (the privacy stage as served); checks `checked` (the same stage without
+    noise) against DuckDB, which computes the same capped aggregates from true values."""
     pacer = Pacer(REQUESTS_PER_MINUTE)
     results, warnings = [], []
     with tqdm(total=len(cases) * (runs + 1), desc="cases x runs", unit="run", file=sys.stderr) as bar:
@@ -572,7 +681,7 @@ def measure(cases: list[Case], engine: Engine, capped: Engine, frames: EventFram
             request = http_request(case)
             # Warm-up (not timed): code paths, page cache; and the sanity checks.
             ours, theirs = sides["engine"](), pl.from_arrow(sides["duckdb"]())
-            warnings += compare(case, getattr(capped, case.endpoint)(frames, as_of, case.request), theirs)
+            warnings += compare(case, getattr(checked, case.endpoint)(frames, as_of, case.request), theirs)
             _, resp = send(client, pacer, request)
             warnings += check_http(case, resp, ours.height, as_of)
             bar.update(1)
@@ -613,9 +722,11 @@ def header(command: str, data_info: dict[str, Any], frames: EventFrames, as_of: 
         f"- as_of: {iso_z(as_of)}",
         f"- load (EventStore.snapshot, fresh store): median {statistics.median(loads):.2f} s of "
         f"{', '.join(f'{s:.2f}' for s in loads)} s",
-        f"- both sides compute per-user capped aggregates (at most {params.cap_suppressions} suppressions and "
-        f"{params.cap_events} events per user and cell); the engine also adds noise and suppresses cells "
-        f"with fewer than {params.min_users} (noisy) users",
+        f"- both sides compute per-user capped sums with a cap per cell (pilot sums capped at {params.pilot_cap}; "
+        f"cap = ceil({params.cap_multiplier:g} x mean x (1 + {params.cap_growth:g} x log10(max(n, 100) / 100))) "
+        f"in [1, {params.max_cap}], mean = (pilot - {params.pilot_shrink:g} x pilot noise sd) / n in "
+        f"[1, {params.pilot_cap}]) and publish cells with at least {params.min_users} users; the engine from "
+        f"noisy pilot sums and user counts, adding noise, DuckDB from true ones",
         f"- median of {runs} runs per case after one warm-up; ms; ratio > 1: we are faster than DuckDB",
         f"- Python {platform.python_version()}, polars {pl.__version__}, duckdb {duckdb.__version__}, "
         f"{os.cpu_count()} cores",
@@ -650,18 +761,14 @@ def main() -> None:
     # Timed as served: the real privacy stage with the settings' parameters (development secret).
     settings = Settings.from_env()  # the environment the served process inherits too
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
-    # Checked against DuckDB: the same per-user caps (the defaults), no noise, no suppression.
-    capped = Engine(Privacy("exact", PrivacyParams(epsilon_suppressions=math.inf, epsilon_events=math.inf,
-                                                   epsilon_users=math.inf, min_users=0)))
-    cases = build_cases(capped, frames, as_of, Sources.of(data_dir, capped.privacy.params))
+    # Checked against DuckDB: the same privacy stage and parameters without noise.
+    checked = Engine(Noiseless(settings.secret, privacy_params(settings)))
+    cases = build_cases(checked, frames, as_of, Sources.of(data_dir, checked.privacy.params))
     con = duckdb_connection()
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
         served_generation = ready["checks"]["data"]["generation"]
-        results, warnings = measure(cases, engine, capped, frames, as_of, con, client, args.runs)
-    timed_caps, checked_caps = ((p.cap_suppressions, p.cap_events) for p in (engine.privacy.params, capped.privacy.params))
-    if timed_caps != checked_caps:
-        warnings.append(f"timed engine caps {timed_caps}, DuckDB and the checked engine {checked_caps}")
+        results, warnings = measure(cases, engine, checked, frames, as_of, con, client, args.runs)
     if served_generation != frames.generation:
         warnings.append(f"server loaded data generation {served_generation}, engine {frames.generation}")
 
