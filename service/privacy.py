@@ -20,7 +20,8 @@ What it does to an aggregated frame (one row per cell):
    differentially private releases: the cell's noisy user count n^ (published anyway) and a
    *pilot* sum with a small fixed cap (`pilot_cap`) and a share of the measure's budget
    (`pilot_share`), never published. From them C = multiplier x mean^ x (1 + growth x
-   log10(max(n^, 100) / 100)), mean^ = pilot^ / n^, at most `max_cap` — post-processing of DP
+   log10(max(n^, 100) / 100)), mean^ = (pilot^ - pilot_shrink noise sd) / n^ kept within
+   [1, pilot_cap], the cap at most `max_cap` — post-processing of DP
    releases, so by adaptive composition the published sum is (pilot_share + (1 - pilot_share))
    x epsilon = epsilon-DP, whatever the user contributes. Large cells get caps around their
    heaviest users (little bias, noise tiny in relative terms); small cells get small caps (Amin
