@@ -21,6 +21,7 @@ from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
 from service.middleware.url_length import UrlLengthMiddleware
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
+from service.resources.account import AccountResource
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
@@ -87,6 +88,7 @@ def create_app(
                                                           cache_responses=settings.cache_responses,
                                                           cache_variant=cache_variant(settings), decoded=decoded))
     app.add_route("/api/v1/openapi", OpenApiResource())
+    app.add_route(AccountResource.path, AccountResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))
     return app

@@ -6,7 +6,7 @@ from typing import Any
 
 from service import __version__
 from service.disclaimer import DISCLAIMER
-from service.endpoints import ENDPOINTS, Endpoint
+from service.endpoints import ACCOUNT_PATH, ACCOUNT_SCHEMA, ENDPOINTS, Endpoint
 from service.errors import problem_type
 from service.middleware.url_length import MAX_URL_BYTES
 from service.tiers import Tier
@@ -124,10 +124,40 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     return op
 
 
+def _account_operation() -> dict[str, Any]:
+    """GET /api/v1/account (service/resources/account.py)."""
+    responses: dict[str, Any] = {
+        "200": {
+            "description": "The key's subscription and what its plan may do.",
+            "headers": {
+                "ETag": {"schema": {"type": "string"}, "description": "Send it back in If-None-Match to get 304."},
+                "Cache-Control": {"schema": {"type": "string"}, "description": "private, no-cache"},
+                **_RATE_HEADERS,
+            },
+            "content": {"application/json": {"schema": ACCOUNT_SCHEMA}},
+        },
+        "304": {"description": "Not modified: the If-None-Match entity tag still matches."},
+    }
+    for status in _ERRORS:
+        if status != "403":  # every plan may ask who it is
+            responses[status] = {"$ref": f"#/components/responses/Problem{status}"}
+    return {
+        "operationId": "account",
+        "summary": "Account",
+        "description": "Who the key belongs to: its subscription, plan, rate limit per minute, the endpoints the "
+                       "plan may call and the key's prefix (never the key itself). Any plan; the call counts "
+                       "against the rate limit. Takes no parameters.",
+        "tags": ["account"],
+        "security": [{"bearerAuth": []}],
+        "responses": dict(sorted(responses.items())),
+    }
+
+
 def build_openapi() -> dict[str, Any]:
     paths: dict[str, Any] = {}
     for endpoint in ENDPOINTS:
         paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint)
+    paths[ACCOUNT_PATH] = {"get": _account_operation()}
     descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON."}
     return {
         "openapi": "3.1.0",
@@ -141,7 +171,8 @@ def build_openapi() -> dict[str, Any]:
                            + ", ".join(f"{t.label} {t.requests_per_minute}" for t in Tier) + ".",
         },
         "servers": [{"url": "/"}],
-        "tags": [{"name": "signals", "description": "Aggregated statistics"}],
+        "tags": [{"name": "signals", "description": "Aggregated statistics"},
+                 {"name": "account", "description": "The key's subscription and plan"}],
         "paths": paths,
         "components": {
             "securitySchemes": {

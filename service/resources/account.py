@@ -1,0 +1,81 @@
+"""GET /api/v1/account: who am I. The key's subscription, plan, rate limit, the endpoints the plan
+may call and the key's prefix (never the key or its hash).
+
+Consumers (the client, the Sheets connector, the MCP server, the dashboard) call it to learn what a
+key may do before doing anything. It goes through the same request path as every endpoint:
+authentication (401), rate limit (429, the call counts), then the query string (400: it takes no
+parameters). The answer is per key, so it is never put in the shared response cache; it carries an
+ETag so that a client that asks again can get 304.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import falcon
+
+from service.accounts import Principal
+from service.disclaimer import DISCLAIMER
+from service.endpoints import ACCOUNT_PATH, ENDPOINTS
+from service.errors import Problem
+from service.params import ValidationFailed, parse_query
+from service.resources.signals import _summary
+from service.response_cache import etag_for, if_none_match
+from service.windows import iso_z
+
+
+@dataclasses.dataclass(frozen=True)
+class AccountPlan:
+    """What the rate-limit middleware needs from a resource's `prepare`: no cache key (the answer
+    is per key), and the problem to report after the rate limit, if any."""
+
+    problem: Problem | None = None
+    key: str | None = None
+
+
+def account_body(principal: Principal) -> dict[str, Any]:
+    tier = principal.tier
+    return {
+        "subscription": principal.subscription_name,
+        "plan": tier.slug,
+        "plan_label": tier.label,
+        "requests_per_minute": tier.requests_per_minute,
+        "endpoints": [
+            {"operation": e.name, "method": e.method, "path": e.full_path}
+            for e in ENDPOINTS if tier.allows(e.min_tier)
+        ],
+        "key_prefix": principal.key_prefix,
+        "key_expires_at": iso_z(principal.expires_at) if principal.expires_at else None,
+        "disclaimer": DISCLAIMER,
+    }
+
+
+class AccountResource:
+    rate_limited = True
+    path = ACCOUNT_PATH
+
+    def prepare(self, req: falcon.Request) -> AccountPlan:
+        try:
+            parse_query((), req.params)
+            plan = AccountPlan()
+        except ValidationFailed as exc:
+            plan = AccountPlan(problem=Problem(400, _summary(exc.errors), errors=exc.errors))
+        req.context.plan = plan
+        return plan
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        plan = getattr(req.context, "plan", None) or self.prepare(req)
+        if plan.problem:
+            raise plan.problem
+        body = json.dumps(account_body(req.context.principal), separators=(",", ":")).encode()
+        etag = etag_for(body)
+        resp.set_header("ETag", etag)
+        resp.set_header("Cache-Control", "private, no-cache")
+        resp.append_header("Vary", "Authorization")
+        if if_none_match(req.get_header("If-None-Match"), etag):
+            resp.status = falcon.HTTP_304
+            return
+        resp.content_type = falcon.MEDIA_JSON
+        resp.data = body
