@@ -1,0 +1,356 @@
+"""`SignalsClient`: the one Python client of the Signals API, shared by every consumer.
+
+    from connectors.client import SignalsClient
+
+    with SignalsClient() as api:                     # SIGNALS_API_URL, SIGNALS_API_KEY
+        api.account()["plan"]                        # 'analyst'
+        api.top_keywords(window="7d", limit=10)      # the JSON body, a dict
+        api.keyword_timeseries("climate change", window="30d", bucket="day", frame=True)  # polars
+
+What it knows about parameters (names, allowed values, bounds, defaults, which are required) it
+reads from the API's served OpenAPI document, once per client (`operations`); a bound is written
+only in the service. Arguments are checked against it before any request and refused with the
+API's own words. Otherwise it behaves as API clients are expected to:
+
+- `Authorization: Bearer <key>`, a `User-Agent` naming the client and its version, timeouts;
+- 429: waits `Retry-After` and tries again while the waits stay under `max_rate_limit_wait`
+  seconds in all (a longer `Retry-After` is raised at once, without waiting for nothing);
+- connection failures (refused, reset, closed before the answer) and 503: retried up to
+  `max_retries` times with exponential backoff and jitter (or the 503's `Retry-After`);
+- conditional requests: the ETag of each answer is remembered with its body and sent back as
+  `If-None-Match`; a 304 returns the remembered body;
+- every failure is a `SignalsError` with the status, the problem's title and detail, and its
+  per-field `errors`.
+
+Retries use tenacity rather than a hand loop: its retry, wait and stop policies are separate,
+composable functions (the wait reads `Retry-After`; the stop knows the 429 budget), the sleep is
+injectable (tests advance a clock instead of sleeping), and it is widely used and maintained.
+httpx's own transport retries cover only failures to connect, not 429, 503 or a connection
+dropped before the answer, so they would not replace it.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import datetime as dt
+import hashlib
+import io
+import json
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any
+
+import httpx
+import tenacity
+
+from connectors import __version__
+from connectors.operations import INVALID_TITLE, FieldError, Operation, Operations, summary
+from connectors.settings import ConnectorSettings
+
+OPENAPI_PATH = "/api/v1/openapi"
+USER_AGENT = f"signals-python-client/{__version__} httpx/{httpx.__version__}"
+_MEMORY = 256  # answers remembered for conditional requests, per client
+_MOST_ATTEMPTS = 100  # of one request, whatever the waits (a Retry-After of 0 must not spin forever)
+
+# Failures of the connection that are safe to retry: every operation of the API only reads.
+_RETRYABLE_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
+                        httpx.WriteError, httpx.PoolTimeout)
+
+
+class SignalsError(Exception):
+    """Any failure of a call: refused by the client before sending (`sent` is False), refused by
+    the API (`status`, `title`, `detail`, `errors` from its problem+json), or no answer at all
+    (`status` is None)."""
+
+    def __init__(self, status: int | None, title: str, detail: str | None = None,
+                 errors: list[dict[str, str]] | None = None, *, request_id: str | None = None,
+                 retry_after: int | None = None, sent: bool = True, problem: Mapping[str, Any] | None = None) -> None:
+        self.status = status
+        self.title = title
+        self.detail = detail or title
+        self.errors = list(errors or [])
+        self.request_id = request_id
+        self.retry_after = retry_after
+        self.sent = sent
+        self.problem = dict(problem or {})
+        super().__init__(f"{status} {title}: {self.detail}" if status else f"{title}: {self.detail}")
+
+    @classmethod
+    def invalid(cls, errors: list[FieldError]) -> SignalsError:
+        """Arguments refused before any request, as the API would refuse them."""
+        return cls(400, INVALID_TITLE, summary(errors), [e.as_dict() for e in errors], sent=False)
+
+    @classmethod
+    def from_response(cls, response: httpx.Response) -> SignalsError:
+        retry_after = _retry_after(response)
+        try:
+            problem = response.json()
+            if not isinstance(problem, dict):
+                raise ValueError
+        except ValueError:  # not ours (a proxy's page): keep the first words of it
+            return cls(response.status_code, response.reason_phrase or "Error", response.text[:200] or None,
+                       retry_after=retry_after)
+        return cls(response.status_code, str(problem.get("title") or response.reason_phrase), problem.get("detail"),
+                   problem.get("errors"), request_id=problem.get("request_id") or response.headers.get("x-request-id"),
+                   retry_after=retry_after, problem=problem)
+
+
+@dataclasses.dataclass(frozen=True)
+class Reply:
+    """One answer: the JSON body (a dict; CSV text for /query with format=csv), its ETag and
+    as_of, and whether the server said 304 (the body is then the remembered one, or None when the
+    client had none)."""
+
+    body: Any
+    status: int
+    etag: str | None
+    as_of: dt.datetime | None
+    not_modified: bool = False
+    headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+
+
+class SignalsClient:
+    def __init__(
+        self,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        *,
+        timeout: float = 30.0,
+        connect_timeout: float = 5.0,
+        max_retries: int = 3,
+        max_rate_limit_wait: float = 60.0,
+        backoff: float = 0.5,
+        transport: httpx.BaseTransport | None = None,
+        sleep: Callable[[float], None] = time.sleep,
+        settings: ConnectorSettings | None = None,
+    ) -> None:
+        settings = settings or ConnectorSettings.from_env()
+        self.base_url = (base_url or settings.api_url).rstrip("/")
+        self._api_key = api_key if api_key is not None else settings.api_key
+        self.max_retries = max_retries
+        self.max_rate_limit_wait = max_rate_limit_wait
+        self._backoff = tenacity.wait_exponential_jitter(multiplier=backoff, max=8.0, jitter=backoff)
+        self._sleep = sleep
+        self._http = httpx.Client(
+            base_url=self.base_url, transport=transport,
+            timeout=httpx.Timeout(timeout, connect=connect_timeout),
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+        )
+        self._operations: Operations | None = None
+        self._lock = threading.Lock()
+        self._remembered: collections.OrderedDict[str, tuple[str, Any]] = collections.OrderedDict()
+
+    # -- the endpoints ----------------------------------------------------------------------
+    # One method each, named by the operationId; None leaves a parameter to the API's default.
+    # tests/test_client.py checks that these names are exactly the document's.
+
+    def top_keywords(self, *, window: str | None = None, limit: int | None = None, frame: bool = False) -> Any:
+        return self.call("top_keywords", {"window": window, "limit": limit}, frame=frame)
+
+    def keyword_timeseries(self, keyword: str | None = None, *, window: str | None = None, bucket: str | None = None,
+                           frame: bool = False) -> Any:
+        return self.call("keyword_timeseries", {"keyword": keyword, "window": window, "bucket": bucket}, frame=frame)
+
+    def domain_timeseries(self, domain: str | None = None, *, window: str | None = None, bucket: str | None = None,
+                          frame: bool = False) -> Any:
+        return self.call("domain_timeseries", {"domain": domain, "window": window, "bucket": bucket}, frame=frame)
+
+    def geo_heat(self, *, window: str | None = None, level: str | None = None, frame: bool = False) -> Any:
+        return self.call("geo_heat", {"window": window, "level": level}, frame=frame)
+
+    def trending(self, *, window: str | None = None, dimension: str | None = None, metric: str | None = None,
+                 limit: int | None = None, min_baseline: float | None = None, frame: bool = False) -> Any:
+        return self.call("trending", {"window": window, "dimension": dimension, "metric": metric, "limit": limit,
+                                      "min_baseline": min_baseline}, frame=frame)
+
+    def keyword_activity(self, *, window: str | None = None, type: str | None = None, limit: int | None = None,
+                         frame: bool = False) -> Any:
+        return self.call("keyword_activity", {"window": window, "type": type, "limit": limit}, frame=frame)
+
+    def query(self, *, window: str | None = None, filters: Mapping[str, list[str]] | None = None,
+              group_by: list[str] | None = None, bucket: str | None = None, order_by: str | None = None,
+              order: str | None = None, limit: int | None = None, format: str | None = None,
+              frame: bool = False) -> Any:
+        return self.call("query", {"window": window, "filters": filters, "group_by": group_by, "bucket": bucket,
+                                   "order_by": order_by, "order": order, "limit": limit, "format": format},
+                         frame=frame)
+
+    def account(self) -> dict[str, Any]:
+        """Who the key belongs to: subscription, plan, requests per minute, the endpoints the
+        plan may call, the key's prefix."""
+        return self.call("account", {})
+
+    # -- the machinery ------------------------------------------------------------------------
+
+    @property
+    def operations(self) -> Operations:
+        """The API's operations, read from its OpenAPI document on first use."""
+        with self._lock:
+            if self._operations is None:
+                response = self._send("GET", OPENAPI_PATH, authorised=False)
+                if response.status_code != 200:
+                    raise SignalsError.from_response(response)
+                self._operations = Operations.from_openapi(response.json())
+            return self._operations
+
+    def operation(self, name: str) -> Operation:
+        """An operation by operationId (`top_keywords`), path slug (`top-keywords`) or tool name."""
+        found = self.operations.find(name)
+        if found is None:
+            hint = self.operations.suggest(name)
+            raise SignalsError(None, "Unknown endpoint", f"There is no endpoint {name!r}."
+                               + (f" Did you mean {hint!r}?" if hint else "")
+                               + " Endpoints: " + ", ".join(op.slug for op in self.operations.values()) + ".",
+                               sent=False)
+        return found
+
+    def prepare(self, name: str, arguments: Mapping[str, Any]) -> tuple[Operation, dict[str, Any]]:
+        """The operation and its query parameters or body; SignalsError (400, the API's words)
+        for arguments the API would refuse. Sends nothing but, the first time, the document."""
+        operation = self.operation(name)
+        request, errors = operation.check(arguments)
+        if errors:
+            raise SignalsError.invalid(errors)
+        return operation, request
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *, frame: bool = False) -> Any:
+        """The operation's answer: the JSON body as a dict, or its records as a polars DataFrame."""
+        reply = self.fetch(name, arguments or {})
+        return to_frame(self.operation(name), reply.body) if frame else reply.body
+
+    def fetch(self, name: str, arguments: Mapping[str, Any] | None = None, *, etag: str | None = None) -> Reply:
+        """The whole answer. `etag` asks for 304 when the answer still has that ETag (the body is
+        then None unless this client remembers it); without it, the remembered ETag is sent."""
+        operation, request = self.prepare(name, arguments or {})
+        memory_key = json.dumps([operation.method, operation.path, request], sort_keys=True)
+        with self._lock:
+            remembered = self._remembered.get(memory_key)
+        headers = {}
+        if etag is not None:
+            headers["If-None-Match"] = etag
+        elif remembered is not None:
+            headers["If-None-Match"] = remembered[0]
+        if operation.in_body:
+            response = self._send(operation.method, operation.path, json_body=request, headers=headers)
+        else:
+            response = self._send(operation.method, operation.path, params=request, headers=headers)
+        if response.status_code == 304:
+            sent = headers["If-None-Match"]
+            body = remembered[1] if remembered is not None and remembered[0] == sent else None
+            return Reply(_copy(body), 304, response.headers.get("etag", sent), _as_of(response), True,
+                         dict(response.headers))
+        if response.status_code != 200:
+            raise SignalsError.from_response(response)
+        is_json = response.headers.get("content-type", "").startswith("application/json")
+        body = response.json() if is_json else response.text
+        new_etag = response.headers.get("etag")
+        if new_etag:
+            with self._lock:
+                self._remembered[memory_key] = (new_etag, _copy(body))
+                self._remembered.move_to_end(memory_key)
+                while len(self._remembered) > _MEMORY:
+                    self._remembered.popitem(last=False)
+        return Reply(body, 200, new_etag, _as_of(response), False, dict(response.headers))
+
+    def _send(self, method: str, path: str, *, params: Mapping[str, str] | None = None, json_body: Any = None,
+              headers: Mapping[str, str] | None = None, authorised: bool = True) -> httpx.Response:
+        """One request, retried as the module docstring says. Returns any final response (also an
+        error's); raises SignalsError when there is none, or when retrying 429/503 gave up."""
+        all_headers = dict(headers or {})
+        if authorised and self._api_key:
+            all_headers["Authorization"] = f"Bearer {self._api_key}"
+        content = json.dumps(json_body).encode() if json_body is not None else None
+        if content is not None:
+            all_headers["Content-Type"] = "application/json"
+
+        def attempt() -> httpx.Response:
+            response = self._http.request(method, path, params=params, content=content, headers=all_headers)
+            if response.status_code in (429, 503):
+                raise _Transient(response)
+            return response
+
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_retryable), wait=self._wait,
+                                     stop=self._stop, sleep=self._sleep, reraise=True)
+        try:
+            return retrying(attempt)
+        except _Transient as exc:
+            raise SignalsError.from_response(exc.response) from None
+        except httpx.TransportError as exc:
+            raise SignalsError(None, "Cannot reach the Signals API",
+                               f"{method} {self.base_url}{path}: {type(exc).__name__}: {exc}") from exc
+
+    def _wait(self, state: tenacity.RetryCallState) -> float:
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Transient) and failure.retry_after is not None:
+            return float(failure.retry_after)
+        return self._backoff(state)
+
+    def _stop(self, state: tenacity.RetryCallState) -> bool:
+        failure = state.outcome.exception() if state.outcome else None
+        if isinstance(failure, _Transient) and failure.retry_after is not None:
+            # Retry-After is a promise: wait for it while the waits stay within the budget.
+            if state.idle_for + state.upcoming_sleep > self.max_rate_limit_wait:
+                return True
+            if failure.response.status_code == 429:
+                return state.attempt_number >= _MOST_ATTEMPTS
+        return state.attempt_number > self.max_retries
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> SignalsClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class _Transient(Exception):
+    """A 429 or 503 answer, raised inside the retry loop so that tenacity retries it."""
+
+    def __init__(self, response: httpx.Response) -> None:
+        super().__init__(response.status_code)
+        self.response = response
+        self.retry_after = _retry_after(response)
+
+
+def _retryable(exc: BaseException) -> bool:
+    return isinstance(exc, (_Transient, *_RETRYABLE_TRANSPORT))
+
+
+def _retry_after(response: httpx.Response) -> int | None:
+    value = response.headers.get("retry-after", "").strip()
+    return int(value) if value.isdigit() else None
+
+
+def _as_of(response: httpx.Response) -> dt.datetime | None:
+    value = response.headers.get("x-signals-as-of")
+    return dt.datetime.fromisoformat(value.replace("Z", "+00:00")) if value else None
+
+
+def _copy(body: Any) -> Any:
+    return json.loads(json.dumps(body)) if isinstance(body, (dict, list)) else body
+
+
+def key_fingerprint(key: str | None) -> str:
+    """A short, non-reversible name for a key (for cache keys and logs: never the key itself)."""
+    return hashlib.sha256((key or "").encode()).hexdigest()[:12]
+
+
+def to_frame(operation: Operation, body: Any) -> Any:
+    """The records of an answer as a polars DataFrame: integers Int64, numbers Float64,
+    timestamps Datetime (UTC), text String. CSV text (from /query) is read as CSV."""
+    import polars as pl
+
+    if isinstance(body, str):
+        return pl.read_csv(io.StringIO(body.lstrip("\ufeff")))
+    records = body.get(operation.records_field, []) if operation.records_field else []
+    props = operation.record_schema.get("properties", {})
+    columns = list(records[0]) if records else list(operation.record_schema.get("required") or props)
+    types = {"integer": pl.Int64, "number": pl.Float64}
+    schema = {c: types.get(props.get(c, {}).get("type"), pl.String) for c in columns}
+    frame = pl.DataFrame([[r.get(c) for c in columns] for r in records], schema=schema, orient="row")
+    stamps = [c for c in columns if props.get(c, {}).get("format") == "date-time"]
+    return frame.with_columns(pl.col(c).str.to_datetime(time_zone="UTC") for c in stamps) if stamps else frame
