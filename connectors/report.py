@@ -1,0 +1,131 @@
+"""One API answer as a spreadsheet table: a header row, the records (numbers as numbers,
+timestamps as dates the sheet understands), a blank row, then a footer saying what the numbers are
+(the request, as_of, the window and the other echoed parameters, when it was refreshed, the
+disclaimer). Pure: no HTTP, no Google; `connectors/sheets.py` writes what this builds.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlencode
+
+from connectors.operations import Operation
+
+# Google Sheets (like Excel) counts days from 1899-12-30; the time of day is the fraction.
+_SHEETS_EPOCH = dt.datetime(1899, 12, 30, tzinfo=dt.UTC)
+DATE_TIME_PATTERN = "yyyy-mm-dd hh:mm"
+
+
+@dataclasses.dataclass(frozen=True)
+class Cell:
+    """`kind`: text, number, datetime (value: an aware datetime), header, label (footer names)."""
+
+    value: Any
+    kind: str = "text"
+
+    def cell_data(self) -> dict[str, Any]:
+        """The Sheets API CellData: values typed (a string is never parsed as a formula or a
+        number: a keyword "=1+1" stays text), timestamps as date serial numbers with a format."""
+        if self.value is None:
+            return {}
+        if self.kind == "datetime":
+            return {"userEnteredValue": {"numberValue": sheets_serial(self.value)},
+                    "userEnteredFormat": {"numberFormat": {"type": "DATE_TIME", "pattern": DATE_TIME_PATTERN}}}
+        if self.kind == "number":
+            return {"userEnteredValue": {"numberValue": self.value}}
+        data: dict[str, Any] = {"userEnteredValue": {"stringValue": str(self.value)}}
+        if self.kind == "header":
+            data["userEnteredFormat"] = {"textFormat": {"bold": True}}
+        elif self.kind == "label":
+            data["userEnteredFormat"] = {"textFormat": {"italic": True}}
+        return data
+
+    def text(self) -> str:
+        if self.value is None:
+            return ""
+        if self.kind == "datetime":
+            return self.value.strftime("%Y-%m-%d %H:%M")
+        return str(self.value)
+
+
+@dataclasses.dataclass(frozen=True)
+class Table:
+    rows: tuple[tuple[Cell, ...], ...]
+    records: int  # data rows (without header and footer)
+
+    @property
+    def width(self) -> int:
+        return max(len(row) for row in self.rows)
+
+    @property
+    def height(self) -> int:
+        return len(self.rows)
+
+    def text(self) -> str:
+        """The table as aligned text (what --dry-run prints)."""
+        width = self.width
+        grid = [[c.text() for c in row] + [""] * (width - len(row)) for row in self.rows]
+        data = grid[: self.records + 1]
+        sizes = [max((len(r[i]) for r in data), default=0) for i in range(width)]
+        lines = ["  ".join(v.ljust(sizes[i]) for i, v in enumerate(r)).rstrip() for r in data]
+        label = max((len(r[0]) for r in grid[self.records + 2:]), default=0)
+        lines += [""] + [f"{r[0].ljust(label)}  {r[1]}".rstrip() for r in grid[self.records + 2:]]
+        return "\n".join(lines)
+
+
+def sheets_serial(moment: dt.datetime) -> float:
+    return (moment.astimezone(dt.UTC) - _SHEETS_EPOCH) / dt.timedelta(days=1)
+
+
+def parse_timestamp(text: str) -> dt.datetime:
+    return dt.datetime.fromisoformat(text.replace("Z", "+00:00"))
+
+
+def describe_request(operation: Operation, request: Mapping[str, Any]) -> str:
+    """`GET /api/v1/signals/top-keywords?window=7d&limit=10`: the request, as a person reads it."""
+    if operation.in_body:
+        import json
+
+        return f"{operation.method} {operation.path} {json.dumps(request, sort_keys=True, separators=(',', ':'))}"
+    query = urlencode(sorted(request.items()))
+    return f"{operation.method} {operation.path}" + (f"?{query}" if query else "")
+
+
+def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[str, Any],
+                as_of: dt.datetime | None, refreshed: dt.datetime) -> Table:
+    records: Sequence[Mapping[str, Any]] = body.get(operation.records_field, []) if operation.records_field else []
+    props = operation.record_schema.get("properties", {})
+    columns = list(records[0]) if records else list(operation.record_schema.get("required") or props)
+    stamps = set(operation.timestamp_fields)
+    rows: list[tuple[Cell, ...]] = [tuple(Cell(c, "header") for c in columns)]
+    for record in records:
+        rows.append(tuple(_cell(record.get(c), c in stamps) for c in columns))
+    rows.append(())
+    footer: list[tuple[str, Cell]] = [("Source", Cell("Signals API " + describe_request(operation, request)))]
+    footer.append(("as_of (UTC)", Cell(as_of, "datetime") if as_of else Cell("unknown")))
+    for name, value in body.items():
+        if name in (operation.records_field, "disclaimer"):
+            continue
+        if isinstance(value, list):
+            value = ", ".join(str(v) for v in value)
+        footer.append((name, _cell(value, False)))
+    footer.append(("Refreshed (UTC)", Cell(refreshed, "datetime")))
+    footer.append(("Note", Cell("All times are UTC. Every number is an estimate with noise added for privacy.")))
+    footer.append(("Disclaimer", Cell(body.get("disclaimer", ""))))
+    rows.extend((Cell(label, "label"), cell) for label, cell in footer)
+    return Table(tuple(rows), len(records))
+
+
+def _cell(value: Any, timestamp: bool) -> Cell:
+    if value is None:
+        return Cell(None)
+    if timestamp and isinstance(value, str):
+        return Cell(parse_timestamp(value), "datetime")
+    if isinstance(value, bool):
+        return Cell(str(value).lower())
+    if isinstance(value, (int, float)):
+        return Cell(value, "number")
+    return Cell(value)

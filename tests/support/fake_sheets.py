@@ -1,0 +1,271 @@
+"""A small Google Sheets API v4 server for the Sheets connector's tests: only the calls the
+connector makes through gspread, over real HTTP on 127.0.0.1.
+
+- GET  /v4/spreadsheets/{id}              spreadsheet metadata (properties, sheets, developer metadata)
+- POST /v4/spreadsheets/{id}:batchUpdate  addSheet, updateSheetProperties, updateCells,
+                                          createDeveloperMetadata, updateDeveloperMetadata
+
+Like Google's, a batchUpdate is applied entirely or not at all (it runs on a copy that replaces
+the spreadsheet only when every request succeeded), cells outside the grid are refused, and errors
+come as `{"error": {"code", "message", "status"}}`. Unknown ids are 404, ids in `forbidden` 403.
+A test can make the next batchUpdates fail (`fail_batches`) or fail in the middle of one
+(`fail_at_request`: that request raises after the earlier ones were applied to the copy).
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import http.server
+import json
+import re
+import threading
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+
+class SheetsError(Exception):
+    def __init__(self, code: int, message: str, status: str = "INVALID_ARGUMENT") -> None:
+        super().__init__(message)
+        self.code, self.message, self.status = code, message, status
+
+
+@dataclasses.dataclass
+class Sheet:
+    sheet_id: int
+    title: str
+    index: int
+    rows: int = 1000
+    cols: int = 26
+    frozen_rows: int = 0
+    cells: dict[tuple[int, int], dict[str, Any]] = dataclasses.field(default_factory=dict)  # (row, col) -> CellData
+    metadata: list[dict[str, Any]] = dataclasses.field(default_factory=list)
+
+    def properties(self) -> dict[str, Any]:
+        grid = {"rowCount": self.rows, "columnCount": self.cols}
+        if self.frozen_rows:
+            grid["frozenRowCount"] = self.frozen_rows
+        return {"sheetId": self.sheet_id, "title": self.title, "index": self.index, "sheetType": "GRID",
+                "gridProperties": grid}
+
+
+@dataclasses.dataclass
+class Spreadsheet:
+    spreadsheet_id: str
+    title: str
+    sheets: list[Sheet]
+    next_metadata_id: int = 1
+
+    def sheet(self, sheet_id: int) -> Sheet:
+        for sheet in self.sheets:
+            if sheet.sheet_id == sheet_id:
+                return sheet
+        raise SheetsError(400, f"No grid with id: {sheet_id}")
+
+
+class FakeSheets:
+    def __init__(self) -> None:
+        self.spreadsheets: dict[str, Spreadsheet] = {}
+        self.forbidden: set[str] = set()
+        self.log: list[tuple[str, str]] = []  # (method, path) of every request
+        # the next batchUpdates, in order: None lets one through, (code, message) refuses it
+        self.fail_batches: list[tuple[int, str] | None] = []
+        self.fail_at_request: int | None = None  # index of a request in the next batchUpdate that fails
+        self.authorizations: list[str | None] = []
+        self._lock = threading.Lock()
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self.url = f"http://127.0.0.1:{self._server.server_port}"
+        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self._thread.start()
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+    # -- what tests set up and read -----------------------------------------------------
+
+    def create(self, spreadsheet_id: str, title: str = "Reports", sheets: tuple[str, ...] = ("Sheet1",)) -> Spreadsheet:
+        spreadsheet = Spreadsheet(spreadsheet_id, title, [Sheet(i, name, i) for i, name in enumerate(sheets)])
+        self.spreadsheets[spreadsheet_id] = spreadsheet
+        return spreadsheet
+
+    def sheet(self, spreadsheet_id: str, title: str) -> Sheet:
+        return next(s for s in self.spreadsheets[spreadsheet_id].sheets if s.title == title)
+
+    def grid(self, spreadsheet_id: str, title: str) -> list[list[dict[str, Any]]]:
+        """The worksheet's CellData as rows (every row of the grid, every column)."""
+        sheet = self.sheet(spreadsheet_id, title)
+        return [[sheet.cells.get((r, c), {}) for c in range(sheet.cols)] for r in range(sheet.rows)]
+
+    def values(self, spreadsheet_id: str, title: str) -> list[list[Any]]:
+        """The worksheet's values (numbers as numbers, text as text, '' for empty), trailing empties cut."""
+        rows = []
+        for row in self.grid(spreadsheet_id, title):
+            values = [next(iter(c.get("userEnteredValue", {"": ""}).values())) for c in row]
+            while values and values[-1] == "":
+                values.pop()
+            rows.append(values)
+        while rows and not rows[-1]:
+            rows.pop()
+        return rows
+
+    # -- the API ------------------------------------------------------------------------------
+
+    def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
+        fake = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+                pass
+
+            def do_GET(self) -> None:
+                self._serve("GET")
+
+            def do_POST(self) -> None:
+                self._serve("POST")
+
+            def _serve(self, method: str) -> None:
+                path = unquote(urlsplit(self.path).path)
+                length = int(self.headers.get("Content-Length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}") if length else {}
+                with fake._lock:
+                    fake.log.append((method, path))
+                    fake.authorizations.append(self.headers.get("Authorization"))
+                    try:
+                        status, answer = 200, fake._route(method, path, body)
+                    except SheetsError as exc:
+                        status, answer = exc.code, {"error": {"code": exc.code, "message": exc.message,
+                                                              "status": exc.status}}
+                data = json.dumps(answer).encode()
+                self.send_response(status)
+                self.send_header("Content-Type", "application/json; charset=UTF-8")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        return Handler
+
+    def _route(self, method: str, path: str, body: dict[str, Any]) -> dict[str, Any]:
+        match = re.fullmatch(r"/v4/spreadsheets/([^/:]+)(:batchUpdate)?", path)
+        if not match:
+            raise SheetsError(404, f"Not found: {path} (this fake serves only the calls the connector makes)", "NOT_FOUND")
+        spreadsheet_id, batch = match[1], match[2]
+        if spreadsheet_id in self.forbidden:
+            raise SheetsError(403, "The caller does not have permission", "PERMISSION_DENIED")
+        if spreadsheet_id not in self.spreadsheets:
+            raise SheetsError(404, "Requested entity was not found.", "NOT_FOUND")
+        spreadsheet = self.spreadsheets[spreadsheet_id]
+        if method == "GET" and not batch:
+            return {"spreadsheetId": spreadsheet_id,
+                    "properties": {"title": spreadsheet.title, "locale": "en_US", "timeZone": "Etc/GMT"},
+                    "sheets": [{"properties": s.properties(), **({"developerMetadata": copy.deepcopy(s.metadata)}
+                                                                 if s.metadata else {})}
+                               for s in spreadsheet.sheets]}
+        if method == "POST" and batch:
+            return self._batch_update(spreadsheet, body)
+        raise SheetsError(405, f"{method} {path} is not served here", "FAILED_PRECONDITION")
+
+    def _batch_update(self, spreadsheet: Spreadsheet, body: dict[str, Any]) -> dict[str, Any]:
+        failure = self.fail_batches.pop(0) if self.fail_batches else None
+        if failure is not None:
+            code, message = failure
+            raise SheetsError(code, message, "UNAVAILABLE" if code >= 500 else "RESOURCE_EXHAUSTED")
+        work = copy.deepcopy(spreadsheet)  # all or nothing
+        replies = []
+        fail_at, self.fail_at_request = self.fail_at_request, None
+        for index, request in enumerate(body.get("requests", [])):
+            if index == fail_at:
+                raise SheetsError(400, f"Invalid requests[{index}]: failed on purpose (test)")
+            (kind, args), = request.items()
+            handler = getattr(self, f"_{kind}", None)
+            if handler is None:
+                raise SheetsError(400, f"Invalid requests[{index}]: {kind} is not served by this fake")
+            replies.append(handler(work, args) or {})
+        self.spreadsheets[spreadsheet.spreadsheet_id] = work
+        return {"spreadsheetId": spreadsheet.spreadsheet_id, "replies": replies}
+
+    def _addSheet(self, work: Spreadsheet, args: dict[str, Any]) -> dict[str, Any]:
+        props = args["properties"]
+        if any(s.title == props["title"] for s in work.sheets):
+            raise SheetsError(400, f"A sheet with the name \"{props['title']}\" already exists.")
+        sheet_id = props.get("sheetId", max((s.sheet_id for s in work.sheets), default=0) + 1)
+        if any(s.sheet_id == sheet_id for s in work.sheets):
+            raise SheetsError(400, f"Sheet id {sheet_id} is already in use")
+        grid = props.get("gridProperties", {})
+        sheet = Sheet(sheet_id, props["title"], len(work.sheets), grid.get("rowCount", 1000),
+                      grid.get("columnCount", 26), grid.get("frozenRowCount", 0))
+        self._check_frozen(sheet)
+        work.sheets.append(sheet)
+        return {"addSheet": {"properties": sheet.properties()}}
+
+    def _updateSheetProperties(self, work: Spreadsheet, args: dict[str, Any]) -> None:
+        props, fields = args["properties"], args.get("fields")
+        if not fields:
+            raise SheetsError(400, "updateSheetProperties: fields is required")
+        sheet = work.sheet(props["sheetId"])
+        grid = props.get("gridProperties", {})
+        for field in fields.split(","):
+            name = field.strip().removeprefix("gridProperties.")
+            attribute = {"rowCount": "rows", "columnCount": "cols", "frozenRowCount": "frozen_rows"}.get(name)
+            if attribute is None:
+                raise SheetsError(400, f"updateSheetProperties: field {field} is not served by this fake")
+            setattr(sheet, attribute, grid.get(name, 0))
+        if sheet.rows < 1 or sheet.cols < 1:
+            raise SheetsError(400, "A sheet needs at least one row and one column")
+        self._check_frozen(sheet)
+        sheet.cells = {(r, c): v for (r, c), v in sheet.cells.items() if r < sheet.rows and c < sheet.cols}
+
+    @staticmethod
+    def _check_frozen(sheet: Sheet) -> None:
+        if sheet.frozen_rows >= sheet.rows:
+            raise SheetsError(400, "You can't freeze all visible rows on the sheet.")
+
+    def _updateCells(self, work: Spreadsheet, args: dict[str, Any]) -> None:
+        fields = args.get("fields")
+        if not fields:
+            raise SheetsError(400, "updateCells: fields is required")
+        wanted = [f.strip() for f in fields.split(",")]
+        grid = args["range"]
+        sheet = work.sheet(grid["sheetId"])
+        top, bottom = grid.get("startRowIndex", 0), grid.get("endRowIndex", sheet.rows)
+        left, right = grid.get("startColumnIndex", 0), grid.get("endColumnIndex", sheet.cols)
+        if bottom > sheet.rows or right > sheet.cols:
+            raise SheetsError(400, f"Range ({sheet.title}!R{top + 1}C{left + 1}:R{bottom}C{right}) exceeds grid limits. "
+                                   f"Max rows: {sheet.rows}, max columns: {sheet.cols}")
+        rows = args.get("rows", [])
+        if len(rows) > bottom - top or any(len(r.get("values", [])) > right - left for r in rows):
+            raise SheetsError(400, "updateCells: more data than the range")
+        for r in range(top, bottom):
+            values = rows[r - top].get("values", []) if r - top < len(rows) else []
+            for c in range(left, right):
+                given = values[c - left] if c - left < len(values) else {}
+                cell = {k: v for k, v in sheet.cells.get((r, c), {}).items() if k not in wanted}
+                cell.update({k: v for k, v in given.items() if k in wanted})
+                if cell:
+                    sheet.cells[(r, c)] = cell
+                else:
+                    sheet.cells.pop((r, c), None)
+
+    def _createDeveloperMetadata(self, work: Spreadsheet, args: dict[str, Any]) -> dict[str, Any]:
+        meta = dict(args["developerMetadata"])
+        sheet = work.sheet(meta["location"]["sheetId"])
+        meta["metadataId"] = work.next_metadata_id
+        meta["location"] = {"locationType": "SHEET", "sheetId": sheet.sheet_id}
+        work.next_metadata_id += 1
+        sheet.metadata.append(meta)
+        return {"createDeveloperMetadata": {"developerMetadata": meta}}
+
+    def _updateDeveloperMetadata(self, work: Spreadsheet, args: dict[str, Any]) -> dict[str, Any]:
+        ids = {f["developerMetadataLookup"]["metadataId"] for f in args["dataFilters"]}
+        changed = []
+        for sheet in work.sheets:
+            for meta in sheet.metadata:
+                if meta["metadataId"] in ids:
+                    for field in args["fields"].split(","):
+                        meta[field.strip()] = args["developerMetadata"][field.strip()]
+                    changed.append(meta)
+        if not changed:
+            raise SheetsError(400, "No developer metadata matches the data filters")
+        return {"updateDeveloperMetadata": {"developerMetadata": changed}}
