@@ -327,3 +327,44 @@ def test_python_dash_m_connectors_sheets(api_url, fake, keys):
     assert done.returncode == 2
     assert "type: 'add' is not allowed (did you mean 'added'?); expected one of added, removed, edited, all" in done.stderr
     assert FIXTURE_NOW  # the served API runs on the fixture's clock
+
+
+# -- the README's Google Sheets section ---------------------------------------------------------
+
+def readme_section() -> str:
+    text = (ROOT / "README.md").read_text()
+    return text[text.index("## Google Sheets"):text.index("## Operating it")]
+
+
+def test_readme_examples_are_valid_reports(api_url, keys, tmp_path):
+    import shlex
+
+    from connectors.sheets import Runner, load_config, parse_assignments
+
+    section = readme_section()
+    config = tmp_path / "reports.toml"
+    config.write_text(section.split("```toml\n", 1)[1].split("```", 1)[0])
+    specs, _ = load_config(config)
+    assert len(specs) == 3
+    with SignalsClient(api_url, keys["analyst"]) as api:
+        runner = Runner(api, None)
+        assert len(runner.check(specs)) == 3
+        pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
+        assert len(pushes) == 2
+        for line in pushes:
+            words = shlex.split(line.split("  #")[0])
+            args = words[words.index("push") + 1:]
+            endpoint, params = args[4], args[5:]
+            spec_params = parse_assignments(params, api.operations.find(endpoint))
+            api.prepare(endpoint, spec_params)
+
+
+def test_every_connector_setting_is_documented_in_the_readme():
+    import re
+
+    source = (ROOT / "connectors" / "settings.py").read_text()
+    read = set(re.findall(r'text\("([A-Z_]+)"\)', source))
+    assert read == {"SIGNALS_API_URL", "SIGNALS_API_KEY", "SIGNALS_SHEETS_API_URL", "GOOGLE_APPLICATION_CREDENTIALS"}
+    section = readme_section()
+    for name in read:
+        assert f"`{name}`" in section, name
