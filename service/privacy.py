@@ -314,12 +314,8 @@ class Privacy:
             for item in summed:
                 if item.when_suppressed == "drop":
                     drop = drop | draws[item.column][1]
-            # Capped sums only for cells that will be shown: suppressed ones need none.
-            needed = ~drop
-            for item in summed:
-                if item.when_suppressed == "zero":
-                    needed = needed & ~draws[item.column][1]
-            true = self._capped_true(frame, contributions, caps, needed)
+            # Capped sums only for rows that will be shown (a count shown as 0 is zeroed below).
+            true = self._capped_true(frame, contributions, caps, ~drop)
             for item in summed:
                 uniforms, below = draws[item.column]
                 cap = caps[item.column]

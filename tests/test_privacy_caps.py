@@ -132,3 +132,21 @@ def test_geo_heat_keyword_count_keeps_its_fixed_bound():
     assert PrivacyParams().sensitivity("keyword_count") == PrivacyParams().keyword_rows_per_user == 20
     result = Engine(Privacy(SECRET)).geo_heat(fx.fixture_frames(), AS_OF, GeoHeat("30d", "country"))
     assert result.columns == ["geo_key", "label", "suppressions", "unique_users", "keyword_count"]
+
+
+def test_an_action_below_k_does_not_blank_the_other_actions_of_its_keyword():
+    """Keyword activity: adds by 50 users, edits by 3. The edits count is suppressed (shown 0);
+    the adds must still be the capped sum of the 50 users' adds (noise made negligible)."""
+    from service.engine import KeywordActivity
+
+    template = fx.keyword_change_rows()[0]
+    rows = [{**template, "keyword": "solo topic", "user_id": 5_000 + i, "action": "add",
+             "ts": AS_OF - dt.timedelta(hours=2, minutes=i)} for i in range(50)]
+    rows += [{**template, "keyword": "solo topic", "user_id": 5_000 + i, "action": "edit",
+              "ts": AS_OF - dt.timedelta(hours=3, minutes=i)} for i in range(3)]
+    changes = pl.concat([fx.keyword_changes_frame(), pl.DataFrame(rows, schema=fx.keyword_changes_frame().schema)])
+    frames = build_frames(fx.suppressions_frame(), changes.sort("ts"), 1)
+    params = dataclasses.replace(PrivacyParams(), epsilon_events=1e9, epsilon_users=1e9)
+    result = Engine(Privacy(SECRET, params)).keyword_activity(frames, AS_OF, KeywordActivity("24h", "all", 500))
+    row = result.filter(pl.col("keyword") == "solo topic").row(0, named=True)
+    assert (row["adds"], row["edits"], row["unique_users"]) == (50, 0, 50)
