@@ -151,28 +151,42 @@ class Contributions:
 
     per_user: pl.DataFrame
     keys: tuple[str, ...] = ()
+    # Optional: keys + each column's exact (uncapped) sum per cell. With it, a capped sum is the
+    # total less what the users above the cap bring beyond it, so only those users' rows are
+    # joined with the caps (a few per cent of them) instead of every row.
+    totals: pl.DataFrame | None = None
 
     def capped_sums(self, caps: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
         """`caps` (keys + `<column>_cap` per column, one row per cell) with each column's capped sum
         (sum over users of min(total, cap)) added; cells without rows get 0."""
-        capped = [pl.min_horizontal(pl.col(c), pl.col(f"{c}_cap")).sum().cast(pl.Int64).alias(c) for c in columns]
         cap_columns = [f"{c}_cap" for c in columns]
         if not self.keys:
-            sums = self.per_user.lazy().with_columns(
-                pl.lit(caps.get_column(name)[0]).alias(name) for name in cap_columns
-            ).select(capped).collect()
+            capped = [pl.min_horizontal(pl.col(c), pl.lit(caps.get_column(f"{c}_cap")[0])).sum().cast(pl.Int64).alias(c)
+                      for c in columns]
+            sums = self.per_user.lazy().select(capped).collect()
             return caps.with_columns(sums.get_column(c) for c in columns)
         # Join on the per-user side's key types (Categorical for stored dimensions): cheap for the
         # small caps frame, where casting the per-user rows would not be.
-        typed = caps.select(
-            *(pl.col(k).cast(self.per_user.schema[k]) for k in self.keys), *cap_columns
+        keys = list(self.keys)
+        typed = caps.select(*(pl.col(k).cast(self.per_user.schema[k]) for k in keys), *cap_columns)
+        rows = self.per_user.lazy()
+        if self.totals is None:
+            aggregates = [pl.min_horizontal(pl.col(c), pl.col(f"{c}_cap")).sum().cast(pl.Int64).alias(c) for c in columns]
+        else:
+            # Only users above the smallest cap of some column can lose anything to a cap.
+            lowest = [caps.get_column(name).min() for name in cap_columns]
+            rows = rows.filter(pl.any_horizontal(pl.col(c) > low for c, low in zip(columns, lowest, strict=True)))
+            aggregates = [(pl.col(c) - pl.col(f"{c}_cap")).clip(lower_bound=0).sum().cast(pl.Int64).alias(c)
+                          for c in columns]
+        sums = rows.join(typed.lazy(), on=keys, how="inner").group_by(keys).agg(aggregates).collect()
+        joined = typed.join(sums, on=keys, how="left", maintain_order="left")
+        if self.totals is None:
+            return caps.with_columns(joined.get_column(c).fill_null(0) for c in columns)
+        totals = typed.select(keys).join(self.totals.select(*keys, *columns), on=keys, how="left", maintain_order="left")
+        return caps.with_columns(
+            (totals.get_column(c).fill_null(0) - joined.get_column(c).fill_null(0)).cast(pl.Int64).alias(c)
+            for c in columns
         )
-        sums = (
-            self.per_user.lazy().join(typed.lazy(), on=list(self.keys), how="inner")
-            .group_by(list(self.keys)).agg(capped).collect()
-        )
-        joined = typed.join(sums, on=list(self.keys), how="left", maintain_order="left")
-        return caps.with_columns(joined.get_column(c).fill_null(0) for c in columns)
 
 
 @dataclasses.dataclass(frozen=True)

@@ -25,15 +25,12 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     rows = time_slice(frames.suppressions, window)
     guards = key_guards(rows, [level])
     kept = (rows.filter(guards) if guards else rows).lazy()
-    cells, contributions = cell_contributions(kept, [level], privacy.params)
-    # Distinct keywords, each user bringing at most keyword_rows_per_user of their rows (their first): one
-    # person can move the count by at most that much, which is what its noise is calibrated to.
-    keywords = (
-        kept.group_by(level, "user_id", maintain_order=True).head(privacy.params.keyword_rows_per_user)
-        .group_by(level).agg(pl.col("keyword").n_unique().cast(pl.Int64).alias(KEYWORD_COUNT))
-        .collect()
-    )
-    cells = cells.join(keywords, on=level, how="left")
+    # Distinct keywords, each user bringing at most keyword_rows_per_user of their rows (their
+    # first: polars keeps a group's rows in order): one person can move the count by at most that
+    # much, which is what its noise is calibrated to. Taken in the same per-user pass as the sums.
+    first_rows = pl.col("keyword").head(privacy.params.keyword_rows_per_user).alias("_keywords")
+    keyword_count = pl.col("_keywords").explode().n_unique().cast(pl.Int64).alias(KEYWORD_COUNT)
+    cells, contributions = cell_contributions(kept, [level], privacy.params, [first_rows], [keyword_count])
     shown = privacy.publish(
         as_strings(cells, [level]),
         CellContext(

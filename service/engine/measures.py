@@ -18,33 +18,43 @@ SUPPRESSIONS = "suppressions"
 UNIQUE_USERS = "unique_users"
 EVENTS = "events"
 CELL_MEASURES = (SUPPRESSIONS, UNIQUE_USERS, EVENTS)
+TOTAL = "_total"  # suffix of a cell's exact (uncapped) sum, used only to compute capped sums
 
 def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published, ...]:
     """The cell's own measures, suppression decided by its own user count."""
     return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)
 
 
-def cell_contributions(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr],
-                       params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
+def cell_contributions(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr], params: PrivacyParams,
+                       per_user_extra: Sequence[pl.Expr] = (), per_cell_extra: Sequence[pl.Expr] = ()
+                       ) -> tuple[pl.DataFrame, Contributions]:
     """Per cell: unique_users and the pilot sums of suppressions and events; and each user's
     totals per cell behind them (what the privacy stage caps, per cell, before summing).
 
     Two stages: per cell and user (each user's totals), then per cell (the number of users, which
-    is the exact distinct count, and the pilot sums). With no keys, one row of totals.
+    is the exact distinct count, the pilot sums and the exact sums). With no keys, one row of
+    totals. `per_user_extra` adds aggregations to the first stage (their columns are not
+    contributions) and `per_cell_extra` to the second, so a query needing more per-user work
+    (geo-heat's keyword count) does it in the same pass.
     """
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
     per_user = (
         rows.lazy().group_by([*keys, "user_id"])
-        .agg(pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS), pl.len().cast(pl.Int64).alias(EVENTS))
+        .agg(pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS), pl.len().cast(pl.Int64).alias(EVENTS),
+             *per_user_extra)
         .drop("user_id")
         .collect()
     )
     totals = [
         *(pl.col(m).clip(upper_bound=params.pilot_cap).sum().alias(f"{m}{PILOT}") for m in (SUPPRESSIONS, EVENTS)),
+        *(pl.col(m).sum().alias(f"{m}{TOTAL}") for m in (SUPPRESSIONS, EVENTS)),
         pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
+        *per_cell_extra,
     ]
     cells = per_user.group_by(names).agg(totals) if names else per_user.select(totals)
-    return cells, Contributions(per_user, tuple(names))
+    exact = cells.select(*names, *(pl.col(f"{m}{TOTAL}").alias(m) for m in (SUPPRESSIONS, EVENTS)))
+    contributions = Contributions(per_user.select(*names, SUPPRESSIONS, EVENTS), tuple(names), exact if names else None)
+    return cells.drop(f"{m}{TOTAL}" for m in (SUPPRESSIONS, EVENTS)), contributions
 
 
 def bucket_key(bucket: str) -> pl.Expr:

@@ -25,18 +25,36 @@ BASELINE = "baseline"
 
 
 def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric: str, name: str,
-                  privacy: Privacy) -> tuple[pl.DataFrame, pl.DataFrame]:
+                  privacy: Privacy) -> tuple[pl.DataFrame, Contributions | None]:
     """Per value of `dimension` over one period: the period's distinct users (`<name>_users`, which
     decide whether it is published) and the metric (`name`: the count itself for unique_users, the
-    pilot sum `<name>_pilot` for a summed metric); and the users' totals behind a summed metric."""
-    cells, contributions = cell_contributions(time_slice(frames.suppressions, period), [dimension], privacy.params)
+    pilot sum `<name>_pilot` for a summed metric); and, for a summed metric, the users' totals
+    behind it, under the column `name`."""
+    rows = time_slice(frames.suppressions, period)
+    if metric == UNIQUE_USERS:  # no sums: distinct users per value is all it takes
+        users = rows.lazy().group_by(dimension).agg(pl.col("user_id").n_unique().cast(pl.Int64).alias(name))
+        return users.drop_nulls(dimension).with_columns(pl.col(name).alias(f"{name}_users")).collect(), None
+    cells, contributions = cell_contributions(rows, [dimension], privacy.params)
     users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
-    if metric == UNIQUE_USERS:
-        return cells.drop_nulls(dimension).select(dimension, pl.col(UNIQUE_USERS).alias(name), users), \
-            contributions.per_user.clear()
+    assert contributions.totals is not None
     return (
         cells.drop_nulls(dimension).select(dimension, pl.col(f"{metric}{PILOT}").alias(f"{name}{PILOT}"), users),
-        contributions.per_user.select(dimension, pl.col(metric).alias(name)),
+        Contributions(contributions.per_user.select(dimension, pl.col(metric).alias(name)), (dimension,),
+                      contributions.totals.select(dimension, pl.col(metric).alias(name))),
+    )
+
+
+def _both_periods(recent: Contributions | None, baseline: Contributions | None) -> Contributions | None:
+    """One set of contributions for the two periods' columns: a user's row of one period is 0 in
+    the other's column."""
+    if recent is None or baseline is None:
+        return None
+    dimension = recent.keys[0]
+    assert recent.totals is not None and baseline.totals is not None
+    return Contributions(
+        pl.concat([recent.per_user, baseline.per_user], how="diagonal").fill_null(0),
+        (dimension,),
+        recent.totals.join(baseline.totals, on=dimension, how="full", coalesce=True).fill_null(0),
     )
 
 
@@ -45,16 +63,12 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
     """value, recent, baseline, growth_pct; ordered by growth the noise cannot explain, then value."""
     dimension = req.dimension
     periods = trending_periods(req.window, as_of)
-    recent, recent_users = _period_cells(frames, periods.recent, dimension, req.metric, RECENT, privacy)
-    baseline, baseline_users = _period_cells(frames, periods.baseline, dimension, req.metric, BASELINE, privacy)
+    recent, recent_contributions = _period_cells(frames, periods.recent, dimension, req.metric, RECENT, privacy)
+    baseline, baseline_contributions = _period_cells(frames, periods.baseline, dimension, req.metric, BASELINE, privacy)
     cells = baseline.join(recent, on=dimension, how="full", coalesce=True)
     cells = cells.with_columns(pl.col(c).fill_null(0) for c in cells.columns if c != dimension)
     # Recent and baseline are two cells of their own (their periods): each gets its own noise and
-    # cap, and a value is shown only when both are published. A user's row of one period is 0 in
-    # the other's column.
-    contributions = Contributions(
-        pl.concat([recent_users, baseline_users], how="diagonal").fill_null(0), (dimension,)
-    )
+    # cap, and a value is shown only when both are published.
     shown = privacy.publish(
         as_strings(cells, [dimension]),
         CellContext(
@@ -67,7 +81,7 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
             time_range=window_range(req.window, as_of),
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
-        contributions if req.metric != UNIQUE_USERS else None,
+        _both_periods(recent_contributions, baseline_contributions),
         noise_std=True,
     )
     # Filters and growth use the published numbers, so every row satisfies them as shown; the order
