@@ -354,3 +354,24 @@ def test_document_parses_into_operations():
     assert operations["query"].in_body and not operations["top_keywords"].in_body
     assert operations["keyword_timeseries"].timestamp_fields == ("ts",)
     assert operations["top_keywords"].path == BASE + "/top-keywords"
+
+
+@pytest.mark.process
+def test_every_method_over_the_real_gunicorn(tmp_path):
+    from tests.support.fixture_data import write_fixture_store
+    from tests.support.processes import create_key, gunicorn
+
+    write_fixture_store(tmp_path)
+    key = create_key(tmp_path, "analyst")
+    with gunicorn(tmp_path) as (base, log), SignalsClient(base, key) as api:
+        account = api.account()
+        assert account["plan"] == "analyst" and len(account["endpoints"]) == 7
+        for name, arguments in CALLS.items():
+            body = getattr(api, name)(**arguments)
+            assert isinstance(body[api.operation(name).records_field], list) and body["disclaimer"]
+            assert isinstance(getattr(api, name)(**arguments, frame=True), pl.DataFrame)
+        assert api.fetch("top_keywords", CALLS["top_keywords"]).not_modified  # the ETag went back: 304
+        with pytest.raises(SignalsError) as refused:
+            api.top_keywords(limit=0)
+        assert not refused.value.sent
+    assert key not in log[0]
