@@ -2,6 +2,8 @@
 # Run the whole test suite. Installs the test dependencies into .venv, then runs pytest.
 # Tests use the real Redis (REDIS on 127.0.0.1:6379, or a throwaway redis-server the suite
 # starts itself) and the real PostgreSQL (SIGNALS_TEST_POSTGRES_URL, default the local `test` db).
+# The Apps Script functions run under Node's test runner (node --test, Node 18+), started by
+# tests/test_apps_script.py with answers it records from the API; Node must be on PATH.
 # Extra arguments go to pytest, e.g. scripts/test.sh -k openapi
 set -euo pipefail
 cd "$(dirname "$0")/.."
