@@ -19,6 +19,7 @@ of at most 8190 bytes each. Requests past gunicorn's limits are refused by gunic
 sees them (414 or 431); `post_worker_init` makes those answers problem+json too.
 """
 
+import math
 import multiprocessing
 
 from service.settings import Settings
@@ -49,7 +50,11 @@ def post_worker_init(worker) -> None:
 
 worker_class = "sync"
 preload_app = False
-timeout = 60           # a cold 90-day /query on a large store may take a few seconds
+# A worker silent this long is killed (its client gets no answer). Computations stop at
+# SIGNALS_COMPUTE_DEADLINE_SECONDS with a 503 (service/deadline.py), so this stays 40 s above it:
+# room for waiting on another worker's fill (10 s), the polars call in progress at the deadline
+# (the exception comes when it returns) and a data reload.
+timeout = max(60, math.ceil(_settings.compute_deadline_seconds) + 40)
 graceful_timeout = 20
 keepalive = 5
 max_requests = 0       # workers keep their loaded data; no periodic recycling

@@ -86,8 +86,11 @@ def create_app(
     for endpoint in ENDPOINTS:
         app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate,
                                                           cache_responses=settings.cache_responses,
-                                                          cache_variant=cache_variant(settings), decoded=decoded))
-    app.add_route("/api/v1/openapi", OpenApiResource())
+                                                          cache_variant=cache_variant(settings), decoded=decoded,
+                                                          query_max_cells=settings.query_max_cells,
+                                                          deadline_seconds=settings.compute_deadline_seconds))
+    app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
+                                                      deadline=settings.compute_deadline_seconds))
     app.add_route(AccountResource.path, AccountResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import falcon
@@ -32,6 +32,7 @@ _KINDS = {
     413: ("payload-too-large", "Request body too large"),
     414: ("uri-too-long", "URI too long"),
     415: ("unsupported-media-type", "Unsupported media type"),
+    422: ("query-too-large", "Query too large"),
     429: ("rate-limited", "Rate limit exceeded"),
     431: ("header-fields-too-large", "Request header fields too large"),
     500: ("internal-error", "Internal server error"),
@@ -39,8 +40,13 @@ _KINDS = {
 }
 
 
-def problem_type(status: int) -> str:
-    slug = _KINDS.get(status, ("error", ""))[0]
+# Problems with a kind of their own besides their status's: slug -> title.
+COMPUTATION_TIMEOUT = "computation-timeout"
+_OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long"}
+
+
+def problem_type(status: int, slug: str | None = None) -> str:
+    slug = slug or _KINDS.get(status, ("error", ""))[0]
     return f"urn:signals:problem:{slug}"
 
 
@@ -49,7 +55,9 @@ def problem_title(status: int, fallback: str = "Error") -> str:
 
 
 class Problem(falcon.HTTPError):
-    """An error response. `errors` lists the offending parameters, each with a reason."""
+    """An error response. `errors` lists the offending parameters, each with a reason. `kind` names
+    a problem type other than the status's own (its slug, see _OTHER_KINDS); `extensions` are extra
+    members of the body (RFC 9457 section 3.2), placed after `errors`."""
 
     def __init__(
         self,
@@ -59,25 +67,31 @@ class Problem(falcon.HTTPError):
         errors: Sequence[FieldError] = (),
         headers: dict[str, str] | None = None,
         title: str | None = None,
+        kind: str | None = None,
+        extensions: Mapping[str, Any] | None = None,
     ) -> None:
         super().__init__(
             falcon.code_to_http_status(status),
-            title=title or _KINDS.get(status, ("", "Error"))[1],
+            title=title or (_OTHER_KINDS[kind] if kind else _KINDS.get(status, ("", "Error"))[1]),
             description=detail,
             headers=headers,
         )
         self.errors = list(errors)
+        self.kind = kind
+        self.extensions = dict(extensions or {})
 
 
-def problem_body(status: int, title: str, detail: str | None, errors: Sequence[FieldError], request_id: str | None) -> dict[str, Any]:
+def problem_body(status: int, title: str, detail: str | None, errors: Sequence[FieldError], request_id: str | None,
+                 *, kind: str | None = None, extensions: Mapping[str, Any] | None = None) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "type": problem_type(status),
+        "type": problem_type(status, kind),
         "title": title,
         "status": status,
         "detail": detail or title,
     }
     if errors:
         body["errors"] = [e.as_dict() for e in errors]
+    body.update(extensions or {})
     body["request_id"] = request_id
     body["disclaimer"] = DISCLAIMER
     return body
@@ -87,7 +101,8 @@ def serialize_problem(req: falcon.Request, resp: falcon.Response, exc: falcon.HT
     """Falcon error serializer: every HTTPError becomes problem+json."""
     status = exc.status_code
     title = exc.title or _KINDS.get(status, ("", "Error"))[1]
-    body = problem_body(status, title, exc.description, getattr(exc, "errors", ()), getattr(req.context, "request_id", None))
+    body = problem_body(status, title, exc.description, getattr(exc, "errors", ()), getattr(req.context, "request_id", None),
+                        kind=getattr(exc, "kind", None), extensions=getattr(exc, "extensions", None))
     resp.content_type = PROBLEM_JSON
     resp.data = json.dumps(body).encode()
     resp.append_header("Vary", "Accept")

@@ -7,8 +7,9 @@ from typing import Any
 from service import __version__
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ACCOUNT_PATH, ACCOUNT_SCHEMA, ENDPOINTS, Endpoint
-from service.errors import problem_type
+from service.errors import COMPUTATION_TIMEOUT, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
+from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
 from service.tiers import Tier
 
 _ERRORS = {
@@ -19,7 +20,55 @@ _ERRORS = {
     "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
            "address). Carries `Retry-After` in whole seconds.",
     "500": "Internal server error. Quote `request_id` to support.",
-    "503": "A dependency (the accounts database) is unavailable; retry after `Retry-After` seconds.",
+    "503": "A dependency (the accounts database) is unavailable, or computing the answer took longer than "
+           "{deadline:g} seconds and was stopped (type " + problem_type(503, COMPUTATION_TIMEOUT) + "); retry after "
+           "`Retry-After` seconds.",
+}
+
+_QUERY_TOO_LARGE = (
+    "The query could aggregate more than {max_cells:,} cells (groups), and is refused before anything is "
+    "computed (type " + problem_type(422) + "). The bound on a query's cells is the number of time "
+    "buckets (1 without `time`) times the values each grouped dimension takes in the window and the "
+    "filters (geographic levels counted together, as the combinations that occur), and never more than "
+    "the events the query matches. `estimated_cells` is that bound, `max_cells` the limit, `narrowings` "
+    "single changes to the request that would fit (a coarser `bucket`, a shorter `window`, a `group_by` "
+    "without one dimension), and `detail` says the same in words, filters included."
+)
+
+_QUERY_COST_NOTE = (
+    "\n\nCost bound: a query whose cells (groups) could exceed {max_cells:,} is refused with 422 before "
+    "computing: the bound is (time buckets) x (values of each grouped dimension in the window and filters), "
+    "and at most the events matched. Narrow a refused query with a shorter window, a coarser bucket, fewer "
+    "group_by dimensions or filters; the 422 problem lists the changes that fit. A computation that still "
+    "takes longer than {deadline:g} seconds is stopped with 503."
+)
+
+QUERY_TOO_LARGE_SCHEMA: dict[str, Any] = {
+    "allOf": [
+        {"$ref": "#/components/schemas/Problem"},
+        {
+            "type": "object",
+            "properties": {
+                "estimated_cells": {"type": "integer", "minimum": 0,
+                                    "description": "Upper bound on the cells the query would aggregate."},
+                "max_cells": {"type": "integer", "minimum": 1, "description": "The most cells a query may have."},
+                "narrowings": {
+                    "type": "array",
+                    "description": "Single changes to the request body that bring it within max_cells.",
+                    "items": {
+                        "type": "object",
+                        "properties": {
+                            "change": {"type": "object", "description": "Body fields to replace, e.g. "
+                                                                        "{\"bucket\": \"day\"}."},
+                            "estimated_cells": {"type": "integer", "minimum": 0},
+                        },
+                        "required": ["change", "estimated_cells"],
+                    },
+                },
+            },
+            "required": ["estimated_cells", "max_cells", "narrowings"],
+        },
+    ],
 }
 
 _RATE_HEADERS = {
@@ -60,11 +109,14 @@ def _tier_note(tier: Tier) -> str:
     return f"Minimum plan: {tier.label}{also}."
 
 
-def _operation(endpoint: Endpoint) -> dict[str, Any]:
+def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str, Any]:
+    description = f"{endpoint.description}\n\n{_tier_note(endpoint.min_tier)}"
+    if endpoint.name == "query":
+        description += _QUERY_COST_NOTE.format(max_cells=max_cells, deadline=deadline)
     op: dict[str, Any] = {
         "operationId": endpoint.name,
         "summary": endpoint.summary,
-        "description": f"{endpoint.description}\n\n{_tier_note(endpoint.min_tier)}",
+        "description": description,
         "tags": ["signals"],
         "x-min-tier": endpoint.min_tier.slug,
         "x-mcp-tool": endpoint.tool,
@@ -118,6 +170,9 @@ def _operation(endpoint: Endpoint) -> dict[str, Any]:
     if endpoint.in_body:
         responses["413"] = {"$ref": "#/components/responses/Problem413"}
         responses["415"] = {"$ref": "#/components/responses/Problem415"}
+    if endpoint.name == "query":
+        op["x-max-cells"] = max_cells
+        responses["422"] = {"$ref": "#/components/responses/Problem422"}
     for status in _ERRORS:
         responses[status] = {"$ref": f"#/components/responses/Problem{status}"}
     op["responses"] = dict(sorted(responses.items()))
@@ -153,12 +208,17 @@ def _account_operation() -> dict[str, Any]:
     }
 
 
-def build_openapi() -> dict[str, Any]:
+def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DEADLINE_SECONDS) -> dict[str, Any]:
+    """The document for a deployment whose /query bound is `max_cells` and whose computations stop
+    after `deadline` seconds (SIGNALS_QUERY_MAX_CELLS, SIGNALS_COMPUTE_DEADLINE_SECONDS)."""
     paths: dict[str, Any] = {}
     for endpoint in ENDPOINTS:
-        paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint)
+        paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint, max_cells, deadline)
     paths[ACCOUNT_PATH] = {"get": _account_operation()}
-    descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON."}
+    descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON.",
+                    "422": _QUERY_TOO_LARGE}
+    descriptions = {status: text.format(max_cells=max_cells, deadline=deadline) for status, text in descriptions.items()}
+    schemas = {"422": {"$ref": "#/components/schemas/QueryTooLarge"}}
     return {
         "openapi": "3.1.0",
         "info": {
@@ -179,13 +239,14 @@ def build_openapi() -> dict[str, Any]:
                 "bearerAuth": {"type": "http", "scheme": "bearer",
                                "description": "API key issued with a subscription: Authorization: Bearer <key>."}
             },
-            "schemas": {"Problem": PROBLEM_SCHEMA},
+            "schemas": {"Problem": PROBLEM_SCHEMA, "QueryTooLarge": QUERY_TOO_LARGE_SCHEMA},
             "responses": {
                 f"Problem{status}": {
                     "description": text,
                     **({"headers": {"Retry-After": {"schema": {"type": "integer", "minimum": 1}}}}
                        if status in ("429", "503") else {}),
-                    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+                    "content": {"application/problem+json": {
+                        "schema": schemas.get(status, {"$ref": "#/components/schemas/Problem"})}},
                 }
                 for status, text in sorted(descriptions.items())
             },

@@ -15,6 +15,12 @@ from cache import REDIS_SPIN_SECONDS
 # Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
 _DEFAULT_SPIN_MICROSECONDS = round(REDIS_SPIN_SECONDS * 1e6)
 
+# Measured in docs/benchmarks.md ("The cost of a /query"): on the 10M-event set every query within
+# the bound computes in a few seconds; gunicorn's timeout follows the deadline (gunicorn.conf.py).
+QUERY_MAX_CELLS = 1_000_000
+COMPUTE_DEADLINE_SECONDS = 20.0
+MAX_COMPUTE_DEADLINE_SECONDS = 600.0
+
 # Used only in development mode, and announced as such at start-up.
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
 
@@ -71,6 +77,10 @@ class Settings:
     privacy_max_cap: int = 10_000  # the most one user adds to one cell's sum (caps are chosen per cell)
     privacy_min_users: int = 10
     trusted_proxies: tuple[Network, ...] = ()  # networks whose X-Forwarded-For is believed (load balancers)
+    # /query cost (engine/cost.py): the most cells (groups) a query may aggregate, by its upper bound.
+    query_max_cells: int = QUERY_MAX_CELLS
+    # Seconds a computation may run before it is stopped with 503 (service/deadline.py).
+    compute_deadline_seconds: float = COMPUTE_DEADLINE_SECONDS
     log_level: str = "info"
 
     def __post_init__(self) -> None:
@@ -90,7 +100,11 @@ class Settings:
             raise SettingsError("SIGNALS_PROCESS_CACHE_MB must be between 1 and 65536")
         if not 0 <= self.redis_spin_microseconds <= 10_000:
             raise SettingsError("SIGNALS_REDIS_SPIN_MICROSECONDS must be between 0 and 10000")
-        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1)):
+        deadline = self.compute_deadline_seconds
+        if not (math.isfinite(deadline) and 0 < deadline <= MAX_COMPUTE_DEADLINE_SECONDS):
+            raise SettingsError(f"SIGNALS_COMPUTE_DEADLINE_SECONDS must be more than 0 and at most "
+                                f"{MAX_COMPUTE_DEADLINE_SECONDS:g}, got {deadline}")
+        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
 
@@ -166,5 +180,7 @@ class Settings:
             privacy_max_cap=integer("SIGNALS_PRIVACY_MAX_CAP", 10_000),
             privacy_min_users=integer("SIGNALS_PRIVACY_MIN_USERS", 10),
             trusted_proxies=networks("SIGNALS_TRUSTED_PROXIES"),
+            query_max_cells=integer("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS),
+            compute_deadline_seconds=number("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
         )

@@ -5,6 +5,7 @@ run in a process before it forks."""
 import logging
 
 from service.app import create_app
+from service.engine import cost
 from service.logging_setup import configure_logging
 from service.settings import Settings
 from service.store.reader import EventStore
@@ -16,5 +17,5 @@ if settings.uses_development_secret:
         "development mode: using the built-in development secret (set SIGNALS_SECRET and SIGNALS_ENV=production)"
     )
 store = EventStore(settings.data_dir)
-store.snapshot()  # load now, so the first request does not pay for it
+cost.index_for(store.snapshot())  # load now (and index it for /query's cost), so the first request does not pay
 app = create_app(settings, store=store)

@@ -12,6 +12,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import logging
+import math
 import time
 from email.utils import format_datetime
 from typing import Any
@@ -20,10 +21,12 @@ import falcon
 
 from cache import Gate
 from service.clock import Clock
+from service.deadline import DeadlineExceeded, time_limit
 from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
 from service.engine import Engine
-from service.errors import Problem
+from service.engine import cost as query_cost
+from service.errors import COMPUTATION_TIMEOUT, Problem
 from service.params import FieldError, ValidationFailed, parse_body, parse_query
 from service.render import csv_body, csv_filename, json_body
 from service.resources.json_body import read_json_body
@@ -40,8 +43,9 @@ from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
 log = logging.getLogger("signals.resources")
 
-FILL_LOCK_SECONDS = 30      # longest we expect one computation to take
+FILL_LOCK_SECONDS = 30      # longest we expect one computation to take (at least the deadline + 10 s)
 FILL_WAIT_SECONDS = 10.0    # how long a request waits for another worker's computation
+RETRY_AFTER_TIMEOUT = 60    # Retry-After of a computation stopped at its deadline (seconds)
 _CSV_TYPE = "text/csv; charset=utf-8; header=present"
 _DISCLAIMER_HEADER = DISCLAIMER.encode("ascii", "replace").decode()
 
@@ -68,8 +72,13 @@ class SignalsResource:
     rate_limited = True
 
     def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
-                 *, cache_responses: bool = True, cache_variant: str = "", decoded: DecodedBodies | None = None) -> None:
+                 *, cache_responses: bool = True, cache_variant: str = "", decoded: DecodedBodies | None = None,
+                 query_max_cells: int | None = None, deadline_seconds: float | None = None) -> None:
         self.endpoint = endpoint
+        # /query only: the bound on its cells, checked before computing (None: not checked).
+        self._max_cells = query_max_cells if endpoint.name == "query" else None
+        self._deadline_seconds = deadline_seconds  # a computation running longer is stopped (503)
+        self._lock_seconds = max(FILL_LOCK_SECONDS, math.ceil(deadline_seconds or 0) + 10)
         self._cache_variant = cache_variant
         self._cache_responses = cache_responses
         self.min_tier = endpoint.min_tier
@@ -172,6 +181,8 @@ class SignalsResource:
         if raw is not None:
             entry, outcome = self._decoded.decode(plan.key, raw), "hit"
         else:
+            # Only on a miss: an answer in the cache passed the same check for the same data.
+            self._check_cost(plan, req.context.frames)
             entry, outcome = self._fill(plan, req.context.frames), "miss"
         self._send(req, resp, plan, entry, outcome)
 
@@ -182,7 +193,7 @@ class SignalsResource:
         from the per-process fallback at once), or after FILL_WAIT_SECONDS."""
         if plan.key is None:
             return self._compute(plan, frames)
-        token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
+        token = self._gate.try_lock(plan.key, self._lock_seconds)
         waited = token is None
         deadline = time.monotonic() + FILL_WAIT_SECONDS
         while token is None and time.monotonic() < deadline:
@@ -190,7 +201,7 @@ class SignalsResource:
             raw = self._gate.get(plan.key)
             if raw is not None:
                 return self._decoded.decode(plan.key, raw)
-            token = self._gate.try_lock(plan.key, FILL_LOCK_SECONDS)
+            token = self._gate.try_lock(plan.key, self._lock_seconds)
         try:
             if waited and token is not None:
                 raw = self._gate.get(plan.key)  # stored and unlocked between our two calls?
@@ -203,7 +214,37 @@ class SignalsResource:
             if token is not None:
                 self._gate.unlock(plan.key, token)
 
+    def _check_cost(self, plan: Plan, frames: EventFrames) -> None:
+        """422 for a /query that could aggregate more cells than allowed, before any computing."""
+        if self._max_cells is None:
+            return
+        try:
+            query_cost.check(frames, plan.as_of, plan.request, self._max_cells)
+        except query_cost.QueryTooLarge as exc:
+            raise Problem(422, exc.detail(), extensions={
+                "estimated_cells": exc.cost.cells,
+                "max_cells": exc.max_cells,
+                "narrowings": [{"change": dict(n.change), "estimated_cells": n.cells} for n in exc.narrowings],
+            }) from None
+
     def _compute(self, plan: Plan, frames: EventFrames) -> CachedResponse:
+        started = time.monotonic()
+        try:
+            with time_limit(self._deadline_seconds):
+                return self._computed(plan, frames)
+        except DeadlineExceeded:
+            seconds = time.monotonic() - started
+            log.warning("%s stopped after %.1f s (deadline %s s): %r", self.endpoint.name, seconds,
+                        self._deadline_seconds, plan.request)
+            raise Problem(
+                503,
+                f"Computing this answer took longer than the {self._deadline_seconds:g} seconds a request may "
+                f"take, and was stopped. Retry later; for /query, a narrower query (a shorter window, a coarser "
+                f"bucket, fewer group_by dimensions, filters) computes faster.",
+                headers={"Retry-After": str(RETRY_AFTER_TIMEOUT)}, kind=COMPUTATION_TIMEOUT,
+            ) from None
+
+    def _computed(self, plan: Plan, frames: EventFrames) -> CachedResponse:
         request, as_of = plan.request, plan.as_of
         frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
         if getattr(request, "format", "json") == "csv":

@@ -1,0 +1,267 @@
+"""What a /query would cost, known before computing it: an upper bound on its cells.
+
+A /query's time and memory grow with two things (measured in docs/benchmarks.md, "The cost of a
+/query"):
+
+- the events it groups (those in the window that match its filters): every one is read and grouped
+  by cell and user (`measures.cell_contributions`), so the per-(cell, user) intermediate has at
+  most that many rows;
+- its cells (groups): the privacy stage describes, keys (one HMAC) and noises every cell in turn,
+  and all of them are kept until the answer is cut to `limit`. Per cell that is some 10 to 15
+  times the work of an event (about 6 against 0.45 CPU microseconds), and most of the memory.
+
+The events are bounded by the data (a 90-day window holds what the store holds). The cells are
+what a query's shape multiplies: `group_by: [city, domain, platform, page_context, time]` with
+`bucket: hour` over 90 days has one cell for almost every event. So the cells are what is bounded:
+
+    cells <= min(events grouped, buckets x product of the grouped dimensions' value counts)
+
+- events grouped: counted exactly on the window (one vectorised pass over its rows, a few
+  milliseconds for 10 million; none when there are no filters and no grouped column has nulls);
+- buckets: the time buckets that overlap the window (1 without `time`);
+- a dimension's value count: the values it takes in the window (on the days the window touches)
+  among the filter's values if it is filtered, from a per-snapshot index of each value's first and
+  last day (`CardinalityIndex`). Geographic levels are counted together, as the distinct
+  combinations the data holds (a city lies in one country: country x city counts the cities, not
+  their product).
+
+Every term over-counts, never under-counts, so the bound holds for any data: a query is refused
+only if it could be that large. The index is built once per snapshot: by the web process when it
+loads the data (service/wsgi.py), else on the first estimate that needs it (0.5 to 1.2 s for 10
+million events on the shared 2-core benchmark machine); an estimate then takes milliseconds, and
+one without the index (the events alone settle it) needs none.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import threading
+import weakref
+from collections.abc import Iterator, Mapping
+
+import polars as pl
+
+from service.engine.measures import key_guards
+from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
+from service.engine.slicing import time_slice
+from service.store.reader import EventFrames
+from service.windows import BUCKETS, TimeRange, bucket_starts, window_range
+
+TIME = "time"
+NON_GEO = ("keyword", "domain", "platform", "page_context")
+FIRST, LAST = "first_day", "last_day"
+_COLUMN_FILTERS = {column: key for key, column in FILTER_COLUMNS.items()}  # event column -> filter key
+# Windows a narrower query may use, shortest last (as in endpoints.QUERY_WINDOWS).
+_WINDOWS = ("90d", "30d", "7d", "24h", "12h", "6h", "1h")
+# Plural nouns for the explanation.
+_NOUNS = {"keyword": "keywords", "domain": "domains", "platform": "platforms", "page_context": "page contexts",
+          "country": "countries", "region": "regions", "county": "counties", "city": "cities"}
+
+
+@dataclasses.dataclass(frozen=True)
+class Factor:
+    """One term of the product: at most `values` distinct values (or combinations) of `dimensions`."""
+
+    dimensions: tuple[str, ...]
+    values: int
+
+    def describe(self) -> str:
+        if len(self.dimensions) == 1:
+            return f"{self.values:,} {_NOUNS[self.dimensions[0]]}"
+        return f"{self.values:,} {'/'.join(self.dimensions)} combinations"
+
+
+@dataclasses.dataclass(frozen=True)
+class QueryCost:
+    """An upper bound on the cells a /query aggregates, and what it is made of."""
+
+    cells: int                    # the bound: min(rows, buckets x product of factors); 1 without group_by
+    rows: int                     # events grouped: in the window, matching the filters, grouped columns known
+    buckets: int = 1              # time buckets overlapping the window (1 without time in group_by)
+    bucket: str | None = None
+    factors: tuple[Factor, ...] = ()  # empty when the rows alone settled it (the index was not needed)
+
+    @property
+    def product(self) -> int | None:
+        """buckets x the factors' values, when they were computed."""
+        if not self.factors and self.buckets == 1:
+            return None
+        product = self.buckets
+        for factor in self.factors:
+            product *= factor.values
+        return product
+
+    def explain(self) -> str:
+        """'at most 2,160 hour buckets x 72 domains x 25,900 cities, and no more than the 9,572,108 events
+        it would group'."""
+        terms = [f"{self.buckets:,} {self.bucket} buckets"] if self.bucket else []
+        terms += [factor.describe() for factor in self.factors]
+        rows = f"the {self.rows:,} events it would group"
+        if not terms or self.product is None:
+            return f"one per event at most: {rows}"
+        return f"at most {' x '.join(terms)}, and no more than {rows}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Narrowing:
+    """A change to the request that brings it within the bound: the changed body fields, and its cost."""
+
+    change: Mapping[str, object]
+    cells: int
+    text: str
+
+
+class QueryTooLarge(Exception):
+    """The query could aggregate more cells than allowed; `narrowings` says what would fit."""
+
+    def __init__(self, cost: QueryCost, max_cells: int, narrowings: tuple[Narrowing, ...], largest: Factor | None):
+        self.cost = cost
+        self.max_cells = max_cells
+        self.narrowings = narrowings
+        self.largest = largest
+        super().__init__(self.detail())
+
+    def detail(self) -> str:
+        head = (f"This query could aggregate up to {self.cost.cells:,} cells (groups), more than the "
+                f"{self.max_cells:,} a query may have: {self.cost.explain()}.")
+        options = [n.text for n in self.narrowings]
+        keys = ["countries", "keywords"]
+        what = "fewer events"
+        if self.largest is not None:
+            dimension = self.largest.dimensions[-1]
+            what = f"fewer {_NOUNS[dimension]} or fewer events"
+            keys = [_COLUMN_FILTERS[dimension]] + [k for k in keys if k != _COLUMN_FILTERS[dimension]]
+        options.append(f"filters that select {what} (e.g. {', '.join('filters.' + k for k in keys)})")
+        return head + " Narrow it with " + "; or ".join(options) + "."
+
+
+class CardinalityIndex:
+    """For each value of each dimension (and each combination of the geographic levels the data
+    holds), the first and last UTC day it occurs on. Built once per snapshot; a window's value count
+    is then a filter over a few thousand rows: the values whose span meets the window's days."""
+
+    def __init__(self, suppressions: pl.DataFrame) -> None:
+        # The first and last time, turned into days on the small result (cheaper than per event).
+        span = [pl.col("ts").min().alias(FIRST), pl.col("ts").max().alias(LAST)]
+        days = [pl.col(FIRST).dt.epoch("d").cast(pl.Int32), pl.col(LAST).dt.epoch("d").cast(pl.Int32)]
+        rows = suppressions.lazy()
+        plans = [rows.group_by(dimension).agg(span).with_columns(days) for dimension in NON_GEO]
+        plans.append(rows.group_by(list(GEO_LEVELS)).agg(span).with_columns(days))
+        built = pl.collect_all(plans)  # in parallel, one pass each
+        self._tables: dict[str, pl.DataFrame] = dict(zip(NON_GEO, built[:-1], strict=True))
+        self._geo = built[-1]
+
+    def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
+               filters: Mapping[str, tuple[str, ...]]) -> Factor:
+        """How many distinct values (combinations) of `dimensions`, all known (not null), occur on the
+        days [first, last] among the rows that pass the filters on these dimensions' table."""
+        geo = dimensions[0] in GEO_LEVELS
+        table = self._geo if geo else self._tables[dimensions[0]]
+        first, last = days
+        conditions = [pl.col(FIRST) <= last, pl.col(LAST) >= first]
+        conditions += [pl.col(d).is_not_null() for d in dimensions]
+        for key, values in filters.items():
+            column = FILTER_COLUMNS[key]
+            if column in table.columns:
+                conditions.append(pl.col(column).is_in(list(values)))
+        present = table.lazy().filter(conditions).select(dimensions)
+        if geo and len(dimensions) < len(GEO_LEVELS):
+            present = present.unique()
+        return Factor(dimensions, present.collect().height)
+
+
+def _days(window: TimeRange) -> tuple[int, int]:
+    """Epoch days of the first and the last instant of the window."""
+    epoch = dt.date(1970, 1, 1)
+    last = window.end - dt.timedelta(microseconds=1)
+    return (window.start.astimezone(dt.UTC).date() - epoch).days, (last.astimezone(dt.UTC).date() - epoch).days
+
+
+def _groups(group_by: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The factors' dimension tuples: each non-geographic dimension alone, the geographic ones together."""
+    groups: list[tuple[str, ...]] = [(d,) for d in group_by if d in NON_GEO]
+    geo = tuple(level for level in GEO_LEVELS if level in group_by)
+    return groups + ([geo] if geo else [])
+
+
+_indexes: weakref.WeakKeyDictionary[EventFrames, CardinalityIndex] = weakref.WeakKeyDictionary()
+_indexes_lock = threading.Lock()
+
+
+def index_for(frames: EventFrames) -> CardinalityIndex:
+    """The snapshot's index, built on first use and kept while the snapshot lives. The web process
+    builds it when it loads the data (service/wsgi.py), so a worker's first /query does not wait."""
+    index = _indexes.get(frames)
+    if index is None:
+        with _indexes_lock:
+            index = _indexes.get(frames)
+            if index is None:
+                index = _indexes[frames] = CardinalityIndex(frames.suppressions)
+    return index
+
+
+def estimate(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, enough: int | None = None) -> QueryCost:
+    """The bound on `req`'s cells. With `enough`: when the events alone show the cells are at most
+    that, the dimensions are not counted (and no index is built)."""
+    window = window_range(req.window, as_of)
+    rows = time_slice(frames.suppressions, window)
+    grouped = [d for d in req.group_by if d != TIME]
+    conditions = [pl.col(FILTER_COLUMNS[key]).is_in(list(values)) for key, values in req.filters.items()]
+    conditions += key_guards(rows, grouped)
+    count = rows.select(pl.all_horizontal(conditions).sum()).item() if conditions else rows.height
+    count = int(count or 0)
+    if not req.group_by:
+        return QueryCost(cells=1, rows=count)
+    timed = TIME in req.group_by and req.bucket is not None
+    buckets = len(bucket_starts(window, req.bucket)) if timed else 1
+    bucket = req.bucket if timed else None
+    if count == 0 or (enough is not None and count <= enough):
+        return QueryCost(cells=count, rows=count, buckets=buckets, bucket=bucket)
+    index = index_for(frames)
+    days = _days(window)
+    factors = tuple(index.factor(group, days, req.filters) for group in _groups(req.group_by))
+    product = buckets
+    for factor in factors:
+        product *= factor.values
+    return QueryCost(cells=min(count, product), rows=count, buckets=buckets, bucket=bucket, factors=factors)
+
+
+def check(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> QueryCost:
+    """The query's cost if it is within `max_cells`; else raises QueryTooLarge with narrowings."""
+    cost = estimate(frames, as_of, req, enough=max_cells)
+    if cost.cells <= max_cells:
+        return cost
+    narrowings = tuple(_narrowings(frames, as_of, req, max_cells))
+    largest = max(cost.factors, key=lambda f: f.values, default=None)
+    raise QueryTooLarge(cost, max_cells, narrowings, largest)
+
+
+def _narrowings(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> Iterator[Narrowing]:
+    """Single changes that fit: a coarser bucket, the longest shorter window, each dimension left out."""
+    def fits(**change: object) -> int | None:
+        cells = estimate(frames, as_of, dataclasses.replace(req, **change), enough=max_cells).cells
+        return cells if cells <= max_cells else None
+
+    if TIME in req.group_by and req.bucket in BUCKETS:
+        for bucket in BUCKETS[BUCKETS.index(req.bucket) + 1:]:
+            if (cells := fits(bucket=bucket)) is not None:
+                yield Narrowing({"bucket": bucket}, cells,
+                                f"a coarser bucket: \"bucket\": \"{bucket}\" (at most {cells:,} cells)")
+                break
+    if req.window in _WINDOWS:
+        for window in _WINDOWS[_WINDOWS.index(req.window) + 1:]:
+            if (cells := fits(window=window)) is not None:
+                yield Narrowing({"window": window}, cells,
+                                f"a shorter window: \"window\": \"{window}\" (at most {cells:,} cells)")
+                break
+    for dimension in req.group_by:
+        rest = tuple(d for d in req.group_by if d != dimension)
+        if (cells := fits(group_by=rest)) is not None:
+            yield Narrowing({"group_by": list(rest)}, cells,
+                            f"fewer dimensions: \"group_by\": {_json_list(rest)} (at most {cells:,} cells)")
+
+
+def _json_list(values: tuple[str, ...]) -> str:
+    return "[" + ", ".join(f"\"{v}\"" for v in values) + "]"
+
