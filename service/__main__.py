@@ -1,11 +1,11 @@
-"""`python -m service keys ...` and `python -m service data ...`: the admin command line."""
+"""`python -m service keys|data|worker ...`: the admin command line and the worker."""
 
 from __future__ import annotations
 
 import argparse
 import sys
 
-from service.cli import data, keys
+from service.cli import data, keys, worker
 from service.logging_setup import configure_logging
 from service.settings import Settings, SettingsError
 
@@ -15,6 +15,7 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
     keys.register(sub)
     data.register(sub)
+    worker.register(sub)
     return parser
 
 

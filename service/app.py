@@ -28,6 +28,8 @@ from service.resources.signals import SignalsResource
 from service.response_cache import DecodedBodies
 from service.settings import Settings
 from service.store.reader import EventStore
+from service.webhooks import resources as webhook_resources
+from service.webhooks.store import WebhookStore
 
 log = logging.getLogger("signals.app")
 
@@ -92,6 +94,8 @@ def create_app(
     app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
                                                       deadline=settings.compute_deadline_seconds))
     app.add_route(AccountResource.path, AccountResource())
+    webhook_resources.add_routes(app, WebhookStore(accounts.engine, clock), clock,
+                                 allow_private=settings.webhook_allow_private)
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))
     return app

@@ -42,7 +42,8 @@ _KINDS = {
 
 # Problems with a kind of their own besides their status's: slug -> title.
 COMPUTATION_TIMEOUT = "computation-timeout"
-_OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long"}
+WEBHOOK_LIMIT = "webhook-limit-reached"
+_OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long", WEBHOOK_LIMIT: "Webhook limit reached"}
 
 
 def problem_type(status: int, slug: str | None = None) -> str:

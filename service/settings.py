@@ -82,6 +82,10 @@ class Settings:
     # Seconds a computation may run before it is stopped with 503 (service/deadline.py).
     compute_deadline_seconds: float = COMPUTE_DEADLINE_SECONDS
     log_level: str = "info"
+    # The worker (service/webhooks/): seconds between evaluation rounds (new data also starts one).
+    worker_interval_seconds: float = 60.0
+    # Development only: webhook URLs may be http and reach loopback/private addresses.
+    webhook_allow_private: bool = False
 
     def __post_init__(self) -> None:
         if not self.accounts_url:
@@ -104,6 +108,11 @@ class Settings:
         if not (math.isfinite(deadline) and 0 < deadline <= MAX_COMPUTE_DEADLINE_SECONDS):
             raise SettingsError(f"SIGNALS_COMPUTE_DEADLINE_SECONDS must be more than 0 and at most "
                                 f"{MAX_COMPUTE_DEADLINE_SECONDS:g}, got {deadline}")
+        if not (math.isfinite(self.worker_interval_seconds) and 1 <= self.worker_interval_seconds <= 86_400):
+            raise SettingsError("SIGNALS_WORKER_INTERVAL_SECONDS must be between 1 and 86400")
+        if self.webhook_allow_private and self.environment == "production":
+            raise SettingsError("SIGNALS_WEBHOOK_ALLOW_PRIVATE is a development setting; production refuses it "
+                                "(webhooks may only reach public https addresses)")
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
@@ -183,4 +192,6 @@ class Settings:
             query_max_cells=integer("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS),
             compute_deadline_seconds=number("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS),
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
+            worker_interval_seconds=number("SIGNALS_WORKER_INTERVAL_SECONDS", 60.0),
+            webhook_allow_private=boolean("SIGNALS_WEBHOOK_ALLOW_PRIVATE", False),
         )

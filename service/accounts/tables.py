@@ -85,3 +85,70 @@ api_keys = sa.Table(
     # Authentication looks keys up by hash on every request: this index is that lookup.
     sa.Index("ix_api_keys_key_hash", "key_hash", unique=True),
 )
+
+
+# -- webhooks (service/webhooks/): subscriptions' trending alerts, the delivery outbox, the attempt log
+
+webhooks = sa.Table(
+    "webhooks",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # "wh_" + random: ids are not guessable or countable
+    sa.Column(
+        "subscription_id",
+        sa.Integer,
+        sa.ForeignKey("subscriptions.id", ondelete="CASCADE"),
+        nullable=False,
+        index=True,
+    ),
+    sa.Column("url", sa.String(2048), nullable=False),
+    sa.Column("window", sa.String(8), nullable=False),
+    sa.Column("dimension", sa.String(32), nullable=False),
+    sa.Column("metric", sa.String(32), nullable=False),
+    sa.Column("threshold_pct", sa.Float, nullable=False),
+    sa.Column("cooldown_minutes", sa.Integer, nullable=False),
+    sa.Column("min_baseline", sa.Float, nullable=False),
+    sa.Column("enabled", sa.Boolean, nullable=False),
+    sa.Column("description", sa.String(500), nullable=False),
+    sa.Column("secret", sa.String(100), nullable=False),  # whsec_...: needed to sign, so not hashed
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("updated_at", UtcDateTime, nullable=False),
+    # The cooldown claim: set by one conditional UPDATE (atomic on both backends, any number of workers).
+    sa.Column("cooldown_until", UtcDateTime, nullable=True),
+    sa.Column("disabled_reason", sa.String(200), nullable=True),
+)
+
+# The outbox: one row per message (its id is the webhook-id header, stable across retries).
+webhook_deliveries = sa.Table(
+    "webhook_deliveries",
+    metadata,
+    sa.Column("id", sa.String(40), primary_key=True),  # "msg_" + random
+    sa.Column("webhook_id", sa.String(40), sa.ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False,
+              index=True),
+    sa.Column("event", sa.String(32), nullable=False),
+    sa.Column("payload", sa.Text, nullable=False),  # the exact body signed and sent
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),  # pending | succeeded | failed
+    sa.Column("attempts", sa.Integer, nullable=False),
+    sa.Column("next_attempt_at", UtcDateTime, nullable=True),
+    # The claim: a worker owns the row until lease_until; a worker that dies lets the lease run out.
+    sa.Column("lease_until", UtcDateTime, nullable=True),
+    sa.Column("leased_by", sa.String(40), nullable=True),
+    sa.Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+)
+
+# One row per attempt: what GET /account/webhooks/{id}/deliveries lists.
+webhook_attempts = sa.Table(
+    "webhook_attempts",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("delivery_id", sa.String(40), sa.ForeignKey("webhook_deliveries.id", ondelete="CASCADE"),
+              nullable=False, index=True),
+    sa.Column("webhook_id", sa.String(40), sa.ForeignKey("webhooks.id", ondelete="CASCADE"), nullable=False),
+    sa.Column("attempt", sa.Integer, nullable=False),
+    sa.Column("started_at", UtcDateTime, nullable=False),
+    sa.Column("duration_ms", sa.Integer, nullable=False),
+    sa.Column("status_code", sa.Integer, nullable=True),
+    sa.Column("error", sa.String(500), nullable=True),
+    sa.Column("outcome", sa.String(16), nullable=False),  # succeeded | retrying | failed | disabled
+    sa.Index("ix_webhook_attempts_webhook", "webhook_id", "id"),
+)

@@ -1,0 +1,61 @@
+"""`python -m service worker [--once]`: the trending-alert worker (service/webhooks/worker.py)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import threading
+from typing import Any
+
+from service.accounts import AccountStore
+from service.app import privacy_params
+from service.engine import Engine
+from service.logging_setup import configure_logging
+from service.privacy import Privacy
+from service.settings import Settings
+from service.store.reader import EventStore
+from service.webhooks.store import WebhookStore
+from service.webhooks.worker import Worker
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "worker", help="evaluate webhooks and deliver trending alerts",
+        description="Evaluate every enabled webhook each SIGNALS_WORKER_INTERVAL_SECONDS and when new data "
+                    "lands, and deliver the alerts from the outbox in the accounts database.")
+    parser.add_argument("--once", action="store_true",
+                        help="evaluate once, make every delivery attempt that is due, and exit")
+    parser.set_defaults(func=run)
+
+
+def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
+    accounts = AccountStore(settings.accounts_url)
+    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    worker = Worker(EventStore(settings.data_dir), WebhookStore(accounts.engine), engine,
+                    interval_seconds=settings.worker_interval_seconds,
+                    allow_private=settings.webhook_allow_private)
+    return worker, accounts
+
+
+def run(args: argparse.Namespace, settings: Settings) -> int:
+    configure_logging(settings.log_level)
+    log = logging.getLogger("signals.webhooks")
+    if settings.webhook_allow_private:
+        log.warning("SIGNALS_WEBHOOK_ALLOW_PRIVATE: webhooks may reach http, loopback and private addresses "
+                    "(development only)")
+    worker, accounts = build_worker(settings)
+    try:
+        if args.once:
+            report = worker.run_once()
+            print(f"evaluated {report.webhooks} webhooks: {report.computations} trending computations, "
+                  f"{report.queued} alerts queued")
+            return 0
+        stop = threading.Event()
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            signal.signal(signum, lambda *_: stop.set())
+        log.info("worker started (every %g s and on new data)", settings.worker_interval_seconds)
+        worker.run(stop)
+        return 0
+    finally:
+        accounts.close()

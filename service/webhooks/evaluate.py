@@ -1,0 +1,103 @@
+"""One evaluation round: for every enabled webhook, the trending values whose growth exceeds its
+threshold, computed by the same engine and privacy stage as GET /trending (same `as_of`, same
+snapshot, the endpoint's maximum limit), so an alert's numbers are the ones /trending shows.
+
+Webhooks that share (window, dimension, metric, min_baseline) share one trending computation: a
+round costs at most one computation per distinct combination, whatever the number of webhooks.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import json
+import logging
+from collections import defaultdict
+from typing import Any
+
+import polars as pl
+
+from service.engine import Engine
+from service.engine import requests as rq
+from service.store.reader import EventFrames
+from service.webhooks.store import WebhookStore
+from service.windows import compute_as_of
+
+log = logging.getLogger("signals.webhooks")
+
+SOURCE = "signals"
+EVENT = "trending_alert"
+TRENDING_LIMIT = 500  # GET /trending's largest limit: every alerted value is one /trending can show
+
+
+def triggered_at(moment: dt.datetime) -> str:
+    """ISO 8601 UTC with milliseconds: 2026-03-10T12:00:00.123Z."""
+    moment = moment.astimezone(dt.UTC)
+    return moment.strftime("%Y-%m-%dT%H:%M:%S.") + f"{moment.microsecond // 1000:03d}Z"
+
+
+def payload(webhook_id: str, window: str, dimension: str, threshold_pct: float, at: dt.datetime,
+            alerts_json: str) -> str:
+    """The spec's trending_alert, exactly its fields. `alerts_json` is the records as polars writes
+    them for /trending, so the numbers are byte for byte the endpoint's."""
+    head = {"source": SOURCE, "event": EVENT, "webhook_id": webhook_id, "window": window, "dimension": dimension,
+            "threshold_pct": threshold_pct, "triggered_at": triggered_at(at)}
+    parts = [f"{json.dumps(k)}:{json.dumps(v, ensure_ascii=False)}" for k, v in head.items()]
+    parts.append(f'"alerts":{alerts_json}')
+    return "{" + ",".join(parts) + "}"
+
+
+@dataclasses.dataclass
+class RoundReport:
+    as_of: dt.datetime | None = None
+    webhooks: int = 0
+    computations: int = 0
+    cooling: int = 0
+    with_alerts: int = 0
+    queued: int = 0
+    seconds_computing: float = 0.0
+
+
+def trending_request(window: str, dimension: str, metric: str, min_baseline: float) -> rq.Trending:
+    return rq.Trending(window=window, dimension=dimension, metric=metric, limit=TRENDING_LIMIT,
+                       min_baseline=float(min_baseline))
+
+
+def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.datetime,
+             hooks: list[Any] | None = None) -> RoundReport:
+    import time
+
+    report = RoundReport()
+    if frames.last_event is None:
+        return report
+    as_of = compute_as_of(now, frames.last_event)
+    report.as_of = as_of
+    hooks = store.enabled_webhooks() if hooks is None else hooks
+    report.webhooks = len(hooks)
+    groups: dict[tuple, list[Any]] = defaultdict(list)
+    for hook in hooks:
+        if hook.cooldown_until is not None and hook.cooldown_until > now:
+            report.cooling += 1
+            continue
+        groups[(hook.window, hook.dimension, hook.metric, float(hook.min_baseline))].append(hook)
+    for key, members in groups.items():
+        started = time.perf_counter()
+        frame = engine.trending(frames, as_of, trending_request(*key))
+        report.computations += 1
+        report.seconds_computing += time.perf_counter() - started
+        if frame.is_empty():
+            continue
+        growth = frame["growth_pct"]
+        for hook in members:
+            mask = growth > hook.threshold_pct
+            if not mask.any():
+                continue
+            report.with_alerts += 1
+            alerts_json = frame.filter(pl.Series(mask)).write_json()
+            delivery = store.claim_cooldown_and_enqueue(
+                hook.id, hook.cooldown_minutes, EVENT,
+                lambda _id, h=hook, a=alerts_json: payload(h.id, h.window, h.dimension, h.threshold_pct, now, a),
+                now)
+            if delivery is not None:
+                report.queued += 1
+    return report

@@ -1,0 +1,175 @@
+"""The management API: /api/v1/account/webhooks (list, create), /{id} (read, update, delete),
+/{id}/test (a signed test delivery now), /{id}/deliveries (attempts, newest first, paginated),
+/{id}/rotate-secret. Any plan manages its own subscription's webhooks; another subscription's id
+answers 404, exactly like an id that does not exist. Requests count against the rate limit."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import falcon
+
+from service.clock import Clock
+from service.errors import WEBHOOK_LIMIT, Problem
+from service.params import FieldError
+from service.resources.account import AccountPlan
+from service.resources.json_body import read_json_body
+from service.resources.signals import _summary
+from service.webhooks import delivery
+from service.webhooks.evaluate import payload
+from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
+from service.webhooks.store import TooManyWebhooks, WebhookStore, public
+from service.windows import iso_z
+
+WEBHOOKS_PATH = "/api/v1/account/webhooks"
+WEBHOOK_PATH = WEBHOOKS_PATH + "/{webhook_id}"
+DELIVERIES_LIMIT = (1, 100, 20)  # min, max, default
+
+
+def _json(resp: falcon.Response, body: Any, status: str = falcon.HTTP_200) -> None:
+    resp.status = status
+    resp.content_type = falcon.MEDIA_JSON
+    resp.set_header("Cache-Control", "no-store")
+    resp.data = json.dumps(body, separators=(",", ":"), ensure_ascii=False).encode()
+
+
+def _not_found(webhook_id: str) -> Problem:
+    return Problem(404, f"No webhook {webhook_id!r} in this key's subscription.")
+
+
+def _invalid(errors: list[FieldError]) -> Problem:
+    return Problem(400, _summary(errors).replace("Parameter", "Field"), errors=errors)
+
+
+class _Base:
+    rate_limited = True
+
+    def __init__(self, store: WebhookStore, clock: Clock, *, allow_private: bool) -> None:
+        self.store = store
+        self.clock = clock
+        self.allow_private = allow_private
+
+    def prepare(self, req: falcon.Request) -> AccountPlan:
+        return AccountPlan()  # per-subscription answers: never in the shared cache
+
+    @staticmethod
+    def _no_query(req: falcon.Request) -> None:
+        if req.params:
+            raise _invalid([FieldError(name, "is not a parameter of this endpoint") for name in req.params])
+
+
+class WebhooksResource(_Base):
+    def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._no_query(req)
+        rows = self.store.list(req.context.principal.subscription_id)
+        _json(resp, {"webhooks": [public(r) for r in rows], "limit": MAX_WEBHOOKS_PER_SUBSCRIPTION})
+
+    def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
+        self._no_query(req)
+        values, errors = check_body(read_json_body(req), creating=True, allow_private=self.allow_private)
+        if errors:
+            raise _invalid(errors)
+        try:
+            row, secret = self.store.create(req.context.principal.subscription_id, values)
+        except TooManyWebhooks:
+            raise Problem(409, f"A subscription may have at most {MAX_WEBHOOKS_PER_SUBSCRIPTION} webhooks; delete "
+                               f"one (DELETE {WEBHOOKS_PATH}/{{id}}) before creating another.",
+                          kind=WEBHOOK_LIMIT, extensions={"limit": MAX_WEBHOOKS_PER_SUBSCRIPTION}) from None
+        resp.location = f"{WEBHOOKS_PATH}/{row.id}"
+        _json(resp, {**public(row), "secret": secret}, falcon.HTTP_201)
+
+
+class WebhookResource(_Base):
+    def _row(self, req: falcon.Request, webhook_id: str) -> Any:
+        row = self.store.get(req.context.principal.subscription_id, webhook_id)
+        if row is None:
+            raise _not_found(webhook_id)
+        return row
+
+    def on_get(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        self._no_query(req)
+        _json(resp, public(self._row(req, webhook_id)))
+
+    def on_patch(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        self._no_query(req)
+        self._row(req, webhook_id)  # 404 before 400: another's id reveals nothing
+        values, errors = check_body(read_json_body(req), creating=False, allow_private=self.allow_private)
+        if errors:
+            raise _invalid(errors)
+        row = self.store.update(req.context.principal.subscription_id, webhook_id, values)
+        if row is None:
+            raise _not_found(webhook_id)
+        _json(resp, public(row))
+
+    def on_delete(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        self._no_query(req)
+        if not self.store.delete(req.context.principal.subscription_id, webhook_id):
+            raise _not_found(webhook_id)
+        resp.status = falcon.HTTP_204
+
+    def on_post_rotate(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        self._no_query(req)
+        rotated = self.store.rotate_secret(req.context.principal.subscription_id, webhook_id)
+        if rotated is None:
+            raise _not_found(webhook_id)
+        row, secret = rotated
+        _json(resp, {**public(row), "secret": secret})
+
+    def on_post_test(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        """A trending_alert with no alerts, signed and sent now (retried like any delivery if it fails)."""
+        self._no_query(req)
+        row = self._row(req, webhook_id)
+        now = self.clock.now()
+        delivery_id = self.store.enqueue(
+            row.id, "test", lambda _id: payload(row.id, row.window, row.dimension, row.threshold_pct, now, "[]"), now)
+        claimed = self.store.claim(delivery_id, now, delivery.LEASE)
+        if claimed is None:  # a worker took it first: it is being sent
+            _json(resp, {"delivery_id": delivery_id, "attempt": None}, falcon.HTTP_202)
+            return
+        outcome = delivery.attempt(self.store, claimed, self.clock, allow_private=self.allow_private)
+        _json(resp, {"delivery_id": delivery_id, "attempt": {
+            "succeeded": outcome.succeeded, "status_code": outcome.status_code, "error": outcome.error,
+            "duration_ms": outcome.duration_ms}})
+
+    def on_get_deliveries(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        low, high, default = DELIVERIES_LIMIT
+        errors = [FieldError(n, "is not a parameter of this endpoint (limit, before)")
+                  for n in req.params if n not in ("limit", "before")]
+        limit, before = default, None
+        raw = req.params.get("limit")
+        if raw is not None:
+            if not isinstance(raw, str) or not raw.isdigit() or not low <= int(raw) <= high:
+                errors.append(FieldError("limit", f"must be an integer from {low} to {high}"))
+            else:
+                limit = int(raw)
+        raw = req.params.get("before")
+        if raw is not None:
+            if not isinstance(raw, str) or not raw.isdigit():
+                errors.append(FieldError("before", "must be the next_before of the previous page"))
+            else:
+                before = int(raw)
+        if errors:
+            raise _invalid(errors)
+        self._row(req, webhook_id)
+        rows = self.store.attempts(req.context.principal.subscription_id, webhook_id, limit + 1, before)
+        more = len(rows) > limit
+        rows = rows[:limit]
+        items = [{"id": r.id, "delivery_id": r.delivery_id, "event": r.event, "attempt": r.attempt,
+                  "attempted_at": iso_z(r.started_at), "status_code": r.status_code, "duration_ms": r.duration_ms,
+                  "error": r.error, "outcome": r.outcome} for r in rows]
+        next_before = rows[-1].id if more and rows else None
+        body = {"deliveries": items, "next_before": next_before}
+        if next_before is not None:
+            resp.append_link(f"{WEBHOOK_PATH.format(webhook_id=webhook_id)}/deliveries?limit={limit}"
+                             f"&before={next_before}", "next")
+        _json(resp, body)
+
+
+def add_routes(app: falcon.App, store: WebhookStore, clock: Clock, *, allow_private: bool) -> None:
+    app.add_route(WEBHOOKS_PATH, WebhooksResource(store, clock, allow_private=allow_private))
+    one = WebhookResource(store, clock, allow_private=allow_private)
+    app.add_route(WEBHOOK_PATH, one)
+    app.add_route(WEBHOOK_PATH + "/test", one, suffix="test")
+    app.add_route(WEBHOOK_PATH + "/deliveries", one, suffix="deliveries")
+    app.add_route(WEBHOOK_PATH + "/rotate-secret", one, suffix="rotate")

@@ -1,0 +1,89 @@
+"""The worker process (`python -m service worker`): evaluates every enabled webhook each
+SIGNALS_WORKER_INTERVAL_SECONDS and as soon as new data lands (the store's generation changes),
+and makes every delivery attempt that is due, from the outbox in the accounts database.
+
+Any number of workers may run, on any number of machines sharing the accounts database: the
+cooldown and each delivery's lease are claimed atomically there (store.py).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from service.clock import Clock, SystemClock
+from service.engine import Engine
+from service.store.reader import EventStore
+from service.webhooks import delivery
+from service.webhooks.evaluate import RoundReport, evaluate
+from service.webhooks.store import WebhookStore
+
+log = logging.getLogger("signals.webhooks")
+
+DELIVERY_THREADS = 8
+BATCH = 64
+TICK_SECONDS = 1.0
+
+
+class Worker:
+    def __init__(self, store: EventStore, webhooks: WebhookStore, engine: Engine, *, clock: Clock | None = None,
+                 interval_seconds: float = 60.0, allow_private: bool = False, threads: int = DELIVERY_THREADS,
+                 timeout: float = delivery.sender.TIMEOUT_SECONDS) -> None:
+        self.store = store
+        self.webhooks = webhooks
+        self.engine = engine
+        self.clock: Clock = clock or SystemClock()
+        self.interval_seconds = interval_seconds
+        self.allow_private = allow_private
+        self.threads = threads
+        self.timeout = timeout
+        self._evaluated_generation: int | None = None
+        self._next_evaluation = 0.0
+
+    def evaluate(self) -> RoundReport:
+        frames = self.store.snapshot()
+        report = evaluate(self.webhooks, self.engine, frames, self.clock.now())
+        self._evaluated_generation = frames.generation
+        log.info("evaluated %d webhooks (%d computations, %d cooling down, %d queued) at as_of %s",
+                 report.webhooks, report.computations, report.cooling, report.queued, report.as_of)
+        return report
+
+    def deliver_due(self) -> int:
+        """Claim and attempt every delivery due now (in parallel threads); the number attempted."""
+        attempted = 0
+        with ThreadPoolExecutor(self.threads) as pool:
+            while True:
+                due = self.webhooks.due(self.clock.now(), BATCH)
+                if not due:
+                    return attempted
+                claimed = [c for c in (self.webhooks.claim(d, self.clock.now(), delivery.LEASE) for d in due) if c]
+                if not claimed:
+                    return attempted
+                list(pool.map(self._attempt, claimed))
+                attempted += len(claimed)
+
+    def _attempt(self, claimed: delivery.Claimed) -> None:
+        try:
+            delivery.attempt(self.webhooks, claimed, self.clock, allow_private=self.allow_private,
+                             timeout=self.timeout)
+        except Exception:  # one broken delivery must not stop the others; its lease runs out
+            log.exception("delivery %s failed unexpectedly", claimed.id)
+
+    def run_once(self) -> RoundReport:
+        report = self.evaluate()
+        self.deliver_due()
+        return report
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            try:
+                generation = self.store.snapshot().generation
+                if time.monotonic() >= self._next_evaluation or generation != self._evaluated_generation:
+                    self._next_evaluation = time.monotonic() + self.interval_seconds
+                    self.evaluate()
+                self.deliver_due()
+            except Exception:  # the database or the data may be briefly unavailable: retry next tick
+                log.exception("worker round failed; retrying")
+            stop.wait(TICK_SECONDS)
