@@ -1,0 +1,258 @@
+"""The MCP server: a low-level `mcp` 2.x `Server` whose every tool call is one request to the
+Signals REST API through `connectors.client.SignalsClient`, with the caller's own key.
+
+- stdio: one caller, the key in SIGNALS_API_KEY, checked with GET /api/v1/account before serving.
+- streamable HTTP at /mcp: every HTTP request carries its caller's `Authorization: Bearer` key,
+  checked against the API's GET /api/v1/account (answers cached per key for a minute): 401 with
+  `WWW-Authenticate` without a valid key, 403 below Professional. The key travels with each MCP
+  message (the SDK hands the handler the HTTP request that carried it), so concurrent callers
+  never share a key; the SDK also binds a session to the key that opened it (another key gets 404).
+
+Tiers, rate limits, caching, noise and errors are the API's own: nothing is decided here that the
+API would decide. Arguments are checked first by the shared client with the API's own words.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import threading
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+import anyio.to_thread
+import cachetools
+import httpx
+import mcp_types as types
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.lowlevel import Server
+from starlette.datastructures import Headers
+
+from connectors import __version__
+from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError
+from connectors.mcp.tools import CSV_REFUSAL, ToolSpec, build_tools, error_result, from_signals_error, ok_result
+from connectors.operations import Operations
+from connectors.settings import ConnectorSettings
+
+log = logging.getLogger("signals.mcp")
+
+MCP_PLAN = "professional"  # the lowest plan that may use the MCP server
+ACCOUNT_TTL = 60.0  # seconds an account answer is reused for the HTTP gate (per key)
+REFUSAL_TTL = 30.0  # seconds a 401 for a key is reused (keeps bad keys off the API's auth throttle)
+_CLIENTS = 256  # clients (one per key) kept
+
+
+def fingerprint(key: str) -> str:
+    return hashlib.sha256(key.encode()).hexdigest()
+
+
+class _KeyClient(SignalsClient):
+    """The shared client for one key, reading the operations this server already read (one
+    OpenAPI document for the tools' schemas and for the checks), and never waiting on a 429: a
+    rate-limited tool call is answered at once with its Retry-After."""
+
+    def __init__(self, base_url: str, key: str, operations: Operations) -> None:
+        super().__init__(base_url, key, max_rate_limit_wait=0, max_retries=2,
+                         settings=ConnectorSettings(api_url=base_url))
+        self._shared_operations = operations
+
+    @property
+    def operations(self) -> Operations:
+        return self._shared_operations
+
+
+class Backend:
+    """What the tools need from the API: its document (read once), one client per key, the
+    account check. Thread-safe; the handlers call it from worker threads."""
+
+    def __init__(self, api_url: str) -> None:
+        self.api_url = api_url.rstrip("/")
+        self._lock = threading.Lock()
+        self._document: dict[str, Any] | None = None
+        self._tools: dict[str, ToolSpec] | None = None
+        self._operations: Operations | None = None
+        self._clients: cachetools.LRUCache[str, _KeyClient] = cachetools.LRUCache(_CLIENTS)
+        self._accounts: cachetools.TTLCache[str, dict[str, Any]] = cachetools.TTLCache(4096, ACCOUNT_TTL)
+        self._refused: cachetools.TTLCache[str, SignalsError] = cachetools.TTLCache(4096, REFUSAL_TTL)
+
+    def document(self) -> dict[str, Any]:
+        with self._lock:
+            if self._document is None:
+                try:
+                    response = httpx.get(self.api_url + OPENAPI_PATH, timeout=10,
+                                         headers={"User-Agent": USER_AGENT, "Accept": "application/json"})
+                except httpx.TransportError as exc:
+                    raise SignalsError(None, "Cannot reach the Signals API",
+                                       f"GET {self.api_url}{OPENAPI_PATH}: {type(exc).__name__}: {exc}") from exc
+                if response.status_code != 200:
+                    raise SignalsError.from_response(response)
+                self._document = response.json()
+                self._operations = Operations.from_openapi(self._document)
+                self._tools = build_tools(self._document)
+            return self._document
+
+    def tools(self) -> dict[str, ToolSpec]:
+        self.document()
+        assert self._tools is not None
+        return self._tools
+
+    def plans(self) -> list[str]:
+        """Plans from lowest to highest, as the document's account schema lists them."""
+        schema = self.document()["paths"]["/api/v1/account"]["get"]["responses"]["200"]["content"]
+        return list(schema["application/json"]["schema"]["properties"]["plan"]["enum"])
+
+    def may_use_mcp(self, account: Mapping[str, Any]) -> bool:
+        plans = self.plans()
+        return account.get("plan") in plans and plans.index(account["plan"]) >= plans.index(MCP_PLAN)
+
+    def client(self, key: str) -> _KeyClient:
+        self.document()
+        name = fingerprint(key)
+        with self._lock:
+            client = self._clients.get(name)
+            if client is None:
+                assert self._operations is not None
+                client = self._clients[name] = _KeyClient(self.api_url, key, self._operations)
+            return client
+
+    def account(self, key: str, *, fresh: bool = False) -> dict[str, Any]:
+        """GET /api/v1/account for the key (reused for ACCOUNT_TTL seconds unless `fresh`);
+        SignalsError as the API answered."""
+        name = fingerprint(key)
+        with self._lock:
+            if not fresh:
+                if name in self._accounts:
+                    return self._accounts[name]
+                if name in self._refused:
+                    raise self._refused[name]
+        try:
+            account = self.client(key).account()
+        except SignalsError as exc:
+            if exc.status == 401:
+                with self._lock:
+                    self._refused[name] = exc
+            raise
+        with self._lock:
+            self._accounts[name] = account
+        return account
+
+    def call(self, name: str, arguments: Mapping[str, Any] | None, key: str | None) -> types.CallToolResult:
+        """One tool call: one request to the API with the key; every failure is a tool error."""
+        try:
+            tools = self.tools()
+        except SignalsError as exc:
+            return from_signals_error(exc)
+        spec = tools.get(name)
+        if spec is None:
+            return error_result("Unknown tool", f"There is no tool {name!r}. Tools: {', '.join(tools)}.")
+        if not key:
+            return error_result("Missing API key", "This call carries no Signals API key.", status=401)
+        arguments = dict(arguments or {})
+        if spec.operation.name == "query" and arguments.get("format") not in (None, "json"):
+            return error_result("Invalid or missing parameter", f"Parameter 'format' {CSV_REFUSAL}", status=400,
+                                errors=[{"name": "format", "reason": CSV_REFUSAL}])
+        try:
+            body = self.client(key).call(spec.operation.name, arguments)
+        except SignalsError as exc:
+            return from_signals_error(exc)
+        except Exception:  # never a traceback to the caller; the log has it
+            log.exception("tool %s failed", name)
+            return error_result("Internal error", "The MCP server failed to complete the call; see its log.",
+                                status=500)
+        if not isinstance(body, dict):  # not JSON (cannot happen with format json)
+            return error_result("Unexpected answer", "The API did not answer with JSON.", status=502)
+        return ok_result(body)
+
+
+def build_server(backend: Backend, stdio_key: str | None = None) -> Server:
+    """The MCP server over `backend`. Over stdio every call uses `stdio_key`; over HTTP each call
+    uses the key of the HTTP request that carried it (set by `KeyGate`)."""
+
+    async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
+        tools = await anyio.to_thread.run_sync(backend.tools)
+        return types.ListToolsResult(tools=[spec.tool for spec in tools.values()])
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        key = _caller_key(ctx, stdio_key)
+        return await anyio.to_thread.run_sync(backend.call, params.name, params.arguments, key)
+
+    return Server("signals", version=__version__, title="Signals",
+                  instructions="Aggregated, anonymous, noisy statistics about which keywords people filter out, "
+                               "where and on which sites. Every number is an estimate.",
+                  on_list_tools=list_tools, on_call_tool=call_tool)
+
+
+def _caller_key(ctx: Any, stdio_key: str | None) -> str | None:
+    request = getattr(ctx, "request", None)
+    if request is None:
+        return stdio_key
+    user = request.scope.get("user")
+    return user.access_token.token if isinstance(user, AuthenticatedUser) else None
+
+
+# -- HTTP --------------------------------------------------------------------------------------
+
+def _problem(status: int, title: str, detail: str, headers: Mapping[str, str] | None = None):
+    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+    raw = [(b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode())]
+    raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+
+    async def send_problem(send: Any) -> None:
+        await send({"type": "http.response.start", "status": status, "headers": raw})
+        await send({"type": "http.response.body", "body": body})
+
+    return send_problem
+
+
+class KeyGate:
+    """ASGI middleware in front of the SDK's streamable HTTP app: every HTTP request needs a key
+    the API accepts (401 + WWW-Authenticate otherwise) on a plan of Professional or above (403),
+    as GET /api/v1/account answers. The key is put in the request's scope as the SDK's
+    `AuthenticatedUser` (principal: the key's SHA-256), which the SDK uses to bind each session to
+    the key that opened it, and the tool handler to forward it."""
+
+    def __init__(self, app: Any, backend: Backend) -> None:
+        self.app = app
+        self.backend = backend
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        header = Headers(scope=scope).get("authorization", "")
+        scheme, _, key = header.partition(" ")
+        key = key.strip()
+        challenge = 'Bearer realm="signals"'
+        if scheme.lower() != "bearer" or not key:
+            await _problem(401, "Missing API key", "Send your Signals API key as 'Authorization: Bearer <key>'.",
+                           {"WWW-Authenticate": challenge})(send)
+            return
+        try:
+            account = await anyio.to_thread.run_sync(self.backend.account, key)
+        except SignalsError as exc:
+            if exc.status == 401:
+                await _problem(401, exc.title, exc.detail,
+                               {"WWW-Authenticate": f'{challenge}, error="invalid_token"'})(send)
+            elif exc.status == 429:
+                await _problem(429, exc.title, exc.detail, {"Retry-After": str(exc.retry_after or 1)})(send)
+            else:
+                await _problem(503 if exc.status is None or exc.status >= 500 else 502,
+                               "Cannot check the key", f"The Signals API did not confirm the key: {exc}")(send)
+            return
+        if not self.backend.may_use_mcp(account):
+            await _problem(403, "Plan too low",
+                           f"Plan {account.get('plan_label') or account.get('plan')} cannot use the MCP server; "
+                           "it needs Professional.",
+                           {"WWW-Authenticate": f'{challenge}, error="insufficient_scope"'})(send)
+            return
+        token = AccessToken(token=key, client_id=fingerprint(key), scopes=[str(account.get("plan"))])
+        await self.app({**scope, "user": AuthenticatedUser(token)}, receive, send)
+
+
+def http_app(backend: Backend, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+    """The ASGI app: KeyGate in front of the SDK's streamable HTTP app at `path`."""
+    server = build_server(backend)
+    return KeyGate(server.streamable_http_app(streamable_http_path=path, host=host), backend)

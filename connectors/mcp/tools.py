@@ -1,0 +1,148 @@
+"""The seven tools, built from the served OpenAPI document, and the shape of their results.
+
+Nothing about a parameter is typed here: a tool's input schema is its endpoint's query parameters
+(or request body) exactly as the document gives them, names, types, enums, bounds, defaults,
+`required` and descriptions included; its output schema is the endpoint's 200 JSON schema; its
+name is the document's `x-mcp-tool`. What is written here is prose for the model (what a call
+answers and what the measures mean) and the conversion of an answer or an API error into a
+`CallToolResult`.
+"""
+
+from __future__ import annotations
+
+import copy
+import dataclasses
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import mcp_types as types
+
+from connectors.client import SignalsError
+from connectors.operations import Operation, Operations
+
+# What the measures in the answers mean (README "What the numbers mean"), named in a description
+# only when the tool's records carry that field.
+MEASURES = {
+    "suppressions": "items hidden by users' filters",
+    "events": "filtering events (page renders where a filter hid something)",
+    "users_est": "distinct users, an estimate (users do not add up across rows)",
+    "unique_users": "distinct users, an estimate (users do not add up across rows)",
+    "adds": "keywords added to users' filter lists",
+    "removes": "keywords removed",
+    "edits": "keywords edited",
+    "net_adds": "adds - removes",
+    "total_events": "adds + removes + edits",
+    "growth_pct": "growth of the hourly rate, recent period vs baseline period, in percent",
+    "recent": "the metric's total in the recent period",
+    "baseline": "the metric's total in the baseline period",
+}
+
+ESTIMATES = ("Every number is an estimate: aggregated, anonymous statistics with privacy noise, and cells with "
+             "too few users are left out, so treat small numbers as rough and never as exact counts. Times are "
+             "UTC; the window ends at as_of (the start of the current hour, or the end of the last hour with data). "
+             "Read-only. Each call is one request to the Signals REST API with your key, counted against your "
+             "plan's rate limit.")
+
+CSV_REFUSAL = ("signals_query answers in JSON only: leave 'format' out or set it to 'json'. For CSV, call "
+               "POST /api/v1/signals/query on the REST API.")
+
+
+@dataclasses.dataclass(frozen=True)
+class ToolSpec:
+    name: str
+    operation: Operation
+    tool: types.Tool
+
+
+def build_tools(document: Mapping[str, Any]) -> dict[str, ToolSpec]:
+    """One tool per operation of the document that names an MCP tool, by tool name."""
+    operations = Operations.from_openapi(document)
+    specs = {}
+    for path, methods in document.get("paths", {}).items():
+        for method, raw in methods.items():
+            if not isinstance(raw, dict) or not raw.get("x-mcp-tool"):
+                continue
+            operation = operations[raw["operationId"]]
+            name = raw["x-mcp-tool"]
+            tool = types.Tool(
+                name=name,
+                title=raw.get("summary"),
+                description=describe(raw, operation),
+                input_schema=input_schema(raw),
+                output_schema=output_schema(raw),
+                annotations=types.ToolAnnotations(title=raw.get("summary"), read_only_hint=True,
+                                                  destructive_hint=False, idempotent_hint=True,
+                                                  open_world_hint=False),
+            )
+            specs[name] = ToolSpec(name, operation, tool)
+    return specs
+
+
+def input_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The endpoint's parameters as one JSON Schema object: the request body's schema as it is,
+    or the query parameters as properties (each parameter's description inside its schema)."""
+    if "requestBody" in raw:
+        return copy.deepcopy(dict(raw["requestBody"]["content"]["application/json"]["schema"]))
+    properties, required = {}, []
+    for param in raw.get("parameters", []):
+        if param.get("in") != "query":
+            continue
+        properties[param["name"]] = {**copy.deepcopy(param["schema"]),
+                                     **({"description": param["description"]} if param.get("description") else {})}
+        if param.get("required"):
+            required.append(param["name"])
+    schema: dict[str, Any] = {"type": "object", "properties": properties, "additionalProperties": False}
+    if required:
+        schema["required"] = required
+    return schema
+
+
+def output_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The endpoint's 200 JSON body schema."""
+    return copy.deepcopy(dict(raw["responses"]["200"]["content"]["application/json"]["schema"]))
+
+
+def describe(raw: Mapping[str, Any], operation: Operation) -> str:
+    """What the tool answers, for a model: the document's summary and description, the fields of
+    its records and what the measures among them mean, and that the numbers are estimates."""
+    parts = [raw.get("summary", "").rstrip(".") + ".", raw.get("description", "")]
+    if operation.records_field:
+        fields = list(operation.record_schema.get("properties", {}))
+        parts.append(f"Answer: the JSON body of {operation.method} {operation.path}: a list "
+                     f"'{operation.records_field}' of records with {', '.join(fields)}, and the request's echo "
+                     "and a disclaimer.")
+        meanings = [f"{name} = {MEASURES[name]}" for name in fields if name in MEASURES]
+        if meanings:
+            parts.append("Measures: " + "; ".join(meanings) + ".")
+    if operation.name == "query":
+        parts.append(CSV_REFUSAL)
+    parts.append(ESTIMATES)
+    return "\n\n".join(p for p in parts if p)
+
+
+def ok_result(body: Any) -> types.CallToolResult:
+    """The endpoint's JSON body as structured content, and the same as text."""
+    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
+                                structured_content=body)
+
+
+def error_result(title: str, detail: str, *, status: int | None = None, errors: list[dict[str, str]] | None = None,
+                 retry_after: int | None = None, request_id: str | None = None) -> types.CallToolResult:
+    """An API error (or an argument refused before sending) as a tool error: its title, detail and
+    per-field errors, in words and as structured content."""
+    problem: dict[str, Any] = {"status": status, "title": title, "detail": detail, "errors": list(errors or [])}
+    lines = [f"{title}" + (f" ({status})" if status else "") + f": {detail}"]
+    lines += [f"- {e.get('name')}: {e.get('reason')}" for e in problem["errors"]]
+    if retry_after is not None:
+        problem["retry_after"] = retry_after
+        lines.append(f"Rate limited: retry in {retry_after} s.")
+    if request_id:
+        problem["request_id"] = request_id
+    return types.CallToolResult(content=[types.TextContent(type="text", text="\n".join(lines))],
+                                structured_content=problem, is_error=True)
+
+
+def from_signals_error(error: SignalsError) -> types.CallToolResult:
+    return error_result(error.title, error.detail, status=error.status, errors=error.errors,
+                        retry_after=error.retry_after, request_id=error.request_id)
