@@ -1,0 +1,124 @@
+"""The dashboard's calls to the API: the shared client, one per viewer's key, and the failures
+turned into sentences a person understands.
+
+The key comes from the browser's session store with each callback and goes only into the
+client's `Authorization` header; it is never put in a URL, a log line or an error message. The
+parameters (allowed values, bounds, defaults) come from the API's served OpenAPI document, which
+needs no key, so the controls are built from it (`operation`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import cachetools
+
+from connectors.client import Reply, SignalsClient, SignalsError, key_fingerprint
+from connectors.operations import Operation, Operations
+from dashboard.settings import DashboardSettings
+
+_SETTINGS = DashboardSettings.from_env()
+_DOCUMENT_SECONDS = 300  # the OpenAPI document is read again after this (a newer server's bounds)
+_lock = threading.Lock()
+# One client per key (its remembered ETags make a page's reload a 304), for an hour at most.
+_clients: cachetools.TTLCache[str, SignalsClient] = cachetools.TTLCache(maxsize=256, ttl=3600)
+_document: tuple[float, Operations] | None = None
+
+PLAN_LABELS = {"observer": "Observer", "analyst": "Analyst", "professional": "Professional"}
+
+
+def api_url() -> str:
+    return _SETTINGS.api_url
+
+
+def _client(key: str | None) -> SignalsClient:
+    # No waiting inside a page's callback: a 429 is shown with its Retry-After instead.
+    fingerprint = key_fingerprint(key)
+    with _lock:
+        client = _clients.get(fingerprint)
+        if client is None:
+            client = SignalsClient(_SETTINGS.api_url, key or "", timeout=30.0, connect_timeout=3.0, max_retries=1,
+                                   max_rate_limit_wait=0.0, backoff=0.2)
+            _clients[fingerprint] = client
+        return client
+
+
+def operations() -> Operations:
+    """The API's operations from its served document (no key needed), kept a few minutes."""
+    global _document
+    with _lock:
+        if _document is not None and time.monotonic() - _document[0] < _DOCUMENT_SECONDS:
+            return _document[1]
+    reader = SignalsClient(_SETTINGS.api_url, "", connect_timeout=3.0, max_retries=1, backoff=0.2)
+    try:
+        ops = reader.operations
+    finally:
+        reader.close()
+    with _lock:
+        _document = (time.monotonic(), ops)
+    return ops
+
+
+def operation(name: str) -> Operation:
+    return operations()[name]
+
+
+def fetch(key: str | None, name: str, arguments: Mapping[str, Any] | None = None) -> Reply:
+    """The whole answer (body, as_of, headers); SignalsError on any failure."""
+    return _client(key).fetch(name, dict(arguments or {}))
+
+
+def account(key: str) -> Reply:
+    return fetch(key, "account")
+
+
+@dataclasses.dataclass(frozen=True)
+class Usage:
+    """The rate-limit use reported by the API's headers on an answer."""
+
+    limit: int | None
+    remaining: int | None
+    reset: int | None
+
+    @classmethod
+    def from_headers(cls, headers: Mapping[str, str]) -> Usage:
+        lower = {k.lower(): v for k, v in headers.items()}
+
+        def number(name: str) -> int | None:
+            value = lower.get(name, "").strip()
+            return int(value) if value.isdigit() else None
+
+        return cls(number("x-ratelimit-limit"), number("x-ratelimit-remaining"), number("x-ratelimit-reset"))
+
+    def as_dict(self) -> dict[str, int | None]:
+        return dataclasses.asdict(self)
+
+
+def explain(error: SignalsError, *, needed_plan: str | None = None) -> str:
+    """A sentence for the viewer; never a traceback, never the key."""
+    if error.status is None and error.sent:
+        return (f"The Signals API is not answering at {_SETTINGS.api_url}. It may be restarting; "
+                "try again in a minute.")
+    if error.status == 401:
+        return "Your key was not accepted (it may have been revoked or have expired). Please sign in again."
+    if error.status == 403:
+        plan = PLAN_LABELS.get(needed_plan or "", needed_plan)
+        head = f"This page needs the {plan} plan or higher. " if plan else "Your plan does not include this. "
+        return head + (error.detail or "")
+    if error.status == 429:
+        wait = error.retry_after
+        when = (f"Try again in {wait} second{'s' if wait != 1 else ''} "
+                f"(after {time.strftime('%H:%M:%S', time.gmtime(time.time() + wait))} UTC).") if wait is not None \
+            else "Try again in a minute."
+        return f"Too many requests for your plan's limit. {when} {error.detail or ''}".strip()
+    if error.status in (400, 422):
+        fields = "; ".join(f"{e.get('name')}: {e.get('reason')}" for e in error.errors if isinstance(e, dict))
+        return f"The API refused these settings: {fields or error.detail}"
+    if error.status == 503:
+        wait = f" Try again in {error.retry_after} seconds." if error.retry_after else " Try again shortly."
+        return f"The Signals API is busy or unavailable ({error.title}).{wait}"
+    return f"The Signals API answered {error.status}: {error.detail}"

@@ -1,0 +1,143 @@
+"""Figures as pure functions of the API's JSON: a body (dict) in, a `go.Figure` out.
+
+Nothing here calls the API, reads settings or knows Dash; tests/test_dashboard_figures.py calls
+them with recorded bodies. Every figure says in its title what is counted; the numbers are the
+API's estimates as given.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import plotly.graph_objects as go
+
+ACCENT = "#3563c9"
+_LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=48, b=10), height=420,
+               font=dict(family="system-ui, sans-serif", size=13))
+
+
+def _empty(title: str, message: str) -> go.Figure:
+    figure = go.Figure(layout=dict(**_LAYOUT, title=title))
+    figure.add_annotation(text=message, showarrow=False, x=0.5, y=0.5, xref="paper", yref="paper")
+    figure.update_xaxes(visible=False)
+    figure.update_yaxes(visible=False)
+    return figure
+
+
+def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions") -> go.Figure:
+    """The most suppressed keywords, largest on top."""
+    rows = list(body.get("keywords", []))
+    title = f"Top keywords by {measure} ({body.get('window')})"
+    if not rows:
+        return _empty(title, "No keyword passed the privacy threshold in this window.")
+    rows = rows[::-1]  # plotly draws the first category at the bottom
+    figure = go.Figure(go.Bar(x=[r[measure] for r in rows], y=[r["keyword_raw"] for r in rows], orientation="h",
+                              marker_color=ACCENT, hovertemplate="%{y}: %{x}<extra></extra>"))
+    figure.update_layout(**_LAYOUT, title=title)
+    figure.update_layout(height=max(300, 24 * len(rows) + 90))
+    return figure
+
+
+def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "keyword",
+                      measure: str = "suppressions") -> go.Figure:
+    """One line per keyword (or domain) over time; `bodies` are the answers, one per subject."""
+    title = f"{measure.capitalize()} over time, by {subject}"
+    if not bodies:
+        return _empty(title, f"Enter one or more {subject}s.")
+    figure = go.Figure()
+    for body in bodies:
+        points = body.get("timeseries", [])
+        figure.add_trace(go.Scatter(x=[p["ts"] for p in points], y=[p[measure] for p in points], mode="lines+markers",
+                                    name=str(body.get(subject)), marker=dict(size=4)))
+    first = bodies[0]
+    figure.update_layout(**_LAYOUT, title=f"{title} ({first.get('window')}, per {first.get('bucket')})",
+                         legend=dict(orientation="h", y=-0.15), hovermode="x unified")
+    return figure
+
+
+def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, float]],
+               *, iso3: Mapping[str, str] | None = None, measure: str = "suppressions") -> go.Figure:
+    """Countries as filled areas (`iso3`: alpha-2 -> alpha-3); regions, counties and cities as
+    points sized by the measure at `coordinates` (geo_key -> lat, lon). Places without
+    coordinates are left out of the map (the table beside it has them all)."""
+    rows = list(body.get("regions", []))
+    level = body.get("level", "country")
+    title = f"{measure.capitalize()} by {level} ({body.get('window')})"
+    if not rows:
+        return _empty(title, "No place passed the privacy threshold in this window.")
+    geo = dict(showframe=False, showcoastlines=True, coastlinecolor="#999", showland=True, landcolor="#f3f3f0",
+               showcountries=True, countrycolor="#bbb", projection_type="natural earth", resolution=110,
+               projection_rotation_lon=0, center=dict(lon=0, lat=20), lonaxis_range=[-180, 180])
+    if level == "country":
+        iso3 = iso3 or {}
+        shown = [r for r in rows if r["geo_key"] in iso3]
+        figure = go.Figure(go.Choropleth(
+            locations=[iso3[r["geo_key"]] for r in shown], locationmode="ISO-3", z=[r[measure] for r in shown],
+            text=[r["label"] for r in shown], colorscale="Blues", marker_line_color="#fff",
+            colorbar=dict(title=measure), hovertemplate="%{text}: %{z}<extra></extra>"))
+    else:
+        shown = [r for r in rows if r["geo_key"] in coordinates]
+        biggest = max((r[measure] for r in shown), default=1) or 1
+        figure = go.Figure(go.Scattergeo(
+            lat=[coordinates[r["geo_key"]][0] for r in shown], lon=[coordinates[r["geo_key"]][1] for r in shown],
+            text=[f"{r['label']}: {r[measure]}" for r in shown], hoverinfo="text",
+            marker=dict(size=[6 + 34 * (r[measure] / biggest) ** 0.5 for r in shown], color=ACCENT, opacity=0.6,
+                        line=dict(width=0.5, color="#fff"), sizemode="diameter")))
+        if shown and all(r["geo_key"].startswith("US") or level == "county" for r in shown):
+            geo.update(scope="usa", projection_type="albers usa", center={}, lonaxis_range=None)
+            geo.pop("projection_rotation_lon")
+    figure.update_layout(**_LAYOUT, title=title, geo=geo)
+    figure.update_layout(meta={"places": len(rows), "drawn": len(shown)})
+    return figure
+
+
+def trending_figure(body: Mapping[str, Any]) -> go.Figure:
+    """Growth of the fastest-growing values, recent period against the baseline."""
+    rows = list(body.get("trending", []))
+    title = (f"Fastest growing {body.get('dimension')} by {body.get('metric')}: "
+             f"{body.get('recent_period')} vs {body.get('baseline_period')}")
+    if not rows:
+        return _empty(title, "Nothing grew above the minimum baseline in this window.")
+    rows = rows[::-1]
+    figure = go.Figure(go.Bar(x=[r["growth_pct"] for r in rows], y=[str(r["value"]) for r in rows], orientation="h",
+                              marker_color="#d9822b", customdata=[[r["recent"], r["baseline"]] for r in rows],
+                              hovertemplate="%{y}: %{x}% (recent %{customdata[0]}, baseline %{customdata[1]})"
+                                            "<extra></extra>"))
+    figure.update_layout(**_LAYOUT, title=title, xaxis_title="growth, %")
+    figure.update_layout(height=max(300, 24 * len(rows) + 90))
+    return figure
+
+
+def activity_figure(body: Mapping[str, Any]) -> go.Figure:
+    """Keyword-list changes per keyword: adds, removes and edits stacked."""
+    rows = list(body.get("keywords", []))
+    title = f"Keyword list changes ({body.get('window')}, {body.get('type')})"
+    if not rows:
+        return _empty(title, "No keyword list change passed the privacy threshold in this window.")
+    rows = rows[::-1]
+    figure = go.Figure()
+    for field, colour in (("adds", "#2e9d5b"), ("removes", "#c9463d"), ("edits", "#8a8a8a")):
+        figure.add_trace(go.Bar(name=field, x=[r[field] for r in rows], y=[r["keyword"] for r in rows],
+                                orientation="h", marker_color=colour))
+    figure.update_layout(**_LAYOUT, title=title, barmode="stack", legend=dict(orientation="h", y=-0.1))
+    figure.update_layout(height=max(300, 24 * len(rows) + 110))
+    return figure
+
+
+def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions") -> go.Figure | None:
+    """A bar chart of a /query answer grouped by one dimension (a line when it is time); None for
+    other shapes (the table shows them)."""
+    group_by = list(body.get("group_by", []))
+    rows = list(body.get("results", []))
+    if len(group_by) != 1 or not rows:
+        return None
+    dim = group_by[0]
+    if dim == "time":
+        rows = sorted(rows, key=lambda r: r["ts"])
+        figure = go.Figure(go.Scatter(x=[r["ts"] for r in rows], y=[r[measure] for r in rows], mode="lines+markers",
+                                      line_color=ACCENT))
+    else:
+        figure = go.Figure(go.Bar(x=[str(r[dim]) for r in rows], y=[r[measure] for r in rows], marker_color=ACCENT))
+    figure.update_layout(**_LAYOUT, title=f"{measure} by {dim} ({body.get('window')})")
+    return figure

@@ -1,0 +1,49 @@
+"""/activity: keyword-list changes, adds, removes and edits (GET /keyword-activity)."""
+
+from __future__ import annotations
+
+import dash
+from dash import Input, Output, State, html
+
+from connectors.client import SignalsError
+from dashboard import api, figures, ui
+
+dash.register_page(__name__, path="/activity", title="Activity · Signals", name="Activity")
+
+
+def layout(**_query: str):
+    try:
+        op = api.operation("keyword_activity")
+    except SignalsError as error:
+        return ui.unavailable_layout(error)
+    return html.Div([
+        html.H1("Keyword list activity"),
+        html.Div([ui.radio("activity-window", op.param("window")), ui.radio("activity-type", op.param("type")),
+                  ui.number("activity-limit", op.param("limit"))], className="controls"),
+        html.Div([html.Div(ui.graph("activity-graph"), className="half"),
+                  html.Div(id="activity-table", className="side")], className="row"),
+        html.Div(id="activity-status"),
+    ], className="page")
+
+
+@dash.callback(
+    Output("activity-status", "children"), Output("api-meta", "data", allow_duplicate=True),
+    Output("activity-graph", "figure"), Output("activity-table", "children"),
+    Input("activity-window", "value"), Input("activity-type", "value"), Input("activity-limit", "value"),
+    State("session", "data"),
+    prevent_initial_call="initial_duplicate",
+)
+def load(window, kind, limit, session):
+    if not ui.key_of(session):
+        raise dash.exceptions.PreventUpdate
+
+    def render(replies):
+        body = replies[0].body
+        rows = ui.table(body["keywords"], ["keyword", "adds", "removes", "edits", "net_adds", "unique_users"],
+                        table_id="activity-rows")
+        return [ui.disclaimer_footer(body.get("disclaimer"), ui.as_of_text(replies[0]))], \
+            (figures.activity_figure(body), rows)
+
+    children, meta, out = ui.answer(session, [("keyword_activity", {"window": window, "type": kind, "limit": limit})],
+                                    render, empty=(dash.no_update, None))
+    return children, meta, *out

@@ -1,0 +1,133 @@
+"""/query: the flexible query (POST /query, Analyst and above): filters, group_by, bucket, order,
+limit; the results as a table (and a chart for one dimension); CSV through the API's own CSV
+(format=csv, its file name from Content-Disposition)."""
+
+from __future__ import annotations
+
+import re
+
+import dash
+from dash import Input, Output, State, dcc, html
+
+from connectors.client import SignalsError
+from dashboard import api, figures, ui
+
+dash.register_page(__name__, path="/query", title="Query · Signals", name="Query")
+
+TEXT_FILTERS = ("keywords", "domains", "countries", "regions", "counties", "cities")
+CLOSED_FILTERS = ("platforms", "page_contexts")
+
+
+def layout(**_query: str):
+    try:
+        op = api.operation("query")
+    except SignalsError as error:
+        return ui.unavailable_layout(error)
+    filters = op.param("filters").schema.get("properties", {})
+    group_by = op.param("group_by").schema
+    return html.Div([
+        html.H1("Query builder"),
+        html.P(f"Needs the {api.PLAN_LABELS.get(op.min_tier or '', op.min_tier)} plan or higher. "
+               "Values within a filter are alternatives; filters combine."),
+        html.Div([ui.radio("query-window", op.param("window")),
+                  html.Div([html.Label("group by (in this order)", htmlFor="query-group-by", className="control-label"),
+                            dcc.Checklist(id="query-group-by", options=group_by["items"]["enum"],
+                                          value=list(group_by.get("default", [])), inline=True, className="radio")],
+                           className="control"),
+                  ui.radio("query-bucket", op.param("bucket")),
+                  ui.radio("query-order-by", op.param("order_by"), "order by"),
+                  ui.radio("query-order", op.param("order")),
+                  ui.number("query-limit", op.param("limit"))], className="controls"),
+        html.Div([
+            html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
+                      dcc.Input(id=f"query-filter-{name}", type="text", value="", className="text-input",
+                                placeholder=filters[name].get("description", "")[:60])], className="control")
+            for name in TEXT_FILTERS if name in filters
+        ] + [
+            html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
+                      dcc.Checklist(id=f"query-filter-{name}", options=filters[name]["items"]["enum"], value=[],
+                                    inline=True, className="radio")], className="control")
+            for name in CLOSED_FILTERS if name in filters
+        ], className="controls"),
+        html.Div([html.Button("Run query", id="query-run", n_clicks=0, className="button"),
+                  html.Button("Download CSV", id="query-csv", n_clicks=0, className="button"),
+                  dcc.Download(id="query-download")], className="controls"),
+        dcc.Loading(html.Div(id="query-results"), type="default"),
+        ui.graph("query-graph"),
+        html.Div(id="query-status"),
+    ], className="page")
+
+
+def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt):
+    filters = {}
+    for name, text in zip(TEXT_FILTERS, texts):
+        values = [v.strip() for v in re.split(r"[,\n]", text or "") if v.strip()]
+        if values:
+            filters[name] = values
+    for name, chosen in zip(CLOSED_FILTERS, closed):
+        if chosen:
+            filters[name] = list(chosen)
+    body = {"window": window, "group_by": list(group_by or []), "order_by": order_by, "order": order,
+            "limit": limit, "format": fmt}
+    if bucket:
+        body["bucket"] = bucket
+    if filters:
+        body["filters"] = filters
+    return {k: v for k, v in body.items() if v is not None}
+
+
+_STATES = [State("query-window", "value"), State("query-group-by", "value"), State("query-bucket", "value"),
+           State("query-order-by", "value"), State("query-order", "value"), State("query-limit", "value"),
+           *[State(f"query-filter-{n}", "value") for n in TEXT_FILTERS],
+           *[State(f"query-filter-{n}", "value") for n in CLOSED_FILTERS], State("session", "data")]
+
+
+@dash.callback(
+    Output("query-status", "children"), Output("api-meta", "data", allow_duplicate=True),
+    Output("query-results", "children"), Output("query-graph", "figure"),
+    Input("query-run", "n_clicks"), *_STATES, prevent_initial_call=True,
+)
+def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
+    *filters, session = rest
+    if not ui.key_of(session):
+        raise dash.exceptions.PreventUpdate
+    if not window:
+        return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update
+    body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
+                 filters[len(TEXT_FILTERS):], "json")
+
+    def render(replies):
+        answer = replies[0].body
+        columns = list(answer["results"][0]) if answer["results"] else list(answer["group_by"])
+        figure = figures.query_figure(answer, measure=order_by or "suppressions")
+        return [ui.disclaimer_footer(answer.get("disclaimer"), ui.as_of_text(replies[0]))], \
+            (html.Div([html.P(f"{len(answer['results'])} rows", className="hint", id="query-count"),
+                       ui.table(answer["results"], columns, table_id="query-rows")], className="side"),
+             figure if figure is not None else {"data": [], "layout": {"height": 40}})
+
+    children, meta, out = ui.answer(session, [("query", body)], render, empty=(None, dash.no_update))
+    return children, meta, *out
+
+
+@dash.callback(
+    Output("query-download", "data"), Output("query-status", "children", allow_duplicate=True),
+    Output("api-meta", "data", allow_duplicate=True),
+    Input("query-csv", "n_clicks"), *_STATES, prevent_initial_call=True,
+)
+def download(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
+    *filters, session = rest
+    if not ui.key_of(session) or not _clicks:
+        raise dash.exceptions.PreventUpdate
+    if not window:
+        return None, ui.error_box("Choose a window first: the API needs one."), dash.no_update
+    body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
+                 filters[len(TEXT_FILTERS):], "csv")
+    try:
+        reply = api.fetch(ui.key_of(session), "query", body)
+    except SignalsError as error:
+        return None, ui.error_box(api.explain(error, needed_plan=api.operation("query").min_tier)), \
+            ui.meta(error=error)
+    disposition = {k.lower(): v for k, v in reply.headers.items()}.get("content-disposition", "")
+    match = re.search(r'filename="([^"]+)"', disposition)
+    return dcc.send_string(reply.body, match.group(1) if match else "signals-query.csv"), dash.no_update, \
+        ui.meta(reply)

@@ -1,0 +1,24 @@
+"""The dashboard's settings: the only place in dashboard/ that reads the environment."""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from collections.abc import Mapping
+
+from connectors.settings import DEFAULT_API_URL
+
+DEFAULT_PORT = 8050
+
+
+@dataclasses.dataclass(frozen=True)
+class DashboardSettings:
+    api_url: str = DEFAULT_API_URL  # SIGNALS_API_URL: where the Signals API answers
+    port: int = DEFAULT_PORT        # SIGNALS_DASHBOARD_PORT: where the dashboard listens (Procfile)
+
+    @classmethod
+    def from_env(cls, environ: Mapping[str, str] | None = None) -> DashboardSettings:
+        env = os.environ if environ is None else environ
+        port = env.get("SIGNALS_DASHBOARD_PORT", "").strip()
+        return cls(api_url=(env.get("SIGNALS_API_URL", "").strip() or DEFAULT_API_URL).rstrip("/"),
+                   port=int(port) if port else DEFAULT_PORT)

@@ -1,0 +1,120 @@
+"""Pieces every page uses: controls built from the OpenAPI document, the disclaimer and as_of
+footer, error boxes, tables, and `answer`, which runs one page's API calls and turns any failure
+into a message (and the header's rate-limit use into the shared `api-meta` store)."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from dash import dcc, html
+
+from connectors.client import Reply, SignalsError
+from connectors.operations import Parameter
+from dashboard import api
+
+GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True}
+
+
+def graph(graph_id: str) -> dcc.Loading:
+    return dcc.Loading(dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure={"data": [], "layout": {"height": 420}}),
+                       type="default", delay_show=150)
+
+
+def radio(control_id: str, parameter: Parameter, label: str | None = None) -> html.Div:
+    """A parameter with a closed set of values: exactly the document's values, its default chosen
+    (no choice when the parameter has no default)."""
+    return choice(control_id, label or parameter.name.replace("_", " "), parameter.enum or [], parameter.default)
+
+
+def choice(control_id: str, label: str, values: Sequence[Any], default: Any) -> html.Div:
+    return html.Div([
+        html.Label(label, htmlFor=control_id, className="control-label"),
+        dcc.RadioItems(id=control_id, options=[{"label": str(v), "value": v} for v in values],
+                       value=default, inline=True, className="radio"),
+    ], className="control")
+
+
+def measures(operation: Any) -> list[str]:
+    """The integer fields of an operation's records (the measures a figure can show)."""
+    props = operation.record_schema.get("properties", {})
+    return [name for name, schema in props.items() if schema.get("type") == "integer" and name != "rank"]
+
+
+def number(control_id: str, parameter: Parameter, label: str | None = None) -> html.Div:
+    """A numeric parameter: the document's bounds and default."""
+    step = 1 if parameter.type == "integer" else "any"
+    return html.Div([
+        html.Label(label or parameter.name.replace("_", " "), htmlFor=control_id, className="control-label"),
+        dcc.Input(id=control_id, type="number", value=parameter.default, min=parameter.minimum,
+                  max=parameter.maximum, step=step, debounce=True, className="number"),
+        html.Span(parameter.allowed(), className="hint"),
+    ], className="control")
+
+
+def disclaimer_footer(disclaimer: str | None, as_of: str | None) -> html.Div:
+    return html.Div([
+        html.Span(["Data as of ", html.Strong(as_of or "—", className="as-of")]),
+        html.P(disclaimer or "", className="disclaimer"),
+    ], className="page-footer")
+
+
+def error_box(message: str) -> html.Div:
+    return html.Div(message, className="error", role="alert")
+
+
+def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], table_id: str | None = None) -> html.Table:
+    head = html.Thead(html.Tr([html.Th(c.replace("_", " ")) for c in columns]))
+    body = html.Tbody([html.Tr([html.Td("" if r.get(c) is None else str(r.get(c)), **{"data-col": c})
+                                for c in columns]) for r in rows])
+    return html.Table([head, body], className="data-table", **({"id": table_id} if table_id else {}))
+
+
+def as_of_text(reply: Reply) -> str | None:
+    return reply.as_of.strftime("%Y-%m-%d %H:%M UTC") if reply.as_of else None
+
+
+def meta(reply: Reply | None = None, error: SignalsError | None = None) -> dict[str, Any]:
+    """What the shell needs from an answer: the rate-limit use and the status (401 signs out)."""
+    headers = reply.headers if reply is not None else {}
+    out = {"status": reply.status if reply is not None else (error.status if error else None),
+           "at": time.time(), **api.Usage.from_headers(headers).as_dict()}
+    if error is not None and error.status == 429:
+        out.update(remaining=0, reset=error.retry_after)
+    return out
+
+
+def key_of(session: Mapping[str, Any] | None) -> str | None:
+    return (session or {}).get("key") or None
+
+
+def answer(session: Mapping[str, Any] | None, calls: Sequence[tuple[str, Mapping[str, Any]]],
+           render: Callable[[list[Reply]], Any], *, needed_plan: str | None = None,
+           empty: Any = None) -> tuple[Any, dict[str, Any], Any]:
+    """Run the calls in order and render their replies. Returns (children, meta, figure-or-empty):
+    on a failure the children are the message, the figure `empty`. The key is only handed to the
+    client."""
+    key = key_of(session)
+    replies: list[Reply] = []
+    try:
+        for name, arguments in calls:
+            replies.append(api.fetch(key, name, arguments))
+    except SignalsError as error:
+        if error.status == 403 and needed_plan is None:
+            needed_plan = _min_tier(calls[len(replies)][0])
+        return error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error), empty
+    children, figure = render(replies)
+    return children, meta(replies[-1] if replies else None), figure
+
+
+def _min_tier(name: str) -> str | None:
+    try:
+        return api.operation(name).min_tier
+    except (SignalsError, KeyError):
+        return None
+
+
+def unavailable_layout(error: SignalsError) -> html.Div:
+    """A page whose controls could not be built (the document did not come)."""
+    return html.Div([html.H2("Signals is not available"), error_box(api.explain(error))], className="page")
