@@ -325,6 +325,8 @@ class Operations(Mapping[str, Operation]):
             for method, op in methods.items():
                 if not isinstance(op, dict) or "operationId" not in op or "bearerAuth" not in str(op.get("security")):
                     continue
+                if "webhooks" in op.get("tags", ()):  # account management, not data: no client method or tool
+                    continue
                 operations.append(_operation(path, method.upper(), op))
         return cls(operations, document.get("info", {}).get("version", ""))
 

@@ -215,6 +215,9 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
     for endpoint in ENDPOINTS:
         paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint, max_cells, deadline)
     paths[ACCOUNT_PATH] = {"get": _account_operation()}
+    from service.webhooks.openapi import webhook_paths  # here: service.webhooks imports service.resources
+
+    paths.update(webhook_paths())
     descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON.",
                     "422": _QUERY_TOO_LARGE}
     descriptions = {status: text.format(max_cells=max_cells, deadline=deadline) for status, text in descriptions.items()}
@@ -232,7 +235,8 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
         },
         "servers": [{"url": "/"}],
         "tags": [{"name": "signals", "description": "Aggregated statistics"},
-                 {"name": "account", "description": "The key's subscription and plan"}],
+                 {"name": "account", "description": "The key's subscription and plan"},
+                 {"name": "webhooks", "description": "Trending alerts sent to your URL"}],
         "paths": paths,
         "components": {
             "securitySchemes": {

@@ -211,3 +211,20 @@ def test_deliveries_newest_first_and_paginated(client, accounts):
     assert third.json["next_before"] is None
     for params in ({"limit": "0"}, {"limit": "101"}, {"before": "x"}, {"page": "2"}):
         assert client.simulate_get(path, headers=h, params=params).status_code == 400
+
+
+def test_documented_in_openapi(client):
+    document = client.simulate_get("/api/v1/openapi").json
+    ops = {(path, method): op for path, methods in document["paths"].items() for method, op in methods.items()}
+    for path, method in [(BASE, "get"), (BASE, "post"), (BASE + "/{webhook_id}", "get"),
+                         (BASE + "/{webhook_id}", "patch"), (BASE + "/{webhook_id}", "delete"),
+                         (BASE + "/{webhook_id}/test", "post"), (BASE + "/{webhook_id}/deliveries", "get"),
+                         (BASE + "/{webhook_id}/rotate-secret", "post")]:
+        assert "webhooks" in ops[(path, method)]["tags"]
+    create = ops[(BASE, "post")]
+    schema = create["requestBody"]["content"]["application/json"]["schema"]
+    assert schema["properties"]["cooldown_minutes"]["minimum"] == 15
+    assert schema["properties"]["cooldown_minutes"]["maximum"] == 1440
+    assert schema["properties"]["threshold_pct"]["exclusiveMinimum"] == 0
+    assert set(schema["required"]) == {"url", "window", "dimension", "threshold_pct", "cooldown_minutes"}
+    assert "409" in create["responses"] and "201" in create["responses"]

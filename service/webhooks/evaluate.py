@@ -27,6 +27,7 @@ log = logging.getLogger("signals.webhooks")
 
 SOURCE = "signals"
 EVENT = "trending_alert"
+CLAIM_BATCH = 500  # cooldown claims per transaction (short enough not to hold the writer lock long)
 TRENDING_LIMIT = 500  # GET /trending's largest limit: every alerted value is one /trending can show
 
 
@@ -88,16 +89,15 @@ def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.d
         if frame.is_empty():
             continue
         growth = frame["growth_pct"]
+        claims = []
         for hook in members:
             mask = growth > hook.threshold_pct
             if not mask.any():
                 continue
-            report.with_alerts += 1
             alerts_json = frame.filter(pl.Series(mask)).write_json()
-            delivery = store.claim_cooldown_and_enqueue(
-                hook.id, hook.cooldown_minutes, EVENT,
-                lambda _id, h=hook, a=alerts_json: payload(h.id, h.window, h.dimension, h.threshold_pct, now, a),
-                now)
-            if delivery is not None:
-                report.queued += 1
+            claims.append((hook, lambda _id, h=hook, a=alerts_json: payload(h.id, h.window, h.dimension,
+                                                                           h.threshold_pct, now, a)))
+        report.with_alerts += len(claims)
+        for start in range(0, len(claims), CLAIM_BATCH):
+            report.queued += store.claim_cooldowns_and_enqueue(claims[start:start + CLAIM_BATCH], EVENT, now)
     return report
