@@ -356,3 +356,55 @@ def test_worker_killed_mid_queue_loses_nothing(accounts, accounts_url, fixture_d
     with accounts.engine.connect() as c:
         statuses = c.execute(sa.select(webhook_deliveries.c.status)).scalars().all()
     assert statuses == ["succeeded"] * len(ids)
+
+
+def test_new_data_starts_a_round_before_the_interval(exact_setup, fixture_store):
+    import dataclasses
+    import threading
+
+    _, _, worker, _ = exact_setup
+
+    class Growing:
+        """The fixture store whose data generation moves on when told (new data landed)."""
+
+        def __init__(self) -> None:
+            self.bump = 0
+
+        def snapshot(self):
+            frames = fixture_store.snapshot()
+            return dataclasses.replace(frames, generation=frames.generation + self.bump)
+
+    growing = Growing()
+    worker.store = growing
+    worker.interval_seconds = 3600
+    rounds: list[int] = []
+    original = worker.evaluate
+    worker.evaluate = lambda: (rounds.append(1), original())[1]
+    stop = threading.Event()
+    thread = threading.Thread(target=worker.run, args=(stop,), daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10
+        while not rounds and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(rounds) == 1  # the first round at start
+        time.sleep(1.5)
+        assert len(rounds) == 1  # the interval is an hour
+        growing.bump = 1
+        deadline = time.monotonic() + 10
+        while len(rounds) < 2 and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert len(rounds) == 2  # new data: evaluated at once
+    finally:
+        stop.set()
+        thread.join(10)
+
+
+def test_procfile_runs_the_worker(fixture_data_dir, tmp_path):
+    procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
+    command = procfile["worker"].split()
+    assert command[:4] == ["python", "-m", "service", "worker"]
+    done = subprocess.run([sys.executable, *command[1:], "--once"], cwd=ROOT, capture_output=True, text=True,
+                          env=_worker_env(fixture_data_dir, f"sqlite:///{tmp_path / 'accounts.db'}"), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "evaluated 0 webhooks" in done.stdout

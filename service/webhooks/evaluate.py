@@ -64,8 +64,26 @@ def trending_request(window: str, dimension: str, metric: str, min_baseline: flo
                        min_baseline=float(min_baseline))
 
 
+class TrendingMemo:
+    """Trending answers of the current (data generation, as_of): the engine's answer, noise
+    included, is fixed by those two, so rounds within the same hour on the same data compute
+    nothing again."""
+
+    def __init__(self) -> None:
+        self._at: tuple[int, dt.datetime] | None = None
+        self._frames: dict[tuple, pl.DataFrame] = {}
+
+    def get(self, generation: int, as_of: dt.datetime, key: tuple, compute: Any) -> tuple[pl.DataFrame, bool]:
+        if self._at != (generation, as_of):
+            self._at, self._frames = (generation, as_of), {}
+        if key in self._frames:
+            return self._frames[key], False
+        frame = self._frames[key] = compute()
+        return frame, True
+
+
 def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.datetime,
-             hooks: list[Any] | None = None) -> RoundReport:
+             hooks: list[Any] | None = None, memo: TrendingMemo | None = None) -> RoundReport:
     import time
 
     report = RoundReport()
@@ -83,8 +101,10 @@ def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.d
         groups[(hook.window, hook.dimension, hook.metric, float(hook.min_baseline))].append(hook)
     for key, members in groups.items():
         started = time.perf_counter()
-        frame = engine.trending(frames, as_of, trending_request(*key))
-        report.computations += 1
+        memo = memo if memo is not None else TrendingMemo()
+        frame, computed = memo.get(frames.generation, as_of, key,
+                                   lambda k=key: engine.trending(frames, as_of, trending_request(*k)))
+        report.computations += computed
         report.seconds_computing += time.perf_counter() - started
         if frame.is_empty():
             continue

@@ -17,7 +17,7 @@ from service.clock import Clock, SystemClock
 from service.engine import Engine
 from service.store.reader import EventStore
 from service.webhooks import delivery
-from service.webhooks.evaluate import RoundReport, evaluate
+from service.webhooks.evaluate import RoundReport, TrendingMemo, evaluate
 from service.webhooks.store import WebhookStore
 
 log = logging.getLogger("signals.webhooks")
@@ -41,10 +41,11 @@ class Worker:
         self.timeout = timeout
         self._evaluated_generation: int | None = None
         self._next_evaluation = 0.0
+        self._memo = TrendingMemo()
 
     def evaluate(self) -> RoundReport:
         frames = self.store.snapshot()
-        report = evaluate(self.webhooks, self.engine, frames, self.clock.now())
+        report = evaluate(self.webhooks, self.engine, frames, self.clock.now(), memo=self._memo)
         self._evaluated_generation = frames.generation
         log.info("evaluated %d webhooks (%d computations, %d cooling down, %d queued) at as_of %s",
                  report.webhooks, report.computations, report.cooling, report.queued, report.as_of)
