@@ -408,3 +408,48 @@ def test_procfile_runs_the_worker(fixture_data_dir, tmp_path):
                           env=_worker_env(fixture_data_dir, f"sqlite:///{tmp_path / 'accounts.db'}"), timeout=120)
     assert done.returncode == 0, done.stderr
     assert "evaluated 0 webhooks" in done.stdout
+
+
+def test_https_goes_to_the_checked_address_with_the_certificate_name(tmp_path):
+    """TLS to the resolved address: SNI and certificate check use the URL's host name, so the
+    rewrite to the checked IP keeps https as safe as a normal request (a wrong name fails)."""
+    import ssl
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "1", "-subj", "/CN=localhost",
+                    "-addext", "subjectAltName=DNS:localhost", "-keyout", str(key), "-out", str(cert)],
+                   check=True, capture_output=True)
+    seen: list[tuple[str, str | None]] = []
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:  # noqa: N802
+            self.rfile.read(int(self.headers["Content-Length"]))
+            seen.append((self.headers["Host"], getattr(self.connection, "server_hostname", None)))
+            self.send_response(204)
+            self.end_headers()
+
+        def log_message(self, *args: object) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.load_cert_chain(cert, key)
+    names: list[str | None] = []
+    context.sni_callback = lambda sock, name, ctx: names.append(name)
+    server.socket = context.wrap_socket(server.socket, server_side=True)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        port = server.server_address[1]
+        trust = ssl.create_default_context(cafile=str(cert))
+        ok = sender.send(f"https://localhost:{port}/hook", "{}", {}, allow_private=True, verify=trust)
+        assert ok.succeeded and ok.status_code == 204, ok.error
+        assert seen[0][0] == f"localhost:{port}" and names[-1] == "localhost"
+        # The same server reached by a name its certificate does not carry fails verification.
+        wrong = sender.send(f"https://127.0.0.1:{port}/hook", "{}", {}, allow_private=True, verify=trust)
+        assert not wrong.succeeded and wrong.status_code is None and "CERTIFICATE" in wrong.error.upper()
+    finally:
+        server.shutdown()
+        server.server_close()

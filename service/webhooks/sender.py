@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import ipaddress
+import ssl
 import time
 
 import httpx
@@ -47,7 +48,8 @@ def _authority(address: ssrf.Address, port: int) -> str:
 
 
 def send(url: str, body: str, headers: dict[str, str], *, allow_private: bool,
-         timeout: float = TIMEOUT_SECONDS) -> Outcome:
+         timeout: float = TIMEOUT_SECONDS, verify: ssl.SSLContext | bool = True) -> Outcome:
+    """POST `body`; `verify` is the TLS verification (the system's CAs; tests pass their own)."""
     started = time.monotonic()
 
     def elapsed() -> int:
@@ -63,7 +65,8 @@ def send(url: str, body: str, headers: dict[str, str], *, allow_private: bool,
     request_url = f"{target.scheme}://{_authority(address, target.port)}{target.path}"
     extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
     try:
-        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False) as client:
+        with httpx.Client(timeout=httpx.Timeout(timeout), follow_redirects=False, trust_env=False,
+                          verify=verify) as client:
             request = client.build_request("POST", request_url, content=body.encode(),
                                            headers={**headers, "host": host_header}, extensions=extensions)
             deadline = started + timeout
