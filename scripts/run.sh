@@ -22,6 +22,10 @@ if [ -z "${REDIS_URL:-}" ]; then
   echo "    Set REDIS_URL for shared limits and cores + 1 workers."
 fi
 echo "==> API on http://127.0.0.1:$PORT  (try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords)"
+# The MCP server (Procfile `mcp:`) calls the API started here, on its own port.
+export SIGNALS_API_URL="${SIGNALS_API_URL:-http://127.0.0.1:$PORT}"
+export SIGNALS_MCP_PORT="${SIGNALS_MCP_PORT:-8001}"
+echo "==> MCP server (Professional keys) on http://127.0.0.1:$SIGNALS_MCP_PORT/mcp  (README: \"MCP server\")"
 # The Procfile names bare commands (gunicorn, ...): they come from the project's .venv.
 export PATH="$PWD/.venv/bin:$PATH"
 exec honcho start -f Procfile -p "$PORT"

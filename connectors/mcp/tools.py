@@ -34,6 +34,7 @@ MEASURES = {
     "net_adds": "adds - removes",
     "total_events": "adds + removes + edits",
     "growth_pct": "growth of the hourly rate, recent period vs baseline period, in percent",
+    "keyword_count": "distinct keywords suppressed there",
     "recent": "the metric's total in the recent period",
     "baseline": "the metric's total in the baseline period",
 }

@@ -1,0 +1,57 @@
+"""The README's MCP section matches the server: the tool table names exactly the seven tools, the
+client configurations are valid JSON that start this module or reach its HTTP path and port, and
+the settings it reads are the ones documented. No processes: the tools are built from the
+service's own OpenAPI document."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from connectors.mcp.__main__ import DEFAULT_PORT
+from connectors.mcp.tools import build_tools
+from service.openapi import build_openapi
+
+ROOT = Path(__file__).resolve().parent.parent
+SEVEN = {"signals_top_keywords", "signals_keyword_timeseries", "signals_geo_heat", "signals_domain_timeseries",
+         "signals_trending", "signals_keyword_activity", "signals_query"}
+
+
+def section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## MCP server (AI agents)")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_document_gives_exactly_the_seven_tools_read_only_with_schemas():
+    tools = build_tools(build_openapi())
+    assert set(tools) == SEVEN
+    for spec in tools.values():
+        assert spec.tool.annotations.read_only_hint is True
+        assert spec.tool.input_schema["type"] == "object" and spec.tool.output_schema["type"] == "object"
+        assert "estimate" in spec.tool.description
+
+
+def test_readme_table_names_the_seven_tools_and_their_endpoints():
+    tools = build_tools(build_openapi())
+    rows = re.findall(r"^\| `(signals_\w+)` \| `(GET|POST) (/[\w-]+)` \|", section(), re.M)
+    assert {name for name, _, _ in rows} == SEVEN and len(rows) == 7
+    for name, method, slug in rows:
+        assert tools[name].operation.method == method and tools[name].operation.path.endswith(slug)
+
+
+def test_readme_client_configurations():
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section(), re.S)]
+    stdio, http = (b["mcpServers"]["signals"] for b in blocks)
+    assert stdio["args"] == ["-m", "connectors.mcp"] and set(stdio["env"]) == {"SIGNALS_API_URL", "SIGNALS_API_KEY"}
+    assert http["url"] == f"http://127.0.0.1:{DEFAULT_PORT}/mcp"
+    assert http["headers"]["Authorization"].startswith("Bearer ")
+
+
+def test_every_setting_the_server_reads_is_documented():
+    source = "".join(p.read_text() for p in (ROOT / "connectors" / "mcp").glob("*.py"))
+    read = set(re.findall(r'"(SIGNALS_[A-Z_]+)"', source))
+    assert read == {"SIGNALS_MCP_HOST", "SIGNALS_MCP_PORT"}  # the others come from connectors/settings.py
+    for name in read | {"SIGNALS_API_URL", "SIGNALS_API_KEY"}:
+        assert f"`{name}`" in section(), name
