@@ -453,3 +453,18 @@ def test_https_goes_to_the_checked_address_with_the_certificate_name(tmp_path):
     finally:
         server.shutdown()
         server.server_close()
+
+
+def test_deliveries_of_a_disabled_webhook_are_not_sent(exact_setup):
+    client, headers, worker, clock = exact_setup
+    with receiver(Answer(500)) as rec:
+        hook = _create(client, headers, rec.url)
+        worker.run_once()
+        rec.wait_for(1)
+        client.simulate_patch(f"{BASE}/{hook['id']}", headers=headers, json={"enabled": False})
+        clock.advance(dt.timedelta(minutes=1))
+        worker.deliver_due()
+        time.sleep(0.2)
+        assert len(rec.received) == 1
+    listed = _deliveries(client, headers, hook["id"])
+    assert [(d["outcome"], d["error"]) for d in listed][0] == ("failed", "the webhook is disabled")

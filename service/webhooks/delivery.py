@@ -55,3 +55,9 @@ def attempt(store: WebhookStore, claimed: Claimed, clock: Clock, *, allow_privat
     log.info("webhook delivery %s attempt %d to webhook %s: %s (%s, %d ms)", claimed.id, made, claimed.webhook_id,
              label, outcome.status_code or outcome.error, outcome.duration_ms)
     return outcome
+
+
+def give_up(store: WebhookStore, claimed: Claimed, clock: Clock, reason: str) -> None:
+    """End a delivery without sending it (logged as an attempt with no status)."""
+    store.finish(claimed, started_at=clock.now(), duration_ms=0, status_code=None, error=reason, outcome="failed",
+                 status=FAILED, next_attempt_at=None)

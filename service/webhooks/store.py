@@ -24,6 +24,7 @@ import sqlalchemy as sa
 from service.accounts.tables import subscriptions, webhook_attempts, webhook_deliveries, webhooks
 from service.clock import Clock, SystemClock
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION
+from service.windows import iso_z
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32  # Standard Webhooks: 24 to 64 random bytes
@@ -59,8 +60,6 @@ class Claimed:
 
 def public(row: Any) -> dict[str, Any]:
     """A webhook as the API shows it (never the secret)."""
-    from service.windows import iso_z
-
     return {
         "id": row.id, "url": row.url, "window": row.window, "dimension": row.dimension, "metric": row.metric,
         "threshold_pct": row.threshold_pct, "cooldown_minutes": row.cooldown_minutes,

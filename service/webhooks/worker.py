@@ -52,25 +52,33 @@ class Worker:
         return report
 
     def deliver_due(self) -> int:
-        """Claim and attempt every delivery due now (in parallel threads); the number attempted."""
+        """Claim and attempt every delivery due now (in parallel threads); the number attempted.
+        Each thread claims its delivery right before sending it, so a lease (60 s) always covers
+        its one attempt (at most 10 s), never a queue of them."""
         attempted = 0
         with ThreadPoolExecutor(self.threads) as pool:
             while True:
                 due = self.webhooks.due(self.clock.now(), BATCH)
                 if not due:
                     return attempted
-                claimed = [c for c in (self.webhooks.claim(d, self.clock.now(), delivery.LEASE) for d in due) if c]
-                if not claimed:
+                made = sum(pool.map(self._claim_and_attempt, due))
+                if not made:  # all taken by other workers meanwhile
                     return attempted
-                list(pool.map(self._attempt, claimed))
-                attempted += len(claimed)
+                attempted += made
 
-    def _attempt(self, claimed: delivery.Claimed) -> None:
+    def _claim_and_attempt(self, delivery_id: str) -> bool:
+        claimed = self.webhooks.claim(delivery_id, self.clock.now(), delivery.LEASE)
+        if claimed is None:
+            return False
         try:
-            delivery.attempt(self.webhooks, claimed, self.clock, allow_private=self.allow_private,
-                             timeout=self.timeout)
+            if not claimed.enabled:  # disabled (by its owner, or by a 410) since it was queued
+                delivery.give_up(self.webhooks, claimed, self.clock, "the webhook is disabled")
+            else:
+                delivery.attempt(self.webhooks, claimed, self.clock, allow_private=self.allow_private,
+                                 timeout=self.timeout)
         except Exception:  # one broken delivery must not stop the others; its lease runs out
             log.exception("delivery %s failed unexpectedly", claimed.id)
+        return True
 
     def run_once(self) -> RoundReport:
         report = self.evaluate()
