@@ -60,8 +60,8 @@ def build_tools(document: Mapping[str, Any]) -> dict[str, ToolSpec]:
     """One tool per operation of the document that names an MCP tool, by tool name."""
     operations = Operations.from_openapi(document)
     specs = {}
-    for path, methods in document.get("paths", {}).items():
-        for method, raw in methods.items():
+    for methods in document.get("paths", {}).values():
+        for raw in methods.values():
             if not isinstance(raw, dict) or not raw.get("x-mcp-tool"):
                 continue
             operation = operations[raw["operationId"]]
