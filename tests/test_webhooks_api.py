@@ -228,3 +228,16 @@ def test_documented_in_openapi(client):
     assert schema["properties"]["threshold_pct"]["exclusiveMinimum"] == 0
     assert set(schema["required"]) == {"url", "window", "dimension", "threshold_pct", "cooldown_minutes"}
     assert "409" in create["responses"] and "201" in create["responses"]
+
+
+@pytest.mark.redis
+def test_over_the_real_redis_gate_counts_against_the_rate_limit(rclient, keys, tmp_path):
+    """The conftest app on the real Redis (accounts on both backends): management calls go through the
+    same gate and carry the subscription's rate-limit headers; a Redis flush would lose no webhook
+    or delivery (neither is kept there)."""
+    h = {"Authorization": f"Bearer {keys['observer']}"}
+    created = rclient.simulate_post(BASE, headers=h, json=_body(url="https://8.8.8.8/hook"))  # a public literal
+    assert created.status_code == 201, created.text
+    listed = rclient.simulate_get(BASE, headers=h)
+    assert listed.status_code == 200 and [w["id"] for w in listed.json["webhooks"]] == [created.json["id"]]
+    assert int(listed.headers["x-ratelimit-remaining"]) == int(created.headers["x-ratelimit-remaining"]) - 1
