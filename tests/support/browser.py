@@ -1,0 +1,79 @@
+"""Headless Chromium for the dashboard's tests and benchmark: Debian's chromium and
+chromium-driver (scripts/install_chromium.sh installs them), driven by plain Selenium, with the
+browser console and the network (performance log) recorded."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import subprocess
+import time
+from pathlib import Path
+
+import httpx
+
+from tests.support.processes import ROOT, service_env
+from tests.support.redis_server import free_port
+
+CHROMIUM = os.environ.get("SIGNALS_TEST_CHROMIUM", "/usr/bin/chromium")
+CHROMEDRIVER = os.environ.get("SIGNALS_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
+
+
+def chrome():
+    from selenium import webdriver
+    from selenium.webdriver.chrome.service import Service
+
+    missing = [p for p in (CHROMIUM, CHROMEDRIVER) if not Path(p).exists()]
+    assert not missing, f"{missing} missing: run scripts/install_chromium.sh (scripts/test.sh does)"
+    options = webdriver.ChromeOptions()
+    options.binary_location = CHROMIUM
+    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--window-size=1400,1000",
+                     "--disable-gpu", "--no-first-run", "--disable-background-networking",
+                     "--disable-component-update", "--disable-sync", "--disable-default-apps"):
+        options.add_argument(argument)
+    options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
+
+
+def requested_urls(driver) -> list[str]:
+    """Every URL the page asked for since the last call (the performance log is drained)."""
+    urls = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        if message.get("method") == "Network.requestWillBeSent":
+            urls.append(message["params"]["request"]["url"])
+    return urls
+
+
+def console_errors(driver) -> list[str]:
+    return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
+
+
+@contextlib.contextmanager
+def dashboard(api_url: str, data_dir: Path):
+    """The Procfile's dashboard command, really started (through bash, as honcho runs it);
+    yields its base URL and a list that receives its output once it has stopped."""
+    procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
+    port = free_port()
+    process = subprocess.Popen(["bash", "-c", "exec " + procfile["dashboard"].strip()], cwd=ROOT,
+                               env=service_env(data_dir, SIGNALS_API_URL=api_url, SIGNALS_DASHBOARD_PORT=str(port)),
+                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    base = f"http://127.0.0.1:{port}"
+    log: list[str] = []
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(base + "/sign-in", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert process.poll() is None, process.stdout.read()
+            assert time.monotonic() < deadline, "the dashboard did not start"
+            time.sleep(0.2)
+        yield base, log
+    finally:
+        process.terminate()
+        output, _ = process.communicate(timeout=30)
+        log.append(output)

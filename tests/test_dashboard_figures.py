@@ -1,0 +1,104 @@
+"""The dashboard's figures are pure functions of the API's JSON, and its messages are sentences:
+tested without a browser or a server."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("dash")
+
+from connectors.client import SignalsError  # noqa: E402
+from dashboard import figures, places  # noqa: E402
+from dashboard.api import Usage, explain  # noqa: E402
+from dashboard.app import usage_text  # noqa: E402
+
+DISCLAIMER = "Numbers are approximate estimates."
+
+
+def test_top_keywords_largest_on_top():
+    body = {"window": "24h", "keywords": [{"keyword_raw": "a", "suppressions": 9, "users_est": 3, "rank": 1},
+                                         {"keyword_raw": "b", "suppressions": 4, "users_est": 2, "rank": 2}]}
+    figure = figures.top_keywords_figure(body)
+    assert list(figure.data[0].y) == ["b", "a"] and list(figure.data[0].x) == [4, 9]
+    assert "24h" in figure.layout.title.text
+    assert figures.top_keywords_figure(body) == figure  # same JSON, same figure
+
+
+def test_empty_answers_say_so_instead_of_an_empty_chart():
+    for figure in (figures.top_keywords_figure({"window": "1h", "keywords": []}),
+                   figures.trending_figure({"trending": []}),
+                   figures.activity_figure({"keywords": []}),
+                   figures.geo_figure({"level": "city", "regions": []}, {}),
+                   figures.timeseries_figure([])):
+        assert not figure.data and figure.layout.annotations
+
+
+def test_timeseries_one_line_per_subject_with_the_measure():
+    bodies = [{"keyword": k, "window": "7d", "bucket": "day",
+               "timeseries": [{"ts": "2026-11-01T00:00:00Z", "suppressions": n, "users_est": 1, "events": 2},
+                              {"ts": "2026-11-02T00:00:00Z", "suppressions": n + 1, "users_est": 1, "events": 2}]}
+              for k, n in (("x", 1), ("y", 5))]
+    figure = figures.timeseries_figure(bodies, measure="suppressions")
+    assert [t.name for t in figure.data] == ["x", "y"] and list(figure.data[1].y) == [5, 6]
+    assert list(figures.timeseries_figure(bodies, measure="events").data[0].y) == [2, 2]
+
+
+def test_countries_are_areas_and_other_levels_points_at_local_coordinates():
+    body = {"window": "24h", "level": "country", "regions": [
+        {"geo_key": "US", "label": "United States", "suppressions": 10, "unique_users": 2, "keyword_count": 1},
+        {"geo_key": "ZZ", "label": "Unknown", "suppressions": 1, "unique_users": 1, "keyword_count": 1}]}
+    figure = figures.geo_figure(body, {}, iso3=places.alpha3())
+    assert figure.data[0].type == "choropleth" and list(figure.data[0].locations) == ["USA"]
+    assert figure.layout.meta == {"places": 2, "drawn": 1}
+    cities = {"window": "24h", "level": "city", "regions": [
+        {"geo_key": "2643743", "label": "London, GB", "suppressions": 4, "unique_users": 1, "keyword_count": 1},
+        {"geo_key": "5368361", "label": "Los Angeles, US", "suppressions": 16, "unique_users": 1, "keyword_count": 1}]}
+    figure = figures.geo_figure(cities, places.coordinates("city"))
+    assert figure.data[0].type == "scattergeo"
+    assert round(figure.data[0].lat[0]) == 52 and round(figure.data[0].lon[1]) == -118
+    assert figure.data[0].marker.size[1] > figure.data[0].marker.size[0]  # sized by the measure
+    assert figure.layout.geo.scope is None  # not only the US: the world
+
+
+def test_us_only_levels_use_the_usa_scope_and_counties_have_coordinates():
+    coords = places.coordinates("county")
+    assert "06037" in coords and 33 < coords["06037"][0] < 35  # Los Angeles County, from its cities
+    assert "US-CA" in places.coordinates("region")
+    body = {"window": "7d", "level": "county", "regions": [
+        {"geo_key": "06037", "label": "Los Angeles County, CA", "suppressions": 3, "unique_users": 1,
+         "keyword_count": 1}]}
+    assert figures.geo_figure(body, coords).layout.geo.scope == "usa"
+
+
+def test_trending_activity_and_query_figures():
+    trend = {"dimension": "keyword", "metric": "suppressions", "recent_period": "last 6 hours",
+             "baseline_period": "6 to 24 hours ago",
+             "trending": [{"value": "a", "recent": 10, "baseline": 2, "growth_pct": 400.0}]}
+    assert list(figures.trending_figure(trend).data[0].x) == [400.0]
+    activity = {"window": "24h", "type": "all", "keywords": [
+        {"keyword": "k", "adds": 3, "removes": 1, "edits": 0, "total_events": 4, "unique_users": 2, "net_adds": 2}]}
+    assert [t.name for t in figures.activity_figure(activity).data] == ["adds", "removes", "edits"]
+    query = {"window": "7d", "group_by": ["time"], "results": [
+        {"ts": "2026-11-02T00:00:00Z", "suppressions": 2, "unique_users": 1, "events": 1},
+        {"ts": "2026-11-01T00:00:00Z", "suppressions": 1, "unique_users": 1, "events": 1}]}
+    assert list(figures.query_figure(query).data[0].x) == ["2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z"]
+    assert figures.query_figure({"group_by": ["keyword", "domain"], "results": [{}]}) is None
+
+
+def test_messages_a_person_understands():
+    assert "sign in again" in explain(SignalsError(401, "Missing or invalid API key"))
+    forbidden = explain(SignalsError(403, "higher plan", "POST /query requires the Analyst plan or higher."),
+                        needed_plan="analyst")
+    assert forbidden.startswith("This page needs the Analyst plan or higher.")
+    assert "Try again in 17 seconds" in explain(SignalsError(429, "Too many", "30 a minute", retry_after=17))
+    down = explain(SignalsError(None, "Cannot reach the Signals API", "GET x: ConnectError"))
+    assert "not answering" in down and "ConnectError" not in down
+    refused = explain(SignalsError(400, "Invalid", errors=[{"name": "limit", "reason": "must be at most 500"}]))
+    assert "limit: must be at most 500" in refused
+
+
+def test_rate_limit_use_from_the_headers():
+    usage = Usage.from_headers({"X-RateLimit-Limit": "300", "X-RateLimit-Remaining": "290", "X-RateLimit-Reset": "12"})
+    assert usage == Usage(300, 290, 12)
+    assert usage_text(usage.as_dict()) == "10 of 300 requests used this minute · resets in 12 s"
+    assert usage_text({}) == ""
