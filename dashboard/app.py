@@ -12,7 +12,7 @@ import logging
 from typing import Any
 
 import dash
-from dash import Input, Output, State, dcc, html
+from dash import Input, Output, dcc, html
 
 SIGN_IN = "/sign-in"
 NAV = [("/", "Overview"), ("/keywords", "Keywords"), ("/domains", "Domains"), ("/geography", "Geography"),

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import time
-from pathlib import Path
 
 import httpx
 import pytest
@@ -61,17 +60,29 @@ def css(driver, selector):
 def click_option(driver, control_id: str, value: str) -> None:
     from selenium.webdriver.common.by import By
 
-    driver.find_element(By.XPATH, f"//*[@id='{control_id}']//label[normalize-space()='{value}']").click()
+    label = f"//*[@id='{control_id}']//label[normalize-space()='{value}']"
+    driver.find_element(By.XPATH, label).click()
+    wait(driver, lambda d: d.find_element(By.XPATH, label).get_attribute("aria-selected") == "true")
+    time.sleep(0.5)  # Dash commits the new value to its store
 
 
 def content(element) -> str:
     return (element.get_attribute("textContent") or "").strip()
 
 
+def settle(driver) -> None:
+    """Dash has rendered the page and answered its first callbacks."""
+    wait(driver, lambda d: d.execute_script("return document.readyState") == "complete"
+         and not css(d, "._dash-loading") and not css(d, "._dash-loading-callback"))
+    time.sleep(1.5)  # Pages may render the layout once more after the first callbacks
+
+
 def sign_in(driver, base: str, key: str) -> None:
     driver.get(base + "/sign-in")
     wait(driver, lambda d: css(d, "#api-key"))
+    settle(driver)
     css(driver, "#api-key")[0].send_keys(key)
+    wait(driver, lambda d: css(d, "#api-key")[0].get_attribute("value") == key)
     css(driver, "#sign-in")[0].click()
 
 
@@ -97,6 +108,7 @@ def open_page(driver, base: str, path: str) -> None:
     driver.get(base + path)
     if path == "/query":
         wait(driver, lambda d: css(d, "#query-window"))
+        settle(driver)
         click_option(driver, "query-window", "7d")
         css(driver, "#query-group-by input[value='keyword']")[0].click()
         css(driver, "#query-run")[0].click()
@@ -168,7 +180,7 @@ def test_the_map_draws_at_every_level_from_local_data(stack, browser):
     wait(browser, lambda d: len(css(d, "#geo-graph .choroplethlayer path")) > 10)
     for level in ("region", "county", "city"):
         click_option(browser, "geo-level", level)
-        wait(browser, lambda d: f"by {level} " in (figure_title(d, "geo-graph") or ""))
+        wait(browser, lambda d, level=level: f"by {level} " in (figure_title(d, "geo-graph") or ""))
         wait(browser, lambda d: len(css(d, "#geo-graph .scattergeo path.point")) > 0
              and len(css(d, "#geo-graph .layer path, #geo-graph .geo path")) > 0)
     assert all(u.startswith("http://127.0.0.1:") or u.startswith(("data:", "blob:"))
@@ -198,6 +210,7 @@ def test_plan_below_the_query_builder_is_told_which_plan(stack, browser):
     assert "Observer plan" in content(css(browser, "#plan-badge")[0])
     browser.get(stack["dash"] + "/query")
     wait(browser, lambda d: css(d, "#query-window"))
+    settle(browser)
     click_option(browser, "query-window", "24h")
     css(browser, "#query-run")[0].click()
     wait(browser, lambda d: css(d, "#query-status .error"))

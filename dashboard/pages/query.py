@@ -60,11 +60,11 @@ def layout(**_query: str):
 
 def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt):
     filters = {}
-    for name, text in zip(TEXT_FILTERS, texts):
+    for name, text in zip(TEXT_FILTERS, texts, strict=True):
         values = [v.strip() for v in re.split(r"[,\n]", text or "") if v.strip()]
         if values:
             filters[name] = values
-    for name, chosen in zip(CLOSED_FILTERS, closed):
+    for name, chosen in zip(CLOSED_FILTERS, closed, strict=True):
         if chosen:
             filters[name] = list(chosen)
     body = {"window": window, "group_by": list(group_by or []), "order_by": order_by, "order": order,

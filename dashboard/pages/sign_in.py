@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dash
-from dash import Input, Output, State, html, dcc
+from dash import Input, Output, State, dcc, html
 
 from connectors.client import SignalsError
 from dashboard import api, ui
@@ -44,12 +44,15 @@ def notice(_page: str, session: dict | None):
 def sign_in(_clicks: int, _submits: int, key: str | None):
     key = (key or "").strip()
     if not key:
-        return dash.no_update, dash.no_update, dash.no_update, ui.error_box("Paste your API key first."), ""
+        if dash.ctx.triggered_id != "sign-in":
+            raise dash.exceptions.PreventUpdate
+        return dash.no_update, dash.no_update, dash.no_update, ui.error_box("Paste your API key first."), dash.no_update
     try:
         reply = api.account(key)
     except SignalsError as error:
         message = ("That key was not accepted: " + error.detail) if error.status == 401 else api.explain(error)
-        return dash.no_update, dash.no_update, ui.meta(error=error) | {"status": None}, ui.error_box(message), ""
+        return dash.no_update, dash.no_update, ui.meta(error=error) | {"status": None}, ui.error_box(message), \
+            dash.no_update
     body = reply.body
     session = {"key": key, "plan": body.get("plan"), "plan_label": body.get("plan_label"),
                "key_prefix": body.get("key_prefix"), "operations": [e["operation"] for e in body.get("endpoints", [])]}
