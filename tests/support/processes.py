@@ -8,6 +8,7 @@ import os
 import shlex
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -38,28 +39,35 @@ def create_key(data_dir: Path, tier: str) -> str:
 @contextlib.contextmanager
 def gunicorn(data_dir: Path, **env: str):
     """The Procfile's web command, really started; yields its base URL and a list that receives
-    the server's output once it has stopped."""
+    the server's output once it has stopped. The output goes to a file, not a pipe: a pipe that
+    nobody reads fills after a few hundred access-log lines and blocks the worker."""
     procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
     port = free_port()
-    process = subprocess.Popen(
-        shlex.split(procfile["web"]), cwd=ROOT, env=service_env(data_dir, PORT=str(port), **env),
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    base = f"http://127.0.0.1:{port}"
-    log: list[str] = []
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/readyz", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stdout.read()
-            assert time.monotonic() < deadline, "gunicorn did not become ready"
-            time.sleep(0.2)
-        yield base, log
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=30)
-        log.append(output)
+    with tempfile.TemporaryFile(mode="w+") as output:
+        process = subprocess.Popen(
+            shlex.split(procfile["web"]), cwd=ROOT, env=service_env(data_dir, PORT=str(port), **env),
+            stdout=output, stderr=subprocess.STDOUT, text=True,
+        )
+        base = f"http://127.0.0.1:{port}"
+        log: list[str] = []
+
+        def written() -> str:
+            output.seek(0)
+            return output.read()
+
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert process.poll() is None, written()
+                assert time.monotonic() < deadline, "gunicorn did not become ready"
+                time.sleep(0.2)
+            yield base, log
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            log.append(written())
