@@ -95,8 +95,8 @@ def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, f
 def trending_figure(body: Mapping[str, Any]) -> go.Figure:
     """Growth of the fastest-growing values, recent period against the baseline."""
     rows = list(body.get("trending", []))
-    title = (f"Fastest growing {body.get('dimension')} by {body.get('metric')}: "
-             f"{body.get('recent_period')} vs {body.get('baseline_period')}")
+    title = (f"Fastest growing {body.get('dimension')} by {body.get('metric')}"
+             f"<br><sup>{body.get('recent_period')} vs {body.get('baseline_period')}</sup>")
     if not rows:
         return _empty(title, "Nothing grew above the minimum baseline in this window.")
     rows = rows[::-1]
