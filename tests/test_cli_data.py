@@ -147,3 +147,20 @@ def test_ingest_table_option(settings: Settings, tmp_path: Path, capsys: pytest.
     assert main(["data", "ingest", str(source), "--table", "suppressions", "--no-progress"], settings) == 1
     assert "missing required columns" in capsys.readouterr().err
     assert main(["data", "ingest", str(source), "--table", "keyword_changes", "--no-progress"], settings) == 0
+
+
+def test_ingest_again_skips_and_force_loads(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = tmp_path / "changes.ndjson"
+    source.write_text(json.dumps(change_row()) + "\n")
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    capsys.readouterr()
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    out = capsys.readouterr().out
+    assert f"{source}: skipped, already in the store: the same content landed in generation 1 (" in out
+    assert "use --force to load it again" in out
+    assert "Total: 0 accepted, 0 rejected, 0 files refused, 1 file skipped; nothing landed, data generation 1." in out
+    assert main(["data", "ingest", str(source), "--force", "--no-progress"], settings) == 0
+    assert "landed, data generation 2." in capsys.readouterr().out
+    assert len(parquet_files(settings.data_dir, schema.KEYWORD_CHANGES)) == 2

@@ -137,15 +137,46 @@ def test_small_clock_skew_is_tolerated() -> None:
     assert good.height == 1
 
 
-def test_typed_columns_are_read_as_text() -> None:
+def test_id_columns_take_integers_and_integral_numbers() -> None:
     # Integer columns (a Parquet export, say): county regains its leading zero, city is its id.
-    frame = pl.DataFrame([suppression(county=6037, city=5368361, suppressions="2.0", user_id=12345)])
+    frame = pl.DataFrame([suppression(county=6037, city=5368361, suppressions=2, user_id=12345)])
     good, rejected = contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert rejected.height == 0, rejected["reason"].to_list()
     assert good.select("county", "city", "suppressions").row(0) == ("06037", "5368361", 2)
-    floats = pl.DataFrame([suppression(city=5368361.0, suppressions=4.0)])
+    assert good["user_id"][0] == contract.hash_user_ids(pl.Series(["12345"]), SECRET)[0]
+    # JSON does not tell 4 from 4.0: an integral number is an integer.
+    floats = pl.DataFrame([suppression(city=5368361.0, county=6037.0, suppressions=4.0)])
     good, rejected = contract.validate_rows(floats, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
-    assert good.select("city", "suppressions").row(0) == ("5368361", 4)
+    assert rejected.height == 0, rejected["reason"].to_list()
+    assert good.select("county", "city", "suppressions").row(0) == ("06037", "5368361", 4)
+
+
+def test_a_number_as_a_string_is_not_an_integer() -> None:
+    # "2" is text: a source that types its values must send a number (CSV is read with text_cells).
+    assert reason_of(suppression(suppressions="2")) == "suppressions: expected an integer, got a string: '2'"
+    good, rejected = validate([suppression(suppressions="2")], text_cells=True)
+    assert rejected.height == 0 and good["suppressions"].to_list() == [2]
+
+
+def test_text_cells_take_digits_only_for_integers() -> None:
+    cells = ["2", " 7 ", "-1", "0", "1.5", "2.0", "1e3", "true", "0x10", "\u0663", "+3", "99999999999999999999", ""]
+    frame = pl.DataFrame({**{k: [v] * len(cells) for k, v in suppression().items() if k != "suppressions"},
+                          "suppressions": cells}).with_columns(pl.all().cast(pl.String))
+    good, rejected = contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET, text_cells=True)
+    assert good["suppressions"].to_list() == [2, 7]
+    assert dict(zip(rejected["row_number"].to_list(), rejected["reason"].to_list(), strict=True)) == {
+        3: "suppressions: -1 is less than 1",
+        4: "suppressions: 0 is less than 1",
+        5: "suppressions: '1.5' is not an integer",
+        6: "suppressions: '2.0' is not an integer",
+        7: "suppressions: '1e3' is not an integer",
+        8: "suppressions: 'true' is not an integer",
+        9: "suppressions: '0x10' is not an integer",
+        10: "suppressions: '\u0663' is not an integer",
+        11: "suppressions: '+3' is not an integer",
+        12: "suppressions: 99999999999999999999 is more than 2147483647",
+        13: "suppressions: missing",
+    }
 
 
 def test_registrable_domains() -> None:
@@ -173,12 +204,15 @@ REJECTIONS = [
     (dict(ts=1748772000), "ts: expected an ISO 8601 timestamp, got a number"),
     (dict(user_id=None), "user_id: missing"),
     (dict(user_id="   "), "user_id: missing"),
-    (dict(user_id=True), "user_id: expected text, got a boolean"),
+    (dict(user_id=True), "user_id: expected text or an integer, got a boolean"),
+    (dict(user_id=12.5), "user_id: expected text or an integer, got a number"),
     (dict(keyword=None), "keyword: missing"),
     (dict(keyword="x" * 101), "keyword: 101 characters after normalisation, at most 100 allowed"),
     (dict(keyword="bad\x01word"), "keyword: contains control characters"),
     (dict(keyword=["a", "b"]), "keyword: expected text, got a list"),
     (dict(keyword={"a": 1}), "keyword: expected text, got an object"),
+    (dict(keyword=True), "keyword: expected text, got a boolean"),
+    (dict(keyword=2024), "keyword: expected text, got a number"),
     (dict(domain=None), "domain: missing"),
     (dict(domain="not a host"), "domain: 'not a host' is not a host name"),
     (dict(domain="-bad-.com"), "domain: '-bad-.com' is not a host name"),
@@ -214,7 +248,8 @@ REJECTIONS = [
     (dict(suppressions=0), "suppressions: 0 is less than 1"),
     (dict(suppressions=-2), "suppressions: -2 is less than 1"),
     (dict(suppressions=2.5), "suppressions: '2.5' is not an integer"),
-    (dict(suppressions="many"), "suppressions: 'many' is not an integer"),
+    (dict(suppressions="many"), "suppressions: expected an integer, got a string: 'many'"),
+    (dict(suppressions=[2]), "suppressions: expected an integer, got a list"),
     (dict(suppressions=2**31), "suppressions: 2147483648 is more than 2147483647"),
     (dict(suppressions=True), "suppressions: expected an integer, got a boolean"),
 ]

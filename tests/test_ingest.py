@@ -81,7 +81,7 @@ def test_ndjson_with_broken_and_bad_lines_keeps_the_good_rows(tmp_path: Path) ->
             suppression(platform="netscape"),
             "",  # blank lines are skipped but still counted
             "[1, 2]",
-            suppression(user_id="install-2", suppressions="4"),
+            suppression(user_id="install-2", suppressions=4),
         ],
     )
     data = tmp_path / "data"
@@ -278,7 +278,7 @@ def test_each_ingest_bumps_the_generation_once(tmp_path: Path) -> None:
     first = write_ndjson(tmp_path / "one.ndjson", [suppression(), suppression(ts="2025-05-20T00:00:00Z")])
     second = write_ndjson(tmp_path / "two.ndjson", [change()])
     assert run(data, [first, second]).generation == 1
-    assert run(data, [first]).generation == 2
+    assert run(data, [first], force=True).generation == 2
     assert stored(data, schema.SUPPRESSIONS).height == 4
 
 
@@ -389,8 +389,8 @@ def test_a_failure_at_any_step_leaves_nothing_behind(tmp_path, monkeypatch, fail
     def boom(*args, **kwargs):
         raise OSError("disk full")
 
-    target = {"quarantine": (ingest_module, "_write_quarantine"), "landing": (writer_module, "_write_staged"),
-              "generation": (layout_module, "bump_generation")}[failing]
+    target = {"quarantine": (ingest_module, "_quarantine_text"), "landing": (writer_module, "_write_staged"),
+              "generation": (layout_module, "write_generation")}[failing]
     monkeypatch.setattr(*target, boom)
     data_dir = tmp_path / "data"
     with pytest.raises(OSError, match="disk full"):
@@ -398,3 +398,84 @@ def test_a_failure_at_any_step_leaves_nothing_behind(tmp_path, monkeypatch, fail
                                    now=_dt.datetime(2026, 3, 10, 12, tzinfo=_dt.UTC), progress=False)
     assert _landed_files(data_dir) == []
     assert layout_module.read_generation(data_dir) == 0
+    assert list(layout_module.staging_dir(data_dir).glob("*")) == []
+    assert list(layout_module.generations_dir(data_dir).glob("*")) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# Idempotent per file: running an ingest again never lands a row twice
+
+
+def test_a_file_already_in_the_store_is_skipped(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    source = write_ndjson(tmp_path / "events.ndjson", [suppression(), suppression(platform="netscape")])
+    first = run(data, [source])
+    again = run(data, [source])
+    (file,) = again.files
+    assert file.skipped == (
+        "already in the store: the same content landed in generation 1 (2025-06-01T12:00:00Z, as events.ndjson); "
+        "use --force to load it again"
+    )
+    assert (file.accepted, file.rejected, file.quarantine, file.error) == (0, 0, None, None)
+    assert file.sha256 == first.files[0].sha256
+    assert again.generation == 1 and again.written == ()
+    assert stored(data, schema.SUPPRESSIONS).height == 1
+    assert len(list(layout.quarantine_dir(data).iterdir())) == 1  # not quarantined twice either
+    # The same bytes under another name are the same rows.
+    copy = tmp_path / "copy.ndjson"
+    copy.write_bytes(source.read_bytes())
+    assert run(data, [copy]).files[0].skipped is not None
+    # On purpose: --force loads it again.
+    forced = run(data, [source], force=True)
+    assert forced.generation == 2 and forced.files[0].skipped is None
+    assert stored(data, schema.SUPPRESSIONS).height == 2
+
+
+def test_the_same_content_twice_in_one_call_lands_once(tmp_path: Path) -> None:
+    one = write_ndjson(tmp_path / "one.ndjson", [suppression()])
+    two = tmp_path / "two.ndjson"
+    two.write_bytes(one.read_bytes())
+    report = run(tmp_path / "data", [one, two])
+    assert report.files[1].skipped == f"same content as {one}, earlier in this call"
+    assert report.accepted == 1 and stored(tmp_path / "data", schema.SUPPRESSIONS).height == 1
+
+
+def test_a_refused_or_failed_file_is_not_recorded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = tmp_path / "data"
+    source = write_ndjson(tmp_path / "events.ndjson", [suppression()])
+    monkeypatch.setattr(writer, "_write_staged", lambda frame, path: (_ for _ in ()).throw(OSError("disk full")))
+    with pytest.raises(OSError):
+        run(data, [source])
+    monkeypatch.undo()
+    assert run(data, [source]).accepted == 1  # nothing landed before, so nothing is skipped now
+
+
+def test_data_replaced_by_the_demo_is_no_longer_in_the_store(tmp_path: Path) -> None:
+    from service.store import demo
+
+    data = tmp_path / "data"
+    source = write_ndjson(tmp_path / "events.ndjson", [suppression()])
+    run(data, [source])
+    demo.generate_demo(data, events=500, days=1, end=NOW, secret=SECRET, progress=False, replace=True)
+    assert run(data, [source]).accepted == 1
+
+
+def test_the_manifest_records_what_a_generation_landed(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    source = write_ndjson(tmp_path / "events.ndjson", [suppression(), suppression(platform="x")])
+    report = run(data, [source])
+    manifest = json.loads(layout.manifest_path(data, 1).read_text())
+    assert manifest["generation"] == 1 and manifest["landed_at"] == "2025-06-01T12:00:00Z"
+    assert manifest["sources"] == [
+        {"sha256": report.files[0].sha256, "file": "events.ndjson", "table": "suppressions", "rows": 1}
+    ]
+    assert manifest["partitions"] == [p.relative_to(data).as_posix() for p in report.written]
+    assert manifest["other_files"] == [report.files[0].quarantine.relative_to(data).as_posix()]
+
+
+def test_a_quarantine_without_good_rows_lands_without_a_generation(tmp_path: Path) -> None:
+    data = tmp_path / "data"
+    source = write_ndjson(tmp_path / "bad.ndjson", [suppression(platform="x")])
+    report = run(data, [source])
+    assert report.generation == 0 and report.files[0].quarantine.exists()
+    assert not layout.generations_dir(data).exists() and list(layout.staging_dir(data).iterdir()) == []

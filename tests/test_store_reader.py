@@ -213,3 +213,24 @@ def test_other_threads_keep_the_old_snapshot_during_a_reload(store_dir: Path, mo
     loader.join()
     assert reloaded[0].generation == 2
     assert store.snapshot() is reloaded[0]
+
+
+def test_files_of_unpublished_generations_are_not_loaded(store_dir: Path) -> None:
+    """A landing cut short (or still under way) leaves files named for GENERATION + 1: a worker
+    that starts then must serve what its peers serve, not part of that landing."""
+    extra = pl.DataFrame(
+        [{"ts": dt.datetime(2026, 3, 9, 9, 0, tzinfo=UTC), "user_id": 7, "keyword": "half", "domain": "x.com",
+          "platform": "ios", "page_context": "feed", "country": "DE", "region": None, "county": None,
+          "city": None, "suppressions": 4}],
+        schema=schema.SUPPRESSIONS_SCHEMA,
+    )  # fmt: skip
+    fx.write_partitions(store_dir, schema.SUPPRESSIONS, extra, layout.partition_file_name(2, "a" * 32))
+    frames = EventStore(store_dir).snapshot()
+    assert frames.generation == 1
+    assert frames.suppressions.height == len(fx.suppression_rows())
+    assert "half" not in frames.suppressions["keyword"].cast(pl.String).to_list()
+    assert max(frames.versions[schema.SUPPRESSIONS].values()) <= 1  # noise keys ignore it too
+    layout.bump_generation(store_dir)  # published: now it is data
+    frames = EventStore(store_dir).snapshot()
+    assert frames.suppressions.height == len(fx.suppression_rows()) + 1
+    assert frames.versions[schema.SUPPRESSIONS][dt.date(2026, 3, 9)] == 2

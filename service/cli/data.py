@@ -1,12 +1,13 @@
 """`python -m service data ...`: load event data (demo data set, or files).
 
     data demo [--events N] [--days D] [--seed S] [--replace] [--no-progress]
-    data ingest FILE... [--table suppressions|keyword_changes] [--no-progress]
+    data ingest FILE... [--table suppressions|keyword_changes] [--force] [--no-progress]
 
 Exit codes: 0 done; 1 the command ran but failed (data already present without --replace, a
-file refused as a whole, a write error); 2 bad usage (argparse) or a file that does not exist.
-Rows rejected by the contract do not change the exit code: they are quarantined and counted in
-the summary.
+file refused as a whole, a write error, a store in a state no crash leaves); 2 bad usage
+(argparse) or a file that does not exist. Rows rejected by the contract do not change the exit
+code: they are quarantined and counted in the summary. Nor does a file skipped because its
+content is already in the store (`--force` loads it again).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from pathlib import Path
 
 from service.clock import SystemClock
 from service.settings import Settings
-from service.store import demo, ingest, layout, schema
+from service.store import demo, ingest, layout, schema, writer
 from service.windows import floor_hour, iso_z
 
 
@@ -50,6 +51,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     ingest_parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help=".ndjson, .jsonl, .csv or .parquet")
     ingest_parser.add_argument("--table", choices=schema.TABLES, help="the table (default: detected from the columns)")
+    ingest_parser.add_argument(
+        "--force",
+        action="store_true",
+        help="load files whose content is already in the store (by default they are skipped, so that "
+        "running an ingest again after a crash never loads a row twice)",
+    )
     ingest_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     ingest_parser.set_defaults(func=run_ingest)
 
@@ -117,7 +124,11 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             now=SystemClock().now(),
             table=args.table,
             progress=args.progress,
+            force=args.force,
         )
+    except writer.StoreInconsistent as exc:
+        print(f"error: {exc}; nothing was ingested", file=sys.stderr)
+        return 1
     except OSError as exc:
         print(f"error: could not write to {settings.data_dir}: {exc}; nothing was ingested", file=sys.stderr)
         return 1
@@ -125,14 +136,18 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if file.error is not None:
             print(f"error: {file.path}: {file.error}", file=sys.stderr)
             continue
+        if file.skipped is not None:
+            print(f"{file.path}: skipped, {file.skipped}")
+            continue
         line = f"{file.path}: {_count(file.accepted, 'row')} accepted into {file.table or '(no table)'}"
         if file.rejected:
             line += f", {file.rejected:,} rejected (see {file.quarantine})"
         print(line)
     landed = "landed" if report.written else "nothing landed"
+    skipped = f", {_count(len(report.skipped), 'file')} skipped" if report.skipped else ""
     print(
         f"Total: {report.accepted:,} accepted, {report.rejected:,} rejected, {_count(len(report.failed), 'file')} "
-        "refused; "
+        f"refused{skipped}; "
         f"{landed}, data generation {report.generation}."
     )
     if report.rejected:

@@ -11,10 +11,20 @@ Rules and decisions:
   any column the table does not have rejects the whole file (`ContractError`, naming the columns).
   Unknown columns are refused rather than ignored because a misspelt optional column ("regoin")
   would otherwise silently turn real data into nulls.
-- Text columns accept strings, and numbers (written as text: `county` integers are zero-padded to
-  5 digits because an integer column cannot hold FIPS leading zeros; an integral float is written
-  without ".0"). Booleans, lists, objects and dates in a text column are rejected. Surrounding
-  whitespace is trimmed; an empty string is a null.
+- Types are checked on every value before anything is converted (`COLUMN_TYPES`): a value of a
+  type its column does not take is rejected with "<column>: expected <type>, got <kind>", never
+  turned into text. Text columns (`keyword`, `domain`, `platform`, `page_context`, `action`,
+  `country`, `region`) take strings only. Id columns (`user_id`, `county`, `city`) take strings
+  and integers (an integer `county` is zero-padded to 5 digits, since an integer cannot hold the
+  FIPS code's leading zeros). `suppressions` takes integers only; `ts` strings or date-times.
+  An integer is an integral number: JSON does not tell `2` from `2.0`, so both are integers and
+  `2.5` is not. Booleans, lists, objects, and dates in any column other than `ts`, are rejected.
+  Where the values come from tells their types: the frame's dtypes (Parquet, JSON read as a
+  whole), a kind per value (`value_kinds`: JSON lines whose types differ), or nothing at all
+  (`text_cells`: CSV, where every cell is text and an integer is written `[-]digits`, as in a
+  query string: "2.0", "1e3", "1.5" and "true" are not integers). Parquet columns have one type
+  each, so a Parquet column of the wrong type refuses the whole file (`check_column_types`).
+  Surrounding whitespace is trimmed; an empty string is a null.
 - `ts`: a datetime (naive = UTC, aware = converted to UTC) or an ISO 8601 string with date and
   time; a string without offset is taken as UTC, `Z` and `+hh:mm` offsets are honoured. Numbers
   are refused: epoch seconds and epoch milliseconds cannot be told apart reliably. A ts more
@@ -30,7 +40,7 @@ Rules and decisions:
   `county`: 5-digit FIPS of a known US county, of country US (or of the outlying area's own
   code, e.g. PR), and of the row's region when one is given. `city`: a GeoNames id known to
   `service.geo`, in the row's country, and in the row's region where that is derivable (US).
-- `suppressions`: an integer (an integral float or numeric string is fine) from 1 to 2**31 - 1.
+- `suppressions`: an integer from 1 to 2**31 - 1.
 - `user_id`: any non-empty text; stored only as `hash_user_ids` (keyed BLAKE2b, 64 bits).
 
 The work is vectorised with polars; Python runs once per distinct value where a rule needs it
@@ -44,7 +54,7 @@ import difflib
 import functools
 import hashlib
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 import polars as pl
@@ -65,8 +75,48 @@ _LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _CONTROL = r"[\x00-\x1f\x7f-\x9f]"
 
 
+# What each column takes (module docstring); a column not listed is text.
+TEXT, ID, INTEGER_FIELD, TIMESTAMP = "text", "id", "integer", "timestamp"
+COLUMN_TYPES: dict[str, str] = {
+    "ts": TIMESTAMP,
+    "user_id": ID,
+    "county": ID,
+    "city": ID,
+    "suppressions": INTEGER_FIELD,
+}
+
+# Kinds of values, as sources report them (`value_kinds`) and as dtypes map onto them: JSON's
+# types with integral numbers told apart, plus what a Parquet column can hold besides.
+STRING, INTEGER, NUMBER, BOOLEAN, LIST, OBJECT = "string", "integer", "number", "boolean", "list", "object"
+DATETIME, DATE, BINARY = "datetime", "date", "binary"
+JSON_KINDS = (STRING, INTEGER, NUMBER, BOOLEAN, LIST, OBJECT)
+
+_ACCEPTS: dict[str, frozenset[str]] = {
+    TEXT: frozenset({STRING}),
+    ID: frozenset({STRING, INTEGER}),
+    INTEGER_FIELD: frozenset({INTEGER}),
+    TIMESTAMP: frozenset({STRING, DATETIME}),
+}
+_EXPECTED = {TEXT: "text", ID: "text or an integer", INTEGER_FIELD: "an integer", TIMESTAMP: "an ISO 8601 timestamp"}
+_DESCRIBED = {
+    STRING: "a string",
+    INTEGER: "a number",
+    NUMBER: "a number",
+    BOOLEAN: "a boolean",
+    LIST: "a list",
+    OBJECT: "an object",
+    DATETIME: "a date/time",
+    DATE: "a date",
+    BINARY: "binary data",
+}
+
+
+def column_type(name: str) -> str:
+    return COLUMN_TYPES.get(name, TEXT)
+
+
 class ContractError(ValueError):
-    """The file as a whole does not fit the contract (missing/unknown columns, unknown table)."""
+    """The file as a whole does not fit the contract (missing/unknown columns or column types)."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -115,6 +165,25 @@ def check_columns(table: str, columns: Iterable[str]) -> None:
         problems.append(f"unknown column{'s' if len(unknown) > 1 else ''} for table {table}: {', '.join(described)}")
     if problems:
         raise ContractError("; ".join(problems) + f". Columns of {table}: {', '.join(known)}")
+
+
+def check_column_types(table: str, dtypes: Mapping[str, pl.DataType], source: str = "this file") -> None:
+    """Raise ContractError naming every column whose type cannot hold the column's values.
+
+    For sources whose columns have one type each (Parquet): a boolean `keyword` column or a float
+    `suppressions` column is wrong for every row, so the file is refused as a whole. A float
+    column is not an integer column here, even when its values happen to be integral.
+    """
+    wrong = []
+    for name, dtype in dtypes.items():
+        if name not in schema.SCHEMAS[table]:
+            continue
+        kind = _dtype_kind(dtype)
+        expected = column_type(name)
+        if kind is not None and kind not in _ACCEPTS[expected]:
+            wrong.append(f"{name!r} is {dtype} (expected {_EXPECTED[expected]})")
+    if wrong:
+        raise ContractError(f"wrong column type{'s' if len(wrong) > 1 else ''} in {source}: {', '.join(wrong)}")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,44 +242,89 @@ def _shown(expr: pl.Expr) -> pl.Expr:
     return pl.concat_str([pl.lit("'"), cut, pl.lit("'")])
 
 
-def _kind(dtype: pl.DataType) -> str:
+def _dtype_kind(dtype: pl.DataType) -> str | None:
+    """The kind of every value of a column of `dtype` (None: only nulls; numbers: see `_text`)."""
+    if dtype == pl.Null:
+        return None
+    if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
+        return STRING
+    if dtype.is_integer():
+        return INTEGER
+    if dtype.is_float() or dtype.is_decimal():
+        return NUMBER
     if dtype == pl.Boolean:
-        return "a boolean"
+        return BOOLEAN
     if isinstance(dtype, (pl.List, pl.Array)):
-        return "a list"
+        return LIST
     if isinstance(dtype, pl.Struct):
-        return "an object"
-    if dtype.is_temporal():
-        return "a date/time"
+        return OBJECT
+    if isinstance(dtype, pl.Datetime):
+        return DATETIME
+    if dtype == pl.Date:
+        return DATE
     if dtype == pl.Binary:
-        return "binary data"
-    if dtype.is_numeric():
-        return "a number"
+        return BINARY
     return f"a value of type {dtype}"
 
 
-def _text(series: pl.Series, *, zero_pad: int = 0) -> tuple[pl.Series, str | None]:
-    """(trimmed text with '' as null, or all-null plus the kind of value that is not text)."""
-    dtype = series.dtype
-    if dtype == pl.String or dtype == pl.Null or isinstance(dtype, (pl.Categorical, pl.Enum)):
-        text = series.cast(pl.String)
-    elif dtype.is_integer():
+def _described(kind: str) -> str:
+    return _DESCRIBED.get(kind, kind)
+
+
+# The kinds of a column's values that its type does not take: None (all fine), one kind for
+# every given value, or a kind per row (null where the value is fine or null).
+BadKinds = str | pl.Series | None
+
+
+def _integral(as_float: pl.Series) -> pl.Series:
+    return as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**63)
+
+
+def _text(
+    series: pl.Series, accepts: frozenset[str], *, kinds: pl.Series | None = None, zero_pad: int = 0
+) -> tuple[pl.Series, BadKinds]:
+    """(the values as trimmed text with '' as null, the kinds of values the column does not take).
+
+    `kinds` gives each value's kind when the column mixes them (its values are then text: JSON
+    scalars in their JSON spelling). Integers are written in digits (an integral float without
+    ".0") and zero-padded to `zero_pad` digits; values of kinds the column does not take keep a
+    text form only for messages.
+    """
+    if kinds is not None:
         text = series.cast(pl.String)
         if zero_pad:
-            text = text.str.zfill(zero_pad)
-    elif dtype.is_float() or dtype.is_decimal():
-        as_float = series.cast(pl.Float64)
-        text = pl.select(
-            pl.when(as_float.is_finite() & (as_float == as_float.floor()))
-            .then(as_float.cast(pl.Int64, strict=False).cast(pl.String))
-            .otherwise(as_float.cast(pl.String))
-        ).to_series()
-        if zero_pad:
-            text = text.str.zfill(zero_pad)
+            text = pl.select(pl.when(kinds == INTEGER).then(text.str.zfill(zero_pad)).otherwise(text)).to_series()
+        bad: BadKinds = pl.select(pl.when(kinds.is_in(sorted(accepts)).not_()).then(kinds)).to_series()
+        if bad.null_count() == bad.len():
+            bad = None
     else:
-        return pl.Series(series.name, [None] * series.len(), dtype=pl.String), _kind(dtype)
+        dtype = series.dtype
+        kind = _dtype_kind(dtype)
+        bad = kind if kind is not None and kind not in accepts else None
+        if kind == INTEGER:
+            text = series.cast(pl.String)
+            if zero_pad:
+                text = text.str.zfill(zero_pad)
+        elif kind == NUMBER:
+            # JSON numbers: integral ones are integers (`2.0`), the others are not (`2.5`).
+            as_float = series.cast(pl.Float64)
+            integral = _integral(as_float)
+            text = pl.select(
+                pl.when(integral).then(as_float.cast(pl.Int64, strict=False).cast(pl.String))
+                .otherwise(as_float.cast(pl.String))
+            ).to_series()
+            if zero_pad:
+                text = pl.select(pl.when(integral).then(text.str.zfill(zero_pad)).otherwise(text)).to_series()
+            if INTEGER in accepts:
+                bad = pl.select(pl.when(integral.not_() & as_float.is_not_null()).then(pl.lit(NUMBER))).to_series()
+                if bad.null_count() == bad.len():
+                    bad = None
+        elif kind in (STRING, None, DATETIME, DATE):
+            text = series.cast(pl.String)
+        else:  # lists, objects, binary: no text form worth showing
+            text = pl.Series(series.name, [None] * series.len(), dtype=pl.String)
     text = text.str.strip_chars()
-    return pl.select(pl.when(text != "").then(text)).to_series().rename(series.name), None
+    return pl.select(pl.when(text != "").then(text)).to_series().rename(series.name), bad
 
 
 # ---------------------------------------------------------------------------------------------
@@ -230,17 +344,17 @@ def _parse_iso(text: str) -> dt.datetime | None:
     return moment.astimezone(UTC)
 
 
-def _parse_ts(series: pl.Series) -> tuple[pl.Series, pl.Series, str | None]:
-    """(parsed UTC timestamps, text as given for messages, kind when the dtype is unusable)."""
+def _parse_ts(series: pl.Series, kinds: pl.Series | None = None) -> tuple[pl.Series, pl.Series, BadKinds]:
+    """(parsed UTC timestamps, text as given for messages, kinds of values that are no timestamp)."""
     dtype = series.dtype
-    null_ts = pl.Series("ts", [None] * series.len(), dtype=schema.TS)
     if isinstance(dtype, pl.Datetime):
         moment = series.dt.replace_time_zone("UTC") if dtype.time_zone is None else series.dt.convert_time_zone("UTC")
         return moment.cast(schema.TS), series.cast(pl.String), None
-    text, bad = _text(series)
-    if bad or dtype.is_numeric():
-        return null_ts, text, bad or "a number"
-    uniform = text.str.replace(r"^(\d{4}-\d{2}-\d{2})[ t]", "${1}T")
+    text, bad = _text(series, frozenset({STRING}), kinds=kinds)
+    if isinstance(bad, str):
+        return pl.Series("ts", [None] * series.len(), dtype=schema.TS), text, bad
+    candidates = text if bad is None else pl.select(pl.when(bad.is_null()).then(text)).to_series()
+    uniform = candidates.str.replace(r"^(\d{4}-\d{2}-\d{2})[ t]", "${1}T")
     with_offset = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
     without = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False)
     parsed = with_offset.fill_null(without)
@@ -248,7 +362,7 @@ def _parse_ts(series: pl.Series) -> tuple[pl.Series, pl.Series, str | None]:
     if leftover.len():
         slow = _map_distinct(uniform.filter(parsed.is_null()), _parse_iso, schema.TS)
         parsed = parsed.scatter(parsed.is_null().arg_true(), slow)
-    return parsed.cast(schema.TS).rename("ts"), text, None
+    return parsed.cast(schema.TS).rename("ts"), text, bad
 
 
 @functools.cache
@@ -308,12 +422,19 @@ def validate_rows(
     secret: str,
     row_numbers: pl.Series | None = None,
     source_rows: pl.Series | None = None,
+    text_cells: bool = False,
+    value_kinds: Mapping[str, pl.Series] | None = None,
 ) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Split raw rows into (good rows in the stored schema, rejected rows).
 
     `row_numbers` are the 1-based positions of the rows in their source (default 1..n);
     `source_rows` the original text of each row as JSON (default: the row encoded as a JSON
     object). Rejected rows come back as `row_number`, `reason`, `row` (JSON text), in input order.
+
+    Types (module docstring): by default a value's type is its column's dtype, a float being an
+    integer where it is integral (JSON numbers). `value_kinds` gives, for columns whose values
+    differ in type, the kind of each value (one of `JSON_KINDS`, null for a null) while the
+    column holds the values as text. `text_cells` says every cell is text (CSV).
     Raises ContractError when the columns do not fit the table.
     """
     if now.tzinfo is None:
@@ -324,8 +445,11 @@ def validate_rows(
         row_numbers = pl.Series("row_number", range(1, n + 1), dtype=pl.Int64)
     if row_numbers.len() != n or (source_rows is not None and source_rows.len() != n):
         raise ValueError("row_numbers and source_rows must have one entry per row")
+    kinds = dict(value_kinds or {})
+    if any(series.len() != n for series in kinds.values()):
+        raise ValueError("value_kinds must have one entry per row")
 
-    rows = _Rows(frame, table)
+    rows = _Rows(frame, table, text_cells=text_cells, kinds=kinds)
     rows.check_ts(now)
     rows.require_text("user_id")  # hashed below, for the good rows only
     rows.check_keyword()
@@ -370,13 +494,17 @@ class _Rows:
     given, as text, for messages), `<name>__given` (not null in the input) and helper columns.
     """
 
-    def __init__(self, frame: pl.DataFrame, table: str) -> None:
+    def __init__(
+        self, frame: pl.DataFrame, table: str, *, text_cells: bool, kinds: Mapping[str, pl.Series]
+    ) -> None:
         self.frame = frame
         self.table = table
+        self.text_cells = text_cells
+        self.kinds = kinds
         self.n = frame.height
         self.columns: dict[str, pl.Series] = {}
         self.reasons: list[pl.Expr] = []
-        self._kinds: dict[str, str | None] = {}
+        self._bad: dict[str, str | None] = {}  # a kind every given value has, when the type is wrong
 
     def work_frame(self) -> pl.DataFrame:
         given = {
@@ -391,22 +519,46 @@ class _Rows:
         return pl.Series([None] * self.n, dtype=pl.String)
 
     def text(self, name: str, zero_pad: int = 0) -> pl.Series:
-        """Register `<name>__raw` (trimmed text) and return it."""
+        """Register `<name>__raw` (trimmed text) and the kinds of wrong values; return the text."""
         if name in self.frame.columns:
-            text, self._kinds[name] = _text(self.frame[name], zero_pad=zero_pad)
+            text, bad = _text(
+                self.frame[name], _ACCEPTS[column_type(name)], kinds=self.kinds.get(name), zero_pad=zero_pad
+            )
         else:
-            text, self._kinds[name] = self._nulls(), None
+            text, bad = self._nulls(), None
         self.columns[f"{name}__raw"] = text
+        self.note_bad(name, bad)
         return text
 
-    def presence(self, name: str, *, required: bool) -> pl.Expr | None:
-        """Reason for an unusable type, or for a missing required value; None if neither."""
-        kind = self._kinds.get(name)
+    def note_bad(self, name: str, bad: BadKinds) -> None:
+        if isinstance(bad, pl.Series):
+            self.columns[f"{name}__bad"] = bad.replace_strict(_DESCRIBED, default=bad, return_dtype=pl.String)
+            self._bad[name] = None
+        else:
+            self._bad[name] = bad
+
+    def wrong_type(self, name: str) -> pl.Expr | None:
+        """Reason for a value of a type the column does not take; None when there is none."""
+        expected = _EXPECTED[column_type(name)]
+        kind = self._bad.get(name)
         if kind:
-            return pl.when(pl.col(f"{name}__given")).then(pl.lit(f"{name}: expected text, got {kind}"))
-        if required:
-            return pl.when(pl.col(f"{name}__raw").is_null()).then(pl.lit(f"{name}: missing"))
+            reason = f"{name}: expected {expected}, got {_described(kind)}"
+            return pl.when(pl.col(f"{name}__given")).then(pl.lit(reason))
+        if f"{name}__bad" in self.columns:
+            return pl.when(pl.col(f"{name}__bad").is_not_null()).then(
+                pl.format(f"{name}: expected {expected}, got {{}}", pl.col(f"{name}__bad"))
+            )
         return None
+
+    def presence(self, name: str, *, required: bool) -> pl.Expr | None:
+        """Reason for a value of the wrong type, or for a missing required value; None if neither."""
+        parts = [self.wrong_type(name)]
+        if required:
+            parts.append(pl.when(pl.col(f"{name}__raw").is_null()).then(pl.lit(f"{name}: missing")))
+        present = [p for p in parts if p is not None]
+        if not present:
+            return None
+        return pl.coalesce(present) if len(present) > 1 else present[0]
 
     def add(self, *parts: pl.Expr | None) -> None:
         """Add a column's reason: the first of `parts` that applies."""
@@ -420,19 +572,13 @@ class _Rows:
         self.add(self.presence(name, required=True))
 
     def check_ts(self, now: dt.datetime) -> None:
-        ts, text, kind = _parse_ts(self.frame["ts"])
+        ts, text, bad = _parse_ts(self.frame["ts"], self.kinds.get("ts"))
         self.columns["ts"], self.columns["ts__raw"] = ts, text
+        self.note_bad("ts", bad)
         limit = now.astimezone(UTC) + MAX_FUTURE_SKEW
-        if kind:
-            self.add(
-                pl.when(pl.col("ts__given")).then(pl.lit(f"ts: expected an ISO 8601 timestamp, got {kind}")),
-                pl.lit("ts: missing"),
-            )
-            return
         self.add(
-            pl.when(pl.col("ts__raw").is_null())
-            .then(pl.lit("ts: missing"))
-            .when(pl.col("ts").is_null())
+            self.presence("ts", required=True),
+            pl.when(pl.col("ts").is_null())
             .then(pl.format("ts: {} is not an ISO 8601 timestamp", _shown(pl.col("ts__raw"))))
             .when(pl.col("ts") > pl.lit(limit).cast(schema.TS))
             .then(
@@ -442,7 +588,7 @@ class _Rows:
                     pl.lit(int(MAX_FUTURE_SKEW.total_seconds() // 60)),
                     pl.lit(now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")),
                 )
-            )
+            ),
         )
 
     def check_keyword(self) -> None:
@@ -582,43 +728,49 @@ class _Rows:
         )
 
     def check_count(self) -> None:
-        count, kind = _parse_count(self.frame["suppressions"])
-        self.columns["suppressions"] = count
-        self.columns["suppressions__raw"] = _text(self.frame["suppressions"])[0]
-        count = pl.col("suppressions")
-        if kind:
-            self.add(
-                pl.when(pl.col("suppressions__given")).then(pl.lit(f"suppressions: expected an integer, got {kind}")),
-                pl.lit("suppressions: missing"),
-            )
-            return
+        raw = self.frame["suppressions"]
+        nulls = pl.Series([None] * self.n, dtype=pl.String)
+        if self.text_cells:
+            # CSV: every cell is text; an integer is written in digits, as in a query string.
+            text, _ = _text(raw, frozenset({STRING}))
+            kind = nulls
+            digits = text.str.contains(r"^-?[0-9]+$")
+        else:
+            text, bad = _text(raw, _ACCEPTS[INTEGER_FIELD], kinds=self.kinds.get("suppressions"))
+            if isinstance(bad, str):
+                kind = pl.select(pl.when(raw.is_not_null()).then(pl.lit(bad))).to_series()
+            else:
+                kind = nulls if bad is None else bad
+            digits = kind.is_null()  # integers already written in digits
+        count = pl.select(pl.when(digits).then(text.cast(pl.Int64, strict=False))).to_series()
+        self.columns["suppressions"] = count.rename("suppressions")
+        self.columns["suppressions__raw"] = text
+        self.columns["suppressions__kind"] = kind
+        self.columns["suppressions__huge"] = digits & text.is_not_null() & count.is_null()  # beyond Int64
+        kind, count, shown = pl.col("suppressions__kind"), pl.col("suppressions"), _shown(pl.col("suppressions__raw"))
         self.add(
-            pl.when(pl.col("suppressions__raw").is_null())
+            pl.when(kind == NUMBER)
+            .then(pl.format("suppressions: {} is not an integer", shown))
+            .when(kind == STRING)
+            .then(pl.format("suppressions: expected an integer, got a string: {}", pl.coalesce(shown, pl.lit("''"))))
+            .when(kind.is_not_null())
+            .then(
+                pl.format(
+                    "suppressions: expected an integer, got {}",
+                    kind.replace_strict(_DESCRIBED, default=kind, return_dtype=pl.String),
+                )
+            )
+            .when(pl.col("suppressions__raw").is_null())
             .then(pl.lit("suppressions: missing"))
+            .when(pl.col("suppressions__huge"))
+            .then(pl.format("suppressions: {} is more than {}", pl.col("suppressions__raw"), pl.lit(SUPPRESSIONS_MAX)))
             .when(count.is_null())
-            .then(pl.format("suppressions: {} is not an integer", _shown(pl.col("suppressions__raw"))))
+            .then(pl.format("suppressions: {} is not an integer", shown))
             .when(count < 1)
             .then(pl.format("suppressions: {} is less than 1", count))
             .when(count > SUPPRESSIONS_MAX)
             .then(pl.format("suppressions: {} is more than {}", count, pl.lit(SUPPRESSIONS_MAX)))
         )
-
-
-def _parse_count(series: pl.Series) -> tuple[pl.Series, str | None]:
-    """(Int64 counts, null where not an integer; kind when the dtype cannot hold a count)."""
-    dtype = series.dtype
-    if dtype.is_integer():
-        return series.cast(pl.Int64, strict=False).rename("suppressions"), None
-    if dtype == pl.Null:
-        return series.cast(pl.Int64), None
-    if dtype.is_float() or dtype.is_decimal() or dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
-        text = series.cast(pl.String).str.strip_chars()
-        as_int = text.cast(pl.Int64, strict=False)
-        as_float = text.cast(pl.Float64, strict=False)
-        integral = as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**62)
-        from_float = pl.select(pl.when(integral).then(as_float.cast(pl.Int64, strict=False))).to_series()
-        return as_int.fill_null(from_float).rename("suppressions"), None
-    return pl.Series("suppressions", [None] * series.len(), dtype=pl.Int64), _kind(dtype)
 
 
 def _rows_as_json(frame: pl.DataFrame) -> pl.Series:

@@ -1,14 +1,27 @@
-"""Ingest event files: read, validate against the contract, quarantine bad rows, land good rows.
+"""Ingest event files: read, type-check and validate against the contract, quarantine bad rows,
+land good rows.
 
 Formats by file suffix: `.ndjson`/`.jsonl` (one JSON object per line), `.csv` (UTF-8, header
 row, RFC 4180 quoting) and `.parquet`. The table is taken from the columns (`action` ->
 keyword_changes, `suppressions` -> suppressions) unless given.
 
+Types (`contract` module docstring) are checked on every value as the file gives it, before
+anything is converted:
+
+- NDJSON: each value's JSON type. The whole file is read at once (pyarrow) when every column
+  holds one JSON type; its columns then carry the types. Otherwise (types differ between lines,
+  or a line is broken) each line is read on its own and the kind of every value is kept next to
+  it, so a `true` among strings is still a boolean when the contract sees it (polars would have
+  made every value of that column a string).
+- CSV: every cell is text; number columns must be written as integers (`[-]digits`).
+- Parquet: each column has one type; a column of a type the contract does not take refuses the
+  whole file, naming the column and its type.
+
 Failure model:
 
 - A file that cannot be used at all (missing, unsupported suffix, unreadable Parquet, columns
-  that do not fit the contract) is reported with an `error` and contributes no rows; the other
-  files of the call are still ingested. The source file is never modified.
+  or column types that do not fit the contract) is reported with an `error` and contributes no
+  rows; the other files of the call are still ingested. The source file is never modified.
 - Row-level recovery where the format allows it: in NDJSON each line stands alone (a broken line
   is rejected with its line number, its neighbours are kept); in CSV a record with the wrong
   number of fields or invalid UTF-8 is rejected and the others are kept.
@@ -18,9 +31,14 @@ Failure model:
   a JSON string when the line could not be parsed. `row_number` is the line number for NDJSON
   and the 1-based record number after the header for CSV (so spreadsheet row = row_number + 1),
   the 1-based row index for Parquet.
-- Good rows of all files land in one `writer.write_tables` call: all files of the call land
-  together or none does, and the generation is bumped at most once. Quarantine files are written
-  before the landing and removed again if it fails, so a rerun starts clean.
+- Good rows of all files, and their quarantine files, land as one generation
+  (`writer.write_tables`): all files of the call land together or none does, and the generation
+  is bumped at most once. A call holds the store's writer lock from start to end (a second ingest
+  waits), and starts by removing the leftovers of a landing that was cut short (`writer.sweep`).
+- Idempotent per file: the SHA-256 of each file's bytes is recorded with the generation that
+  landed it, and a file whose content is already in the store is skipped with a message (not an
+  error), as is a second file of the same content in one call; `force` loads it again. So running
+  an ingest again after a crash lands each row once, whether or not the crashed run had landed.
 
 All good rows of one call are held in memory until they land; split very large loads into
 several calls.
@@ -28,21 +46,28 @@ several calls.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import dataclasses
 import datetime as dt
+import gc
+import hashlib
 import io
 import json
-import os
+import logging
+import math
 import sys
-import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
 import polars as pl
+import pyarrow as pa
+import pyarrow.json as pa_json
 from tqdm import tqdm
 
 from service.store import contract, layout, schema, writer
+
+log = logging.getLogger(__name__)
 
 NDJSON_SUFFIXES = (".ndjson", ".jsonl")
 CSV_SUFFIXES = (".csv",)
@@ -62,6 +87,8 @@ class FileReport:
     rejected: int
     quarantine: Path | None  # where the rejected rows went; None when there were none
     error: str | None = None  # set when the whole file was refused
+    skipped: str | None = None  # set when the file was not loaded because its content already was
+    sha256: str | None = None  # of the file's bytes, when it could be read
 
 
 @dataclasses.dataclass(frozen=True)
@@ -69,6 +96,7 @@ class IngestReport:
     files: tuple[FileReport, ...]
     generation: int  # the data generation after the call (unchanged when nothing landed)
     written: tuple[Path, ...]  # partition files that landed
+    swept: writer.Swept | None = None  # leftovers of an unfinished landing removed first
 
     @property
     def accepted(self) -> int:
@@ -82,6 +110,10 @@ class IngestReport:
     def failed(self) -> tuple[FileReport, ...]:
         return tuple(f for f in self.files if f.error is not None)
 
+    @property
+    def skipped(self) -> tuple[FileReport, ...]:
+        return tuple(f for f in self.files if f.skipped is not None)
+
 
 @dataclasses.dataclass
 class _Read:
@@ -91,6 +123,9 @@ class _Read:
     row_numbers: pl.Series
     source_rows: pl.Series | None
     unparsed: pl.DataFrame  # contract.REJECTED_SCHEMA
+    text_cells: bool = False  # every cell is text (CSV)
+    value_kinds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)  # columns of mixed types
+    typed_columns: str | None = None  # "Parquet": one type per column, checked for the whole file
 
 
 def ingest_files(
@@ -101,73 +136,29 @@ def ingest_files(
     now: dt.datetime,
     table: str | None = None,
     progress: bool = True,
+    force: bool = False,
+    on_stage: writer.StageCallback | None = None,
 ) -> IngestReport:
-    """Ingest files into the store; see the module docstring for formats and failure handling."""
+    """Ingest files into the store; see the module docstring for formats and failure handling.
+
+    `force` loads files whose content is already in the store. `on_stage(stage, done, total)` is
+    called before each step: "parsing" before each file, then the landing's steps
+    (`writer.StageCallback`).
+    """
     if table is not None and table not in schema.SCHEMAS:
         raise ValueError(f"unknown table {table!r}; expected one of {', '.join(schema.TABLES)}")
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     data_dir = Path(data_dir)
-    good: dict[str, list[pl.DataFrame]] = {name: [] for name in schema.TABLES}
-    outcomes: list[_Outcome] = []
 
-    with tqdm(total=len(paths), unit="file", desc="ingest", file=sys.stderr, disable=not progress) as bar:
-        for raw_path in paths:
-            path = Path(raw_path)
-            bar.set_postfix_str(path.name)
-            outcome = _Outcome(path, table)
-            try:
-                read = _read(path)
-                outcome.rejected = read.unparsed
-                if read.frame.width:  # else: empty, or no line could be parsed
-                    outcome.table = outcome.table or contract.detect_table(read.frame.columns)
-                    rows, bad = contract.validate_rows(
-                        read.frame,
-                        outcome.table,
-                        now=now,
-                        secret=secret,
-                        row_numbers=read.row_numbers,
-                        source_rows=read.source_rows,
-                    )
-                    outcome.rejected = pl.concat([read.unparsed, bad]).sort("row_number")
-                    outcome.accepted = rows.height
-                    good[outcome.table].append(rows)
-            except (FileError, contract.ContractError) as exc:
-                outcome.error, outcome.rejected = str(exc), None
-            except pl.exceptions.PolarsError as exc:
-                # Data shaped in a way nothing above foresaw: refuse this file, keep the others.
-                outcome.error, outcome.rejected = f"could not be processed: {exc}", None
-            outcomes.append(outcome)
-            bar.update(1)
+    def waiting() -> None:
+        log.warning("another process is writing to %s; waiting for it to finish", data_dir)
 
-    frames = {name: pl.concat(parts) for name, parts in good.items() if parts}
-    # Quarantine first, then land: a failure anywhere leaves neither data nor quarantine files
-    # behind, so the report never says "nothing landed" about data that did (and a rerun is safe).
-    used_names: set[str] = set()
-    quarantined: dict[int, Path] = {}
-    try:
-        for index, o in enumerate(outcomes):
-            if o.rejected is not None and o.rejected.height:
-                quarantined[index] = _write_quarantine(data_dir, o.path, o.rejected, now, used_names)
-        landed = writer.write_tables(data_dir, frames)
-    except BaseException:
-        for path in quarantined.values():
-            path.unlink(missing_ok=True)
-        raise
-    generation = landed.generation if landed.generation is not None else layout.read_generation(data_dir)
-
-    reports = [
-        FileReport(
-            path=o.path,
-            table=o.table,
-            accepted=o.accepted if o.error is None else 0,
-            rejected=o.rejected.height if o.rejected is not None else 0,
-            quarantine=quarantined.get(index),
-            error=o.error,
-        )
-        for index, o in enumerate(outcomes)
-    ]
-    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths)
+    with writer.lock(data_dir, on_wait=waiting):
+        swept = writer.sweep(data_dir)
+        landed_before = {} if force else writer.landed_sources(data_dir)
+        outcomes = _read_all(paths, table, now, secret, landed_before, force, progress, on_stage)
+        return _land(data_dir, outcomes, now, swept, on_stage)
 
 
 @dataclasses.dataclass
@@ -177,29 +168,148 @@ class _Outcome:
     path: Path
     table: str | None
     accepted: int = 0
+    rows: pl.DataFrame | None = None  # the good rows, in the stored schema
     rejected: pl.DataFrame | None = None
     error: str | None = None
+    skipped: str | None = None
+    sha256: str | None = None
+
+
+def _read_all(
+    paths: Sequence[Path | str],
+    table: str | None,
+    now: dt.datetime,
+    secret: str,
+    landed_before: dict[str, writer.LandedSource],
+    force: bool,
+    progress: bool,
+    on_stage: writer.StageCallback | None,
+) -> list[_Outcome]:
+    outcomes: list[_Outcome] = []
+    seen: dict[str, Path] = {}  # content hash -> the first file of this call with it
+    with tqdm(total=len(paths), unit="file", desc="ingest", file=sys.stderr, disable=not progress) as bar:
+        for index, raw_path in enumerate(paths):
+            path = Path(raw_path)
+            bar.set_postfix_str(path.name)
+            if on_stage is not None:
+                on_stage("parsing", index, len(paths))
+            outcome = _Outcome(path, table)
+            try:
+                data = _read_bytes(path)
+                outcome.sha256 = digest = hashlib.sha256(data).hexdigest()
+                if digest in landed_before:
+                    earlier = landed_before[digest]
+                    outcome.skipped = (
+                        f"already in the store: the same content landed in generation {earlier.generation} "
+                        f"({earlier.landed_at}, as {earlier.file}); use --force to load it again"
+                    )
+                elif digest in seen and not force:
+                    outcome.skipped = f"same content as {seen[digest]}, earlier in this call"
+                else:
+                    _validate(outcome, _parse(path, data), now, secret)
+                    seen.setdefault(digest, path)
+            except (FileError, contract.ContractError) as exc:
+                outcome.error, outcome.rejected, outcome.rows = str(exc), None, None
+            except pl.exceptions.PolarsError as exc:
+                # Data shaped in a way nothing above foresaw: refuse this file, keep the others.
+                outcome.error, outcome.rejected, outcome.rows = f"could not be processed: {exc}", None, None
+            outcomes.append(outcome)
+            bar.update(1)
+    return outcomes
+
+
+def _validate(outcome: _Outcome, read: _Read, now: dt.datetime, secret: str) -> None:
+    outcome.rejected = read.unparsed
+    if not read.frame.width:  # empty, or no line could be parsed
+        return
+    outcome.table = outcome.table or contract.detect_table(read.frame.columns)
+    if read.typed_columns:
+        contract.check_columns(outcome.table, read.frame.columns)
+        contract.check_column_types(outcome.table, read.frame.schema, f"this {read.typed_columns} file")
+    rows, bad = contract.validate_rows(
+        read.frame,
+        outcome.table,
+        now=now,
+        secret=secret,
+        row_numbers=read.row_numbers,
+        source_rows=read.source_rows,
+        text_cells=read.text_cells,
+        value_kinds=read.value_kinds,
+    )
+    outcome.rejected = pl.concat([read.unparsed, bad]).sort("row_number")
+    outcome.accepted = rows.height
+    outcome.rows = rows
+
+
+def _land(
+    data_dir: Path,
+    outcomes: list[_Outcome],
+    now: dt.datetime,
+    swept: writer.Swept,
+    on_stage: writer.StageCallback | None,
+) -> IngestReport:
+    good: dict[str, list[pl.DataFrame]] = {name: [] for name in schema.TABLES}
+    for outcome in outcomes:
+        if outcome.rows is not None and outcome.table is not None:
+            good[outcome.table].append(outcome.rows)
+    frames = {name: pl.concat(parts) for name, parts in good.items() if parts}
+    # Quarantine files land with the rows, as part of the same generation: a failure (or a kill)
+    # leaves neither behind, so the report never says "nothing landed" about data that did, and
+    # running the ingest again quarantines each row once.
+    used_names: set[str] = set()
+    quarantine: dict[int, Path] = {}
+    contents: dict[Path, bytes] = {}
+    for index, outcome in enumerate(outcomes):
+        if outcome.rejected is not None and outcome.rejected.height:
+            target = _quarantine_path(data_dir, outcome.path, now, used_names)
+            quarantine[index] = target
+            contents[target] = _quarantine_text(outcome.rejected)
+    sources = [
+        writer.SourceRecord(sha256=o.sha256, file=o.path.name, table=o.table, rows=o.accepted)
+        for o in outcomes
+        if o.error is None and o.skipped is None and o.sha256 is not None
+    ]
+    landed = writer.write_tables(data_dir, frames, on_stage=on_stage, sources=sources, other_files=contents, now=now)
+    generation = landed.generation if landed.generation is not None else layout.read_generation(data_dir)
+    reports = [
+        FileReport(
+            path=o.path,
+            table=o.table,
+            accepted=o.accepted if o.error is None else 0,
+            rejected=o.rejected.height if o.rejected is not None else 0,
+            quarantine=quarantine.get(index),
+            error=o.error,
+            skipped=o.skipped,
+            sha256=o.sha256,
+        )
+        for index, o in enumerate(outcomes)
+    ]
+    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths, swept=swept)
 
 
 # ---------------------------------------------------------------------------------------------
 # Reading
 
 
-def _read(path: Path) -> _Read:
+def _read_bytes(path: Path) -> bytes:
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         raise FileError(f"unsupported file type {path.suffix or '(none)'!r}; use {', '.join(SUPPORTED_SUFFIXES)}")
     try:
-        data = path.read_bytes()
+        return path.read_bytes()
     except FileNotFoundError:
         raise FileError("file not found") from None
     except OSError as exc:
         raise FileError(f"cannot read the file: {exc.strerror or exc}") from None
+
+
+def _parse(path: Path, data: bytes) -> _Read:
+    suffix = path.suffix.lower()
     if suffix in NDJSON_SUFFIXES:
         return _read_ndjson(data)
     if suffix in CSV_SUFFIXES:
         return _read_csv(data)
-    return _read_parquet(path, data)
+    return _read_parquet(data)
 
 
 def _no_rejects() -> pl.DataFrame:
@@ -216,57 +326,190 @@ def _numbers(values: Iterable[int]) -> pl.Series:
 
 def _read_ndjson(data: bytes) -> _Read:
     lines = data.split(b"\n")
-    # Line numbers of the non-blank lines; polars skips blank lines, so this keeps both aligned.
+    # Line numbers of the non-blank lines; blank lines are skipped, so this keeps both aligned.
     numbers = [i for i, line in enumerate(lines, start=1) if line.strip()]
     texts = [lines[i - 1].rstrip(b"\r") for i in numbers]
     if not texts:
         return _Read(pl.DataFrame(), _numbers([]), None, _no_rejects())
-    try:
-        frame = pl.read_ndjson(io.BytesIO(b"\n".join(texts)), infer_schema_length=None)
-        if frame.height == len(texts):
-            source = pl.Series("row", texts, dtype=pl.Binary).cast(pl.String)
+    joined_length = sum(map(len, texts)) + len(texts) - 1
+    if numbers[-1] == len(numbers) and b"\r" not in data and not data[joined_length:].strip(b"\n"):
+        whole = data  # no blank line before the last one, no CR: the file is already the lines joined
+    else:
+        whole = b"\n".join(texts)
+    frame = _ndjson_whole(whole)
+    del whole
+    if frame is not None and frame.height == len(texts):
+        source = pl.Series("row", texts, dtype=pl.Binary).cast(pl.String, strict=False)
+        if source.null_count() == 0:
             return _Read(frame, _numbers(numbers), source, _no_rejects())
-    except (pl.exceptions.PolarsError, UnicodeDecodeError):
-        pass
     return _read_ndjson_by_line(numbers, texts)
 
 
-def _read_ndjson_by_line(numbers: list[int], texts: list[bytes]) -> _Read:
-    """The slow path for a file polars could not read whole: each line on its own.
+# `ts` is read as a string: pyarrow would otherwise turn ISO 8601 strings into naive timestamps
+# (dropping offsets' meaning) before the contract could parse them itself.
+_NDJSON_OPTIONS = pa_json.ParseOptions(
+    explicit_schema=pa.schema([("ts", pa.string())]), unexpected_field_behavior="infer"
+)
 
-    Values are kept as text (non-string scalars as their JSON spelling) so lines whose types
-    disagree with each other still form one frame; the contract parses them as it does CSV.
+
+def _ndjson_whole(data: bytes) -> pl.DataFrame | None:
+    """Every line at once, when each column holds values of one JSON type; else None.
+
+    pyarrow's reader refuses a column whose JSON type changes between lines ("changed from
+    string to boolean"), where polars would turn every value into a string; the refusal sends the
+    file to the line-by-line reader, which keeps each value's type.
     """
-    records: list[dict[str, str | None]] = []
+    try:
+        frame = pl.from_arrow(pa_json.read_json(io.BytesIO(data), parse_options=_NDJSON_OPTIONS))
+    except (pa.ArrowException, pl.exceptions.PolarsError, ValueError):
+        return None
+    finally:
+        pa.default_memory_pool().release_unused()  # the Arrow table is gone; give its memory back
+    if not isinstance(frame, pl.DataFrame):
+        return None
+    for name, dtype in frame.schema.items():
+        if dtype.is_temporal():
+            return None  # a string column pyarrow took for times: read the strings as strings
+        if dtype.is_float() and (frame[name].abs() >= 2.0**53).any():
+            return None  # integers too large for a float (user ids): keep their digits exactly
+    if frame["ts"].null_count() == frame.height:
+        return None  # is `ts` absent (then the file is refused) or null in every row?
+    return frame
+
+
+def _read_ndjson_by_line(numbers: list[int], texts: list[bytes]) -> _Read:
+    """The slow path for a file that could not be read whole: each line on its own.
+
+    Values are kept as Python parses them, column by column; a column whose values are all
+    strings (or all integers) becomes a column of that type, and any other column holds each
+    value as text (non-string scalars in their JSON spelling) with its kind kept beside it
+    (`contract.JSON_KINDS`), so lines whose types disagree still form one frame and the contract
+    still sees each value's type.
+    """
+    records: list[dict[str, object]] = []
     kept_numbers: list[int] = []
     kept_texts: list[str] = []
     rejects: list[tuple[int, str, str]] = []
-    columns: dict[str, None] = {}
-    for number, raw in zip(numbers, texts, strict=True):
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            rejects.append((number, "line is not valid UTF-8", json.dumps(raw.decode("utf-8", "replace"))))
-            continue
-        try:
-            value = json.loads(text)
-        except json.JSONDecodeError as exc:
-            rejects.append((number, f"invalid JSON: {exc.msg} at column {exc.colno}", json.dumps(text)))
-            continue
-        except RecursionError:
-            rejects.append((number, "invalid JSON: nested too deeply", json.dumps(text[:200])))
-            continue
-        if not isinstance(value, dict):
-            rejects.append((number, f"not a JSON object but {_json_kind(value)}", text))
-            continue
-        for key in value:
-            columns.setdefault(key, None)
-        records.append({k: v if v is None or isinstance(v, str) else json.dumps(v) for k, v in value.items()})
-        kept_numbers.append(number)
-        kept_texts.append(text)
-    frame = pl.DataFrame(records, schema=dict.fromkeys(columns, pl.String), orient="row") if records else pl.DataFrame()
+    first_keys: list[str] | None = None
+    same_keys = True  # every object has the same keys in the same order (the usual export)
+    with _no_gc():
+        for number, raw in zip(numbers, texts, strict=True):
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                rejects.append((number, "line is not valid UTF-8", json.dumps(raw.decode("utf-8", "replace"))))
+                continue
+            try:
+                value = json.loads(text)
+            except json.JSONDecodeError as exc:
+                rejects.append((number, f"invalid JSON: {exc.msg} at column {exc.colno}", json.dumps(text)))
+                continue
+            except RecursionError:
+                rejects.append((number, "invalid JSON: nested too deeply", json.dumps(text[:200])))
+                continue
+            if not isinstance(value, dict):
+                rejects.append((number, f"not a JSON object but {_json_kind(value)}", text))
+                continue
+            if "\\u" in text and _has_lone_surrogate(value):
+                rejects.append((number, "invalid JSON: a string holds an unpaired UTF-16 surrogate", json.dumps(text)))
+                continue
+            if first_keys is None:
+                first_keys = list(value)
+            elif same_keys and list(value) != first_keys:
+                same_keys = False
+            records.append(value)
+            kept_numbers.append(number)
+            kept_texts.append(text)
+        columns = _columns(records, first_keys or [], same_keys)
+        del records
+    rows = len(kept_numbers)
+    frame_columns: dict[str, pl.Series] = {}
+    kinds: dict[str, pl.Series] = {}
+    for name in list(columns):
+        values = columns.pop(name)  # freed column by column
+        types = set(map(type, values))
+        if types <= {str, type(None)}:  # the usual column: nothing but strings
+            frame_columns[name] = pl.Series(name, values, dtype=pl.String)
+        elif types <= {int, type(None)} and all(v is None or -(2**63) <= v < 2**63 for v in values):
+            frame_columns[name] = pl.Series(name, values, dtype=pl.Int64)  # one type: the dtype says it
+        else:  # mixed: text, with each value's kind beside it
+            odd = [i for i, v in enumerate(values) if v is not None and type(v) is not str]
+            texts_of = list(values)
+            odd_kinds = []
+            for i in odd:
+                kind, texts_of[i] = _kind_and_text(values[i])
+                odd_kinds.append(kind)
+            column = frame_columns[name] = pl.Series(name, texts_of, dtype=pl.String)
+            kinds[name] = (
+                pl.select(pl.when(column.is_not_null()).then(pl.lit(contract.STRING))).to_series().rename(name)
+                .scatter(odd, pl.Series(odd_kinds, dtype=pl.String))
+            )
+        del values
+    frame = pl.DataFrame(frame_columns) if frame_columns and rows else pl.DataFrame()
     source = pl.Series("row", kept_texts, dtype=pl.String)
-    return _Read(frame, _numbers(kept_numbers), source, _rejects(rejects))
+    return _Read(frame, _numbers(kept_numbers), source, _rejects(rejects), value_kinds=kinds if frame.width else {})
+
+
+def _columns(records: list[dict[str, object]], keys: list[str], same_keys: bool) -> dict[str, Sequence[object]]:
+    """The records' values column by column (None where a record lacks a key)."""
+    if same_keys:  # transposed in C
+        rows = zip(*map(dict.values, records), strict=True)
+        return dict(zip(keys, rows, strict=True))
+    columns: dict[str, list[object]] = {}
+    for row, record in enumerate(records):
+        for key, item in record.items():
+            column = columns.get(key)
+            if column is None:
+                column = columns[key] = [None] * row  # a column first seen now: null before
+            column.append(item)
+        if len(record) != len(columns):  # keys this record lacks: null
+            for column in columns.values():
+                if len(column) <= row:
+                    column.append(None)
+    return columns
+
+
+@contextlib.contextmanager
+def _no_gc() -> Iterator[None]:
+    """Without the cyclic garbage collector: a million parsed lines are a million new dicts, and
+    the collector would walk all of them again and again (a third of the time); none has cycles."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def _kind_and_text(value: object) -> tuple[str | None, str | None]:
+    """(the kind of a parsed JSON value, its text: a string as is, other values in JSON)."""
+    if value is None:
+        return None, None
+    if isinstance(value, str):
+        return contract.STRING, value
+    if isinstance(value, bool):
+        return contract.BOOLEAN, "true" if value else "false"
+    if isinstance(value, int):
+        return contract.INTEGER, str(value)
+    if isinstance(value, float):
+        if math.isfinite(value) and value.is_integer():
+            return contract.INTEGER, str(int(value))
+        return contract.NUMBER, repr(value)
+    if isinstance(value, list):
+        return contract.LIST, json.dumps(value)
+    return contract.OBJECT, json.dumps(value)
+
+
+def _has_lone_surrogate(value: object) -> bool:
+    """Python's JSON reader accepts "\\ud800"; no UTF-8 text (nor polars) can hold it."""
+    if isinstance(value, str):
+        return not value.isascii() and any("\ud800" <= ch <= "\udfff" for ch in value)
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v) for v in value)
+    return False
 
 
 def _json_kind(value: object) -> str:
@@ -289,7 +532,7 @@ def _read_csv(data: bytes) -> _Read:
     if _plain_csv(data):
         try:
             frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
-            return _Read(frame, _numbers(range(1, frame.height + 1)), None, _no_rejects())
+            return _Read(frame, _numbers(range(1, frame.height + 1)), None, _no_rejects(), text_cells=True)
         except pl.exceptions.PolarsError:
             pass
     return _read_csv_by_record(data)
@@ -350,28 +593,27 @@ def _read_csv_by_record(data: bytes) -> _Read:
         rows.append([field if field != "" else None for field in record])
         numbers.append(number)
     frame = pl.DataFrame(rows, schema=dict.fromkeys(header, pl.String), orient="row")
-    return _Read(frame, _numbers(numbers), None, _rejects(rejects))
+    return _Read(frame, _numbers(numbers), None, _rejects(rejects), text_cells=True)
 
 
 def _has_surrogates(fields: list[str]) -> bool:
     return any(not field.isascii() and any("\udc80" <= ch <= "\udcff" for ch in field) for field in fields)
 
 
-def _read_parquet(path: Path, data: bytes) -> _Read:
+def _read_parquet(data: bytes) -> _Read:
     try:
         frame = pl.read_parquet(io.BytesIO(data))
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise FileError(f"unreadable Parquet file: {exc}") from None
-    return _Read(frame, _numbers(range(1, frame.height + 1)), None, _no_rejects())
+    return _Read(frame, _numbers(range(1, frame.height + 1)), None, _no_rejects(), typed_columns="Parquet")
 
 
 # ---------------------------------------------------------------------------------------------
 # Quarantine
 
 
-def _write_quarantine(data_dir: Path, source: Path, rejected: pl.DataFrame, now: dt.datetime, used: set[str]) -> Path:
+def _quarantine_path(data_dir: Path, source: Path, now: dt.datetime, used: set[str]) -> Path:
     directory = layout.quarantine_dir(data_dir)
-    directory.mkdir(parents=True, exist_ok=True)
     stamp = now.astimezone(dt.UTC).strftime("%Y%m%dT%H%M%SZ")
     base = f"{stamp}-{source.stem}"
     name, n = f"{base}.ndjson", 1
@@ -379,17 +621,12 @@ def _write_quarantine(data_dir: Path, source: Path, rejected: pl.DataFrame, now:
         n += 1
         name = f"{base}-{n}.ndjson"
     used.add(name)
+    return directory / name
+
+
+def _quarantine_text(rejected: pl.DataFrame) -> bytes:
     # {"row_number":..,"reason":..} from polars' JSON encoder, then the row's JSON text spliced in
     # as the last member: it is already JSON, so it is embedded as is, not quoted again.
     head = rejected.select(pl.struct("row_number", "reason").struct.json_encode()).to_series()
     lines = pl.select(pl.concat_str([head.str.head(-1), pl.lit(',"row":'), rejected["row"], pl.lit("}")])).to_series()
-    fd, tmp = tempfile.mkstemp(dir=directory, prefix=".quarantine-")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write("\n".join(lines.to_list()) + "\n")
-        target = directory / name
-        os.replace(tmp, target)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    return target
+    return ("\n".join(lines.to_list()) + "\n").encode("utf-8")

@@ -9,6 +9,10 @@ columns are Categorical so grouping and filtering work on integer codes.
 which happens inside a worker. Afterwards the store follows the data generation number that
 ingest bumps after every successful landing (see `layout`), and swaps in a fresh snapshot when it
 changes. Snapshots are never mutated, so a request that holds one keeps a consistent view.
+
+A snapshot holds exactly the generations up to the GENERATION it read: files of a later generation
+(a landing not yet published, or one whose writer was killed) are left out, so every worker that
+reads the same GENERATION serves the same rows under the same cache keys.
 """
 
 from __future__ import annotations
@@ -53,18 +57,21 @@ def _cast(frame: pl.LazyFrame, table: str) -> pl.LazyFrame:
     return frame.select(pl.col(column).cast(dtype) for column, dtype in memory_schema(table).items())
 
 
-def partition_files(data_dir: Path, table: str) -> list[Path]:
-    """Every landed Parquet file of `table` (hidden and underscore files are not data)."""
+def partition_files(data_dir: Path, table: str, generation: int | None = None) -> list[Path]:
+    """Every landed Parquet file of `table` (hidden and underscore files are not data); with
+    `generation`, only files of generations up to it (the published ones, see `layout`)."""
     return sorted(
         path
         for path in layout.table_dir(data_dir, table).glob("date=*/*.parquet")
         if not path.name.startswith((".", "_"))
+        and (generation is None or layout.file_generation(path) <= generation)
     )
 
 
-def read_table(data_dir: Path, table: str) -> pl.DataFrame:
-    """Load one table from its partitions; an empty frame of the right schema when there are none."""
-    files = partition_files(data_dir, table)
+def read_table(data_dir: Path, table: str, generation: int | None = None) -> pl.DataFrame:
+    """Load one table from its partitions (up to `generation`, if given); an empty frame of the
+    right schema when there are none."""
+    files = partition_files(data_dir, table, generation)
     if not files:
         return pl.DataFrame(schema=memory_schema(table))
     # One scan per file, each cast before concatenation, so files written with slightly different
@@ -103,10 +110,11 @@ def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generatio
     )
 
 
-def date_versions(data_dir: Path, table: str) -> dict[date, int]:
-    """For each date partition of `table`, the last generation that landed a file in it."""
+def date_versions(data_dir: Path, table: str, generation: int | None = None) -> dict[date, int]:
+    """For each date partition of `table`, the last generation (up to `generation`, if given)
+    that landed a file in it."""
     versions: dict[date, int] = {}
-    for path in partition_files(data_dir, table):
+    for path in partition_files(data_dir, table, generation):
         try:
             day = date.fromisoformat(path.parent.name.removeprefix("date="))
         except ValueError:  # not a partition this layout writes; its rows still load
@@ -116,12 +124,23 @@ def date_versions(data_dir: Path, table: str) -> dict[date, int]:
 
 
 def load_frames(data_dir: Path, generation: int) -> EventFrames:
-    """Read both tables from the data directory and label the snapshot with `generation`."""
+    """Read both tables as of `generation` (its files and earlier ones) and label the snapshot with it."""
+    unpublished = [
+        path
+        for table in schema.TABLES
+        for path in layout.table_dir(data_dir, table).glob("date=*/*.parquet")
+        if layout.file_generation(path) > generation
+    ]
+    if unpublished:
+        log.info(
+            "left out %d files of generations above %d (a landing in progress, or one cut short)",
+            len(unpublished), generation,
+        )
     return _frames(
-        read_table(data_dir, schema.SUPPRESSIONS),
-        read_table(data_dir, schema.KEYWORD_CHANGES),
+        read_table(data_dir, schema.SUPPRESSIONS, generation),
+        read_table(data_dir, schema.KEYWORD_CHANGES, generation),
         generation,
-        {table: date_versions(data_dir, table) for table in schema.TABLES},
+        {table: date_versions(data_dir, table, generation) for table in schema.TABLES},
     )
 
 
@@ -164,8 +183,8 @@ class EventStore:
             self._lock.release()
 
     def _load(self) -> EventFrames:
-        # Read the generation before the files: an ingest that lands during the load bumps it
-        # again afterwards, so the next check reloads rather than keeping a partial view.
+        # Read the generation before the files, and take only files up to it: a landing published
+        # during the load is left out whole, and the next check picks it up.
         generation = layout.read_generation(self._data_dir)
         frames = load_frames(self._data_dir, generation)
         self._next_check = time.monotonic() + self._check_interval
