@@ -318,7 +318,8 @@ class Privacy:
                 value = users_noisy if item.column == users else \
                     self._noisy(frame.get_column(item.column), item.measure, uniforms)
                 noisy[item.column] = value
-                stds[item.column] = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                if noise_std:
+                    stds[item.column] = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
                 if item.when_suppressed == "drop":
                     drop = drop | below
                 else:
@@ -337,7 +338,8 @@ class Privacy:
                 if item.when_suppressed == "zero":
                     value = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
                 noisy[item.column] = value
-                stds[item.column] = pl.select(self._std_expr(item.measure, pl.lit(cap))).to_series()
+                if noise_std:
+                    stds[item.column] = pl.select(self._std_expr(item.measure, pl.lit(cap))).to_series()
         result = frame.drop(f"{p.column}{PILOT}" for p in summed).with_columns(
             series.alias(name) for name, series in noisy.items())
         if noise_std:
