@@ -55,9 +55,15 @@ def browser():
 
 
 def wait(driver, condition, timeout=WAIT):
+    """WebDriverWait's until, failing with what the page showed (its URL and text) at the end."""
+    from selenium.common.exceptions import TimeoutException
     from selenium.webdriver.support.ui import WebDriverWait
 
-    return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    except TimeoutException:
+        shown = " ".join(driver.find_element("tag name", "body").text.split())[:1500]
+        raise TimeoutException(f"waited {timeout} s on {driver.current_url}; the page showed: {shown}") from None
 
 
 def css(driver, selector):
@@ -182,8 +188,6 @@ def test_a_control_changes_the_figure(stack, browser, professional):
     assert len(after[0]["x"]) < len(json.loads(before)[0]["x"])  # days instead of hours
 
 
-@pytest.mark.skip(reason="open (issue 16): hangs or times out after the first three browser tests in a "
-                         "whole-file run (passes alone); under investigation, see the issue note")
 def test_the_map_draws_at_every_level_from_local_data(stack, browser, professional):
     sign_in(browser, stack["dash"], professional)
     wait(browser, lambda d: css(d, "#overview-leader"))
@@ -200,8 +204,6 @@ def test_the_map_draws_at_every_level_from_local_data(stack, browser, profession
     assert console_errors(browser) == []
 
 
-@pytest.mark.skip(reason="open (issue 16): hangs or times out after the first three browser tests in a "
-                         "whole-file run (passes alone); under investigation, see the issue note")
 def test_wrong_key_and_revoked_key_send_back_to_sign_in(stack, browser):
     sign_in(browser, stack["dash"], "sig_live_" + "x" * 40)
     wait(browser, lambda d: css(d, "#sign-in-message .error"))
@@ -218,8 +220,6 @@ def test_wrong_key_and_revoked_key_send_back_to_sign_in(stack, browser):
         key not in browser.execute_script("return window.sessionStorage.getItem('session')")
 
 
-@pytest.mark.skip(reason="open (issue 16): in this flow the run callback sees no window although the radio "
-                         "shows 7d (the same steps pass by hand and for the Professional key); under investigation")
 def test_plan_below_the_query_builder_is_told_which_plan(stack, browser):
     sign_in(browser, stack["dash"], stack["keys"]["observer"])
     wait(browser, lambda d: css(d, "#overview-leader"))
@@ -238,8 +238,6 @@ def test_plan_below_the_query_builder_is_told_which_plan(stack, browser):
     browser.save_screenshot(str(SHOTS / "state-403.png"))
 
 
-@pytest.mark.skip(reason="open (issue 16): hangs or times out after the first three browser tests in a "
-                         "whole-file run (passes alone); under investigation, see the issue note")
 def test_rate_limited_says_when_to_retry(stack, browser):
     key = stack["keys"]["limited"]
     sign_in(browser, stack["dash"], key)
@@ -255,8 +253,6 @@ def test_rate_limited_says_when_to_retry(stack, browser):
     browser.save_screenshot(str(SHOTS / "state-429.png"))
 
 
-@pytest.mark.skip(reason="open (issue 16): hangs or times out after the first three browser tests in a "
-                         "whole-file run (passes alone); under investigation, see the issue note")
 def test_api_down_is_a_message_not_a_traceback(stack, browser, professional):
     with dashboard(f"http://127.0.0.1:{free_port()}", stack["data"]) as (base, _log):
         sign_in(browser, base, professional)

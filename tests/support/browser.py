@@ -8,6 +8,7 @@ import contextlib
 import json
 import os
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -53,27 +54,35 @@ def console_errors(driver) -> list[str]:
 @contextlib.contextmanager
 def dashboard(api_url: str, data_dir: Path):
     """The Procfile's dashboard command, really started (through bash, as honcho runs it);
-    yields its base URL and a list that receives its output once it has stopped."""
+    yields its base URL and a list that receives its output once it has stopped. The output goes
+    to a file, not a pipe: a pipe nobody reads fills up and blocks the workers' writes."""
     procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
     port = free_port()
-    process = subprocess.Popen(["bash", "-c", "exec " + procfile["dashboard"].strip()], cwd=ROOT,
-                               env=service_env(data_dir, SIGNALS_API_URL=api_url, SIGNALS_DASHBOARD_PORT=str(port)),
-                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     base = f"http://127.0.0.1:{port}"
     log: list[str] = []
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(base + "/sign-in", timeout=2).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            assert process.poll() is None, process.stdout.read()
-            assert time.monotonic() < deadline, "the dashboard did not start"
-            time.sleep(0.2)
-        yield base, log
-    finally:
-        process.terminate()
-        output, _ = process.communicate(timeout=30)
-        log.append(output)
+    with tempfile.TemporaryFile(mode="w+") as output:
+        process = subprocess.Popen(["bash", "-c", "exec " + procfile["dashboard"].strip()], cwd=ROOT,
+                                   env=service_env(data_dir, SIGNALS_API_URL=api_url,
+                                                   SIGNALS_DASHBOARD_PORT=str(port)),
+                                   stdout=output, stderr=subprocess.STDOUT, text=True)
+
+        def written() -> str:
+            output.seek(0)
+            return output.read()
+
+        try:
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    if httpx.get(base + "/sign-in", timeout=2).status_code == 200:
+                        break
+                except httpx.TransportError:
+                    pass
+                assert process.poll() is None, written()
+                assert time.monotonic() < deadline, "the dashboard did not start"
+                time.sleep(0.2)
+            yield base, log
+        finally:
+            process.terminate()
+            process.wait(timeout=30)
+            log.append(written())
