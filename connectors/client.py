@@ -6,6 +6,8 @@
         api.account()["plan"]                        # 'analyst'
         api.top_keywords(window="7d", limit=10)      # the JSON body, a dict
         api.keyword_timeseries("climate change", window="30d", bucket="day", frame=True)  # polars
+        api.create_webhook(url="https://example.com/hook", window="24h", dimension="keyword",
+                           threshold_pct=50, cooldown_minutes=60)["secret"]  # shown only now
 
 What it knows about parameters (names, allowed values, bounds, defaults, which are required) it
 reads from the API's served OpenAPI document, once per client (`operations`); a bound is written
@@ -21,6 +23,10 @@ API's own words. Otherwise it behaves as API clients are expected to:
   `If-None-Match`; a 304 returns the remembered body;
 - every failure is a `SignalsError` with the status, the problem's title and detail, and its
   per-field `errors`.
+
+The webhook methods (account management, `operations.management`) leave the checking of their
+fields to the API, whose 400 names each one; a request that changes something (POST, PATCH) is
+retried only when it never left, so a lost answer cannot create a webhook twice.
 
 Retries use tenacity rather than a hand loop: its retry, wait and stop policies are separate,
 composable functions (the wait reads `Retry-After`; the stop knows the 429 budget), the sleep is
@@ -46,7 +52,7 @@ import httpx
 import tenacity
 
 from connectors import __version__
-from connectors.operations import INVALID_TITLE, FieldError, Operation, Operations, summary
+from connectors.operations import INVALID_TITLE, FieldError, Operation, Operations, query_text, summary
 from connectors.settings import ConnectorSettings
 
 OPENAPI_PATH = "/api/v1/openapi"
@@ -54,9 +60,13 @@ USER_AGENT = f"signals-python-client/{__version__} httpx/{httpx.__version__}"
 _MEMORY = 256  # answers remembered for conditional requests, per client
 _MOST_ATTEMPTS = 100  # of one request, whatever the waits (a Retry-After of 0 must not spin forever)
 
-# Failures of the connection that are safe to retry: every operation of the API only reads.
+# Failures of the connection that are safe to retry: every data operation of the API only reads.
 _RETRYABLE_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
                         httpx.WriteError, httpx.PoolTimeout)
+# For a request that changes something (creating a webhook, sending a test), only failures before
+# the request left: after that the server may have acted, and a retry could do it twice.
+_NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
+_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
 
 
 class SignalsError(Exception):
@@ -182,6 +192,46 @@ class SignalsClient:
         plan may call, the key's prefix."""
         return self.call("account", {})
 
+    # -- webhooks (account management: any plan, the key's own subscription) -------------------
+    # Fields are checked by the API, whose 400 names each bad field (SignalsError.errors); the
+    # fields' schemas are in `operations.management[...]`. tests/test_client_webhooks.py checks
+    # that these names are exactly the document's management operations.
+
+    def webhooks(self) -> dict[str, Any]:
+        """The subscription's webhooks (`webhooks`) and how many it may have (`limit`)."""
+        return self.manage("list_webhooks").body
+
+    def create_webhook(self, *, url: str, window: str, dimension: str, threshold_pct: float, cooldown_minutes: int,
+                       metric: str | None = None, min_baseline: float | None = None, enabled: bool | None = None,
+                       description: str | None = None) -> dict[str, Any]:
+        """The new webhook with its signing `secret` (shown only in this answer)."""
+        return self.manage("create_webhook", {
+            "url": url, "window": window, "dimension": dimension, "threshold_pct": threshold_pct,
+            "cooldown_minutes": cooldown_minutes, "metric": metric, "min_baseline": min_baseline, "enabled": enabled,
+            "description": description}).body
+
+    def webhook(self, webhook_id: str) -> dict[str, Any]:
+        return self.manage("get_webhook", {"webhook_id": webhook_id}).body
+
+    def update_webhook(self, webhook_id: str, **fields: Any) -> dict[str, Any]:
+        """Changes the fields given (None leaves a field as it is)."""
+        return self.manage("update_webhook", {"webhook_id": webhook_id, **fields}).body
+
+    def delete_webhook(self, webhook_id: str) -> None:
+        self.manage("delete_webhook", {"webhook_id": webhook_id})
+
+    def test_webhook(self, webhook_id: str) -> dict[str, Any]:
+        """Sends a signed test delivery now; the first attempt's outcome."""
+        return self.manage("test_webhook", {"webhook_id": webhook_id}).body
+
+    def webhook_deliveries(self, webhook_id: str, *, limit: int | None = None, before: int | None = None) -> dict[str, Any]:
+        """Delivery attempts, newest first; the next page with `before=<next_before>`."""
+        return self.manage("list_webhook_deliveries", {"webhook_id": webhook_id, "limit": limit, "before": before}).body
+
+    def rotate_webhook_secret(self, webhook_id: str) -> dict[str, Any]:
+        """The webhook with a new `secret` (shown only now); the old one stops signing at once."""
+        return self.manage("rotate_webhook_secret", {"webhook_id": webhook_id}).body
+
     # -- the machinery ------------------------------------------------------------------------
 
     @property
@@ -254,10 +304,35 @@ class SignalsClient:
                     self._remembered.popitem(last=False)
         return Reply(body, 200, new_etag, _as_of(response), False, dict(response.headers))
 
+    def manage(self, name: str, arguments: Mapping[str, Any] | None = None) -> Reply:
+        """An account-management operation (`operations.management`): its path parameters taken
+        from `arguments` by name, the rest sent as its body or query; None values left out. The
+        answer's body is the JSON (None for 204). Never served from the client's memory."""
+        operation = self.operations.management.get(name)
+        if operation is None:
+            raise SignalsError(None, "Unknown operation", f"There is no account operation {name!r}. Operations: "
+                               + ", ".join(self.operations.management) + ".", sent=False)
+        given = {k: v for k, v in (arguments or {}).items() if v is not None}
+        try:
+            path = operation.url_path(given)
+        except KeyError as exc:
+            raise SignalsError.invalid([FieldError(str(exc.args[0]), "is required")]) from None
+        rest = {k: v for k, v in given.items() if k not in operation.path_params}
+        if operation.in_body:
+            response = self._send(operation.method, path, json_body=rest, safe=operation.method in _IDEMPOTENT)
+        else:
+            response = self._send(operation.method, path, params={k: query_text(v) for k, v in rest.items()},
+                                  safe=operation.method in _IDEMPOTENT)
+        if response.status_code not in (200, 201, 202, 204):
+            raise SignalsError.from_response(response)
+        body = response.json() if response.status_code != 204 and response.content else None
+        return Reply(body, response.status_code, None, None, False, dict(response.headers))
+
     def _send(self, method: str, path: str, *, params: Mapping[str, str] | None = None, json_body: Any = None,
-              headers: Mapping[str, str] | None = None, authorised: bool = True) -> httpx.Response:
+              headers: Mapping[str, str] | None = None, authorised: bool = True, safe: bool = True) -> httpx.Response:
         """One request, retried as the module docstring says. Returns any final response (also an
-        error's); raises SignalsError when there is none, or when retrying 429/503 gave up."""
+        error's); raises SignalsError when there is none, or when retrying 429/503 gave up. A
+        request that is not `safe` to repeat is retried only when it never left (`_NOT_SENT`)."""
         all_headers = dict(headers or {})
         if authorised and self._api_key:
             all_headers["Authorization"] = f"Bearer {self._api_key}"
@@ -271,7 +346,8 @@ class SignalsClient:
                 raise _Transient(response)
             return response
 
-        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(_retryable), wait=self._wait,
+        retryable = _retryable if safe else _retryable_unsent
+        retrying = tenacity.Retrying(retry=tenacity.retry_if_exception(retryable), wait=self._wait,
                                      stop=self._stop, sleep=self._sleep, reraise=True)
         try:
             return retrying(attempt)
@@ -318,6 +394,11 @@ class _Transient(Exception):
 
 def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, (_Transient, *_RETRYABLE_TRANSPORT))
+
+
+def _retryable_unsent(exc: BaseException) -> bool:
+    """429 and 503 are refusals before acting; otherwise only a request that never left."""
+    return isinstance(exc, (_Transient, *_NOT_SENT))
 
 
 def _retry_after(response: httpx.Response) -> int | None:

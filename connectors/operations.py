@@ -16,6 +16,7 @@ import difflib
 import json
 import math
 import re
+import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
@@ -90,6 +91,7 @@ class Operation:
     records_field: str | None = None
     record_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     rules: tuple[Mapping[str, Any], ...] = ()  # if/then rules across body fields
+    path_params: tuple[str, ...] = ()  # names in the path's braces (`webhook_id`)
 
     @property
     def slug(self) -> str:
@@ -98,6 +100,13 @@ class Operation:
 
     def param(self, name: str) -> Parameter:
         return next(p for p in self.params if p.name == name)
+
+    def url_path(self, values: Mapping[str, Any]) -> str:
+        """The path with its `{name}` parts filled (each value percent-encoded as one segment)."""
+        missing = [name for name in self.path_params if values.get(name) in (None, "")]
+        if missing:
+            raise KeyError(", ".join(missing))
+        return self.path.format(**{name: urllib.parse.quote(str(values[name]), safe="") for name in self.path_params})
 
     @property
     def timestamp_fields(self) -> tuple[str, ...]:
@@ -177,6 +186,9 @@ def allowed(schema: Mapping[str, Any]) -> str:
     if kind in ("integer", "number"):
         noun = "an integer" if kind == "integer" else "a number"
         low, high = schema.get("minimum"), schema.get("maximum")
+        above = schema.get("exclusiveMinimum")
+        if above is not None:
+            return f"{noun} greater than {_num(above)}" + (f" and at most {_num(high)}" if high is not None else "")
         if low is not None and high is not None:
             return f"{noun} from {_num(low)} to {_num(high)}"
         if low is not None:
@@ -314,21 +326,24 @@ class Operations(Mapping[str, Operation]):
     """The operations of a served OpenAPI document, by operationId. Also found by the last part of
     their path (`top-keywords`), which is how users name them on a command line."""
 
-    def __init__(self, operations: Sequence[Operation], version: str = "") -> None:
+    def __init__(self, operations: Sequence[Operation], version: str = "",
+                 management: Sequence[Operation] = ()) -> None:
         self._by_name = {op.name: op for op in operations}
         self.version = version
+        # The account-management operations (webhooks): not data, so not in the mapping (no
+        # report, no MCP tool), but the client calls them and the dashboard builds forms from them.
+        self.management: Mapping[str, Operation] = {op.name: op for op in management}
 
     @classmethod
     def from_openapi(cls, document: Mapping[str, Any]) -> Operations:
-        operations = []
+        operations, management = [], []
         for path, methods in document.get("paths", {}).items():
             for method, op in methods.items():
                 if not isinstance(op, dict) or "operationId" not in op or "bearerAuth" not in str(op.get("security")):
                     continue
-                if "webhooks" in op.get("tags", ()):  # account management, not data: no client method or tool
-                    continue
-                operations.append(_operation(path, method.upper(), op))
-        return cls(operations, document.get("info", {}).get("version", ""))
+                kind = management if "webhooks" in op.get("tags", ()) else operations
+                kind.append(_operation(path, method.upper(), op))
+        return cls(operations, document.get("info", {}).get("version", ""), management)
 
     def __getitem__(self, name: str) -> Operation:
         return self._by_name[name]
@@ -362,8 +377,11 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
     else:
         params = tuple(Parameter(p["name"], {**p["schema"], "description": p.get("description", "")},
                                  bool(p.get("required"))) for p in op.get("parameters", []) if p.get("in") == "query")
+    path_params = tuple(p["name"] for p in op.get("parameters", []) if p.get("in") == "path")
     rules = tuple({"if": body_schema["if"], "then": body_schema["then"]} for _ in [0] if "if" in body_schema)
-    ok = op.get("responses", {}).get("200", {}).get("content", {}).get("application/json", {}).get("schema", {})
+    responses = op.get("responses", {})
+    ok = (responses.get("200") or responses.get("201") or {}).get("content", {}).get("application/json", {}) \
+        .get("schema", {})
     records_field, record_schema = None, {}
     for name, schema in ok.get("properties", {}).items():
         if schema.get("type") == "array" and schema.get("items", {}).get("type") == "object":
@@ -371,4 +389,4 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
             break
     return Operation(name=op["operationId"], method=method, path=path, params=params, in_body="requestBody" in op,
                      min_tier=op.get("x-min-tier"), tool=op.get("x-mcp-tool"), records_field=records_field,
-                     record_schema=record_schema, rules=rules)
+                     record_schema=record_schema, rules=rules, path_params=path_params)
