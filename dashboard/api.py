@@ -64,12 +64,18 @@ def operations() -> Operations:
 
 
 def operation(name: str) -> Operation:
-    return operations()[name]
+    """A data operation, or an account-management one (the webhooks' forms are built from these)."""
+    ops = operations()
+    return ops[name] if name in ops else ops.management[name]
 
 
 def fetch(key: str | None, name: str, arguments: Mapping[str, Any] | None = None) -> Reply:
-    """The whole answer (body, as_of, headers); SignalsError on any failure."""
-    return _client(key).fetch(name, dict(arguments or {}))
+    """The whole answer (body, as_of, headers); SignalsError on any failure. Webhook operations
+    (`list_webhooks`, `create_webhook`, ...) take their path parameters among the arguments."""
+    client = _client(key)
+    if name in client.operations.management:
+        return client.manage(name, dict(arguments or {}))
+    return client.fetch(name, dict(arguments or {}))
 
 
 def account(key: str) -> Reply:
@@ -115,6 +121,8 @@ def explain(error: SignalsError, *, needed_plan: str | None = None) -> str:
                 f"(after {time.strftime('%H:%M:%S', time.gmtime(time.time() + wait))} UTC).") if wait is not None \
             else "Try again in a minute."
         return f"Too many requests for your plan's limit. {when} {error.detail or ''}".strip()
+    if error.status in (404, 409):  # a webhook that is gone; the webhook limit (the API's words)
+        return error.detail
     if error.status in (400, 422):
         fields = "; ".join(f"{e.get('name')}: {e.get('reason')}" for e in error.errors if isinstance(e, dict))
         return f"The API refused these settings: {fields or error.detail}"

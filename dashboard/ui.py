@@ -8,7 +8,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from dash import dcc, html
+import dash
+from dash import Input, Output, dcc, html
 
 from connectors.client import Reply, SignalsError
 from connectors.operations import Parameter
@@ -17,8 +18,9 @@ from dashboard import api
 GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True}
 
 
-def graph(graph_id: str) -> dcc.Loading:
-    return dcc.Loading(dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure={"data": [], "layout": {"height": 420}}),
+def graph(graph_id: str, figure: dict | None = None) -> dcc.Loading:
+    """A figure with a spinner while its callback runs; until then `figure` (an empty 420 px plot)."""
+    return dcc.Loading(dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure=figure or {"data": [], "layout": {"height": 420}}),
                        type="default", delay_show=150)
 
 
@@ -85,6 +87,30 @@ def meta(reply: Reply | None = None, error: SignalsError | None = None) -> dict[
     return out
 
 
+def page_meta(store_id: str) -> dcc.Store:
+    """A page's own store for the rate-limit use of its button callbacks, relayed to the shell's
+    `api-meta`. Dash fires a callback with prevent_initial_call=True anyway when its inputs arrive
+    with a page while one of its outputs was already on the screen (the shell's `api-meta`): a
+    button's callback that wrote `api-meta` directly ran on every visit, unclicked, and held back
+    the callbacks downstream of it. Writing to a store that comes with the page keeps it quiet."""
+    return dcc.Store(id=store_id)
+
+
+def relay_meta(store_id: str) -> None:
+    """Register the relay of a page's `page_meta` store to the shell's `api-meta` (at import)."""
+    @dash.callback(Output("api-meta", "data", allow_duplicate=True), Input(store_id, "data"), prevent_initial_call=True)
+    def relay(meta: dict[str, Any] | None) -> dict[str, Any]:
+        if not meta:
+            raise dash.exceptions.PreventUpdate
+        return meta
+
+
+def clicked() -> bool:
+    """The callback runs because a button was pressed (a click count above 0), not because its
+    page was drawn."""
+    return any(t.get("value") for t in dash.ctx.triggered or [])
+
+
 def key_of(session: Mapping[str, Any] | None) -> str | None:
     return (session or {}).get("key") or None
 
@@ -106,6 +132,18 @@ def answer(session: Mapping[str, Any] | None, calls: Sequence[tuple[str, Mapping
         return error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error), empty
     children, figure = render(replies)
     return children, meta(replies[-1] if replies else None), figure
+
+
+def call(session: Mapping[str, Any] | None, name: str,
+         arguments: Mapping[str, Any] | None = None) -> tuple[Reply | None, Any, dict[str, Any]]:
+    """One call for an action (create, delete, ...): (reply, None, meta) when it worked,
+    (None, an error box, meta) when not."""
+    try:
+        reply = api.fetch(key_of(session), name, arguments)
+    except SignalsError as error:
+        return None, error_box(api.explain(error, needed_plan=_min_tier(name) if error.status == 403 else None)), \
+            meta(error=error)
+    return reply, None, meta(reply)
 
 
 def _min_tier(name: str) -> str | None:

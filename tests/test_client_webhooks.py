@@ -58,7 +58,7 @@ def connect(app, accounts):
 def test_the_methods_are_the_documents_management_operations():
     management = Operations.from_openapi(build_openapi()).management
     assert set(management) == set(METHODS)
-    for operation, method in METHODS.items():
+    for method in METHODS.values():
         assert callable(getattr(SignalsClient, method)), method
     # The create method's keyword arguments are the documented body fields, required ones without default.
     schema = management["create_webhook"]

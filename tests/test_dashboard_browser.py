@@ -10,11 +10,13 @@ import time
 
 import httpx
 import pytest
+from standardwebhooks.webhooks import Webhook
 
 from connectors.client import SignalsClient
 from tests.support.browser import chrome, console_errors, dashboard, requested_urls
 from tests.support.processes import ROOT, cli, create_key, gunicorn
 from tests.support.redis_server import free_port
+from tests.support.webhook_receiver import Answer, receiver
 
 pytestmark = pytest.mark.process
 
@@ -31,7 +33,8 @@ def stack(tmp_path_factory):
     keys = {tier: create_key(data_dir, tier) for tier in ("professional", "observer")}
     keys["revocable"] = create_key(data_dir, "analyst")
     keys["limited"] = create_key(data_dir, "observer")
-    with gunicorn(data_dir, SIGNALS_AUTH_CACHE_SECONDS="0") as (api_url, api_log), \
+    # Webhooks to a receiver on 127.0.0.1 over http: the development setting that allows them.
+    with gunicorn(data_dir, SIGNALS_AUTH_CACHE_SECONDS="0", SIGNALS_WEBHOOK_ALLOW_PRIVATE="1") as (api_url, api_log), \
             dashboard(api_url, data_dir) as (dash_url, dash_log):
         yield {"api": api_url, "dash": dash_url, "keys": keys, "data": data_dir, "dash_log": dash_log}
     for key in keys.values():
@@ -62,7 +65,8 @@ def wait(driver, condition, timeout=WAIT):
     try:
         return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
     except TimeoutException:
-        shown = " ".join(driver.find_element("tag name", "body").text.split())[:1500]
+        shown = " ".join(driver.find_element("tag name", "body").text.split())
+        shown = shown if len(shown) < 2500 else shown[:500] + " … " + shown[-2000:]
         raise TimeoutException(f"waited {timeout} s on {driver.current_url}; the page showed: {shown}") from None
 
 
@@ -136,11 +140,15 @@ def open_page(driver, base: str, path: str) -> None:
 
 def test_sign_in_every_page_offline_without_console_errors(stack, browser, professional):
     base, api_host = stack["dash"], "http://127.0.0.1:"
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    browser.get(base + "/sign-in")
+    wait(browser, lambda d: css(d, "#api-key"))
+    settle(browser)
+    browser.save_screenshot(str(SHOTS / "sign-in.png"))
     sign_in(browser, base, professional)
     wait(browser, lambda d: d.current_url == base + "/" and css(d, "#overview-leader"))
     assert "Professional plan" in content(css(browser, "#plan-badge")[0])
     assert "requests used this minute" in content(css(browser, "#rate-use")[0])
-    SHOTS.mkdir(parents=True, exist_ok=True)
     urls = []
     for path in PAGES:
         open_page(browser, base, path)
@@ -157,8 +165,6 @@ def test_sign_in_every_page_offline_without_console_errors(stack, browser, profe
         [u for u in urls if not u.startswith(api_host)]
     assert any("/assets/topojson/world_110m.json" in u for u in urls), "the map's outlines came from the app"
     assert not any(professional in u for u in urls)
-    browser.get(base + "/sign-in")
-    browser.save_screenshot(str(SHOTS / "sign-in.png"))
 
 
 def test_values_shown_equal_the_apis_answer(stack, browser, professional):
@@ -225,8 +231,10 @@ def test_plan_below_the_query_builder_is_told_which_plan(stack, browser):
     wait(browser, lambda d: css(d, "#overview-leader"))
     assert "Observer plan" in content(css(browser, "#plan-badge")[0])
     browser.get(stack["dash"] + "/query")
-    wait(browser, lambda d: css(d, "#query-window"))
+    wait(browser, lambda d: css(d, "#query-window") and css(d, "#query-plan-note .notice"))
+    assert "needs the Analyst plan or higher" in content(css(browser, "#query-plan-note")[0])
     settle(browser)
+    assert not css(browser, "#query-status .error")  # nothing said before Run is pressed
     wait(browser, lambda d: d.execute_script(
         "const g = document.querySelector('#query-graph .js-plotly-plot'); return !!(g && g.data);"))
     click_option(browser, "query-window", "7d")
@@ -262,3 +270,92 @@ def test_api_down_is_a_message_not_a_traceback(stack, browser, professional):
         browser.get(base + "/geography")  # its controls need the API's document
         wait(browser, lambda d: "not answering" in d.find_element("tag name", "body").text
              or d.current_url.endswith("/sign-in"))
+
+
+def fill(driver, control_id: str, value) -> None:
+    """Type into an input as a person would (Selenium's clear() empties the DOM but not React's state)."""
+    from selenium.webdriver.common.keys import Keys
+
+    element = css(driver, f"#{control_id}")[0]
+    element.send_keys(Keys.CONTROL, "a")
+    element.send_keys(Keys.DELETE)
+    element.send_keys(str(value))
+    wait(driver, lambda d: css(d, f"#{control_id}")[0].get_attribute("value") == str(value))
+    time.sleep(0.3)  # a number input commits on blur/debounce
+
+
+def press(driver, button_id: str) -> str:
+    """Click a button of the webhooks section; the message that replaces the one shown before."""
+    before = content(css(driver, "#webhook-message")[0])
+    css(driver, f"#{button_id}")[0].click()
+    wait(driver, lambda d: css(d, "#webhook-message .notice, #webhook-message .error")
+         and content(css(d, "#webhook-message")[0]) != before)
+    return content(css(driver, "#webhook-message")[0])
+
+
+def test_account_page_manages_webhooks(stack, browser, professional):
+    """Create (the secret shown once), send a test (signed, received, in the delivery log), edit,
+    a refused field named, delete: each checked against the API's own answer."""
+    sign_in(browser, stack["dash"], professional)
+    wait(browser, lambda d: css(d, "#overview-leader"))
+    api = SignalsClient(stack["api"], professional)
+    browser.get(stack["dash"] + "/account")
+    wait(browser, lambda d: css(d, "#account-plan") and css(d, "#webhook-count"))
+    settle(browser)
+    assert "0 of 10 webhooks" in content(css(browser, "#webhook-count")[0])
+
+    # A refused field is named in the API's words, and nothing is created.
+    fill(browser, "webhook-url", "ftp://example.com/hook")
+    click_option(browser, "webhook-window", "24h")
+    click_option(browser, "webhook-dimension", "keyword")
+    fill(browser, "webhook-threshold-pct", 50)
+    fill(browser, "webhook-cooldown-minutes", 60)
+    refused = press(browser, "webhook-create")
+    assert "url:" in refused and "https" in refused
+    assert api.webhooks()["webhooks"] == []
+
+    with receiver(Answer(200)) as rec:
+        fill(browser, "webhook-url", rec.url)
+        assert "Created webhook" in press(browser, "webhook-create")
+        secret = content(css(browser, "#webhook-secret")[0])
+        (hook,) = api.webhooks()["webhooks"]
+        assert secret.startswith("whsec_") and hook["url"] == rec.url and hook["threshold_pct"] == 50
+        wait(browser, lambda d: "1 of 10 webhooks" in content(css(d, "#webhook-count")[0]))
+        assert content(css(browser, "#webhook-rows tbody td[data-col='id']")[0]) == hook["id"]
+
+        assert "answered 200" in press(browser, "webhook-test")
+        (got,) = rec.wait_for(1)
+        Webhook(secret).verify(got.body, got.headers)  # signed with the secret the page showed
+        wait(browser, lambda d: css(d, "#webhook-log-rows td[data-col='outcome']"))
+        logged = api.webhook_deliveries(hook["id"])["deliveries"][0]
+        assert content(css(browser, "#webhook-log-rows td[data-col='outcome']")[0]) == logged["outcome"] == "succeeded"
+        assert content(css(browser, "#webhook-log-rows td[data-col='delivery_id']")[0]) == logged["delivery_id"]
+        browser.execute_script("document.querySelector('.webhooks').scrollIntoView()")
+        browser.save_screenshot(str(SHOTS / "account-webhooks.png"))
+
+    css(browser, "#webhook-edit")[0].click()
+    wait(browser, lambda d: "Edit webhook" in content(css(d, "#webhook-form-title")[0]))
+    assert css(browser, "#webhook-url")[0].get_attribute("value") == hook["url"]
+    fill(browser, "webhook-threshold-pct", 75)
+    assert "Saved" in press(browser, "webhook-save")
+    assert api.webhook(hook["id"])["threshold_pct"] == 75
+    wait(browser, lambda d: content(css(d, "#webhook-rows tbody td[data-col='threshold_pct']")[0]) in ("75", "75.0"))
+
+    css(browser, "#webhook-delete")[0].click()
+    wait(browser, lambda d: _alert(d))
+    browser.switch_to.alert.accept()
+    wait(browser, lambda d: "Deleted" in content(css(d, "#webhook-message")[0]))
+    assert api.webhooks()["webhooks"] == []
+    wait(browser, lambda d: "0 of 10 webhooks" in content(css(d, "#webhook-count")[0]))
+    assert console_errors(browser) == []
+    api.close()
+
+
+def _alert(driver) -> bool:
+    from selenium.common.exceptions import NoAlertPresentException
+
+    try:
+        driver.switch_to.alert  # noqa: B018 (raises when there is none)
+        return True
+    except NoAlertPresentException:
+        return False

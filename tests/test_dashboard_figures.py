@@ -95,6 +95,9 @@ def test_messages_a_person_understands():
     assert "not answering" in down and "ConnectError" not in down
     refused = explain(SignalsError(400, "Invalid", errors=[{"name": "limit", "reason": "must be at most 500"}]))
     assert "limit: must be at most 500" in refused
+    limit = "A subscription may have at most 10 webhooks; delete one before creating another."
+    assert explain(SignalsError(409, "Conflict", limit)) == limit
+    assert explain(SignalsError(404, "Not Found", "No webhook 'wh_x' in this key's subscription.")).startswith("No webhook")
 
 
 def test_rate_limit_use_from_the_headers():
@@ -102,3 +105,45 @@ def test_rate_limit_use_from_the_headers():
     assert usage == Usage(300, 290, 12)
     assert usage_text(usage.as_dict()) == "10 of 300 requests used this minute · resets in 12 s"
     assert usage_text({}) == ""
+
+
+@pytest.fixture
+def served_document(monkeypatch):
+    """The operations as the API serves them, without a server (the account page reads its form
+    fields from them)."""
+    import time
+
+    from connectors.operations import Operations
+    from dashboard import api
+    from service.openapi import build_openapi
+
+    monkeypatch.setattr(api, "_document", (time.monotonic(), Operations.from_openapi(build_openapi())))
+
+
+def test_webhook_form_defaults_and_body_follow_the_document(served_document):
+    from dashboard.pages import account
+
+    defaults = dict(zip([f for f, _ in account.FORM], account._defaults(), strict=True))
+    assert defaults == {"url": "", "window": None, "dimension": None, "metric": "suppressions", "threshold_pct": None,
+                        "cooldown_minutes": None, "min_baseline": 10, "enabled": ["enabled"], "description": ""}
+    body, empty = account._body(account._defaults())
+    assert [e.split(" (")[0] for e in empty] == ["window", "dimension", "threshold pct", "cooldown minutes"]
+    assert "cooldown minutes (an integer from 15 to 1440)" in empty
+    values = [" https://example.com/hook ", "7d", "domain", "events", 12.5, 30, 0, [], "spikes"]
+    body, empty = account._body(values)
+    assert empty == [] and body == {"url": "https://example.com/hook", "window": "7d", "dimension": "domain",
+                                    "metric": "events", "threshold_pct": 12.5, "cooldown_minutes": 30,
+                                    "min_baseline": 0, "enabled": False, "description": "spikes"}
+
+
+def test_a_test_deliverys_outcome_in_words():
+    from dashboard.pages import account
+
+    ok = account._test_outcome({"attempt": {"succeeded": True, "status_code": 204, "duration_ms": 12}})
+    assert ok.children == "Test delivery sent: your URL answered 204 in 12 ms."
+    refused = account._test_outcome({"attempt": {"succeeded": False, "status_code": 500, "error": None}})
+    assert "answered 500" in refused.children and "retried" in refused.children
+    unreachable = account._test_outcome({"attempt": {"succeeded": False, "status_code": None,
+                                                     "error": "ConnectError: refused"}})
+    assert "ConnectError: refused" in unreachable.children
+    assert "alert worker" in account._test_outcome({"attempt": None}).children

@@ -14,6 +14,8 @@ from dashboard import api, figures, ui
 
 dash.register_page(__name__, path="/query", title="Query · Signals", name="Query")
 
+ui.relay_meta("query-meta")
+
 TEXT_FILTERS = ("keywords", "domains", "countries", "regions", "counties", "cities")
 CLOSED_FILTERS = ("platforms", "page_contexts")
 
@@ -29,6 +31,7 @@ def layout(**_query: str):
         html.H1("Query builder"),
         html.P(f"Needs the {api.PLAN_LABELS.get(op.min_tier or '', op.min_tier)} plan or higher. "
                "Values within a filter are alternatives; filters combine."),
+        html.Div(id="query-plan-note"),
         html.Div([ui.radio("query-window", op.param("window")),
                   html.Div([html.Label("group by (in this order)", htmlFor="query-group-by", className="control-label"),
                             dcc.Checklist(id="query-group-by", options=group_by["items"]["enum"],
@@ -52,10 +55,24 @@ def layout(**_query: str):
         html.Div([html.Button("Run query", id="query-run", n_clicks=0, className="button"),
                   html.Button("Download CSV", id="query-csv", n_clicks=0, className="button"),
                   dcc.Download(id="query-download")], className="controls"),
+        html.Div(id="query-status"), ui.page_meta("query-meta"),
         dcc.Loading(html.Div(id="query-results"), type="default"),
-        ui.graph("query-graph"),
-        html.Div(id="query-status"),
+        ui.graph("query-graph", figure=NO_FIGURE),
     ], className="page")
+
+
+# Until a query has run (and for answers a chart does not fit): no empty axes.
+NO_FIGURE = {"data": [], "layout": {"height": 40, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
+
+
+@dash.callback(Output("query-plan-note", "children"), Input("query-plan-note", "id"), State("session", "data"))
+def plan_note(_page, session):
+    """Said before the first click: the viewer's plan (known from sign-in) cannot run queries."""
+    if not ui.key_of(session) or "query" in (session.get("operations") or []):
+        return None
+    needed = api.PLAN_LABELS.get(api.operation("query").min_tier or "", "a higher")
+    return html.P(f"Your plan ({session.get('plan_label')}) does not include the query builder; it needs the "
+                  f"{needed} plan or higher. The API will refuse these queries.", className="notice", role="status")
 
 
 def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt):
@@ -83,13 +100,13 @@ _STATES = [State("query-window", "value"), State("query-group-by", "value"), Sta
 
 
 @dash.callback(
-    Output("query-status", "children"), Output("api-meta", "data", allow_duplicate=True),
+    Output("query-status", "children"), Output("query-meta", "data"),
     Output("query-results", "children"), Output("query-graph", "figure"),
     Input("query-run", "n_clicks"), *_STATES, prevent_initial_call=True,
 )
 def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
     *filters, session = rest
-    if not ui.key_of(session):
+    if not ui.key_of(session) or not _clicks:
         raise dash.exceptions.PreventUpdate
     if not window:
         return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update
@@ -103,7 +120,7 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
         return [ui.disclaimer_footer(answer.get("disclaimer"), ui.as_of_text(replies[0]))], \
             (html.Div([html.P(f"{len(answer['results'])} rows", className="hint", id="query-count"),
                        ui.table(answer["results"], columns, table_id="query-rows")], className="side"),
-             figure if figure is not None else {"data": [], "layout": {"height": 40}})
+             figure if figure is not None else NO_FIGURE)
 
     children, meta, out = ui.answer(session, [("query", body)], render, empty=(None, dash.no_update))
     return children, meta, *out
@@ -111,7 +128,7 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
 
 @dash.callback(
     Output("query-download", "data"), Output("query-status", "children", allow_duplicate=True),
-    Output("api-meta", "data", allow_duplicate=True),
+    Output("query-meta", "data", allow_duplicate=True),
     Input("query-csv", "n_clicks"), *_STATES, prevent_initial_call=True,
 )
 def download(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
