@@ -67,3 +67,10 @@ def coordinates(level: str) -> Mapping[str, tuple[float, float]]:
     """geo_key -> (lat, lon) for the point levels; empty for country (drawn as areas)."""
     return {"city": city_coordinates, "county": county_coordinates,
             "region": region_coordinates}.get(level, lambda: {})()
+
+
+def warm() -> None:
+    """Compute every level's coordinates now (the dashboard's workers call this as they start)."""
+    for level in ("city", "county", "region"):
+        coordinates(level)
+    alpha3()

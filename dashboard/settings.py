@@ -15,10 +15,11 @@ DEFAULT_PORT = 8050
 class DashboardSettings:
     api_url: str = DEFAULT_API_URL  # SIGNALS_API_URL: where the Signals API answers
     port: int = DEFAULT_PORT        # SIGNALS_DASHBOARD_PORT: where the dashboard listens (Procfile)
+    host: str = "127.0.0.1"         # SIGNALS_HOST: the address it listens on (the API's setting too)
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> DashboardSettings:
         env = os.environ if environ is None else environ
         port = env.get("SIGNALS_DASHBOARD_PORT", "").strip()
         return cls(api_url=(env.get("SIGNALS_API_URL", "").strip() or DEFAULT_API_URL).rstrip("/"),
-                   port=int(port) if port else DEFAULT_PORT)
+                   port=int(port) if port else DEFAULT_PORT, host=env.get("SIGNALS_HOST", "").strip() or "127.0.0.1")
