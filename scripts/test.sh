@@ -9,5 +9,5 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements-dev.txt
-[ -x /usr/bin/chromium ] || scripts/install_chromium.sh  # the dashboard's browser tests (Debian chromium)
+scripts/install_chromium.sh  # the dashboard's browser tests: Debian chromium + chromium-driver, only when missing
 exec .venv/bin/python -m pytest "$@"

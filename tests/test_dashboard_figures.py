@@ -147,3 +147,17 @@ def test_a_test_deliverys_outcome_in_words():
                                                      "error": "ConnectError: refused"}})
     assert "ConnectError: refused" in unreachable.children
     assert "alert worker" in account._test_outcome({"attempt": None}).children
+
+
+def test_the_readme_shows_every_page_from_the_browser_tests():
+    """Every screenshot the README links exists, and every page (and the 403/429 states) has one;
+    the browser tests write them (tests/test_dashboard_browser.py)."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    linked = re.findall(r"\(docs/dashboard/([\w-]+\.png)\)", (root / "README.md").read_text())
+    assert all((root / "docs" / "dashboard" / name).is_file() for name in linked), linked
+    pages = ["overview", "keywords", "domains", "geography", "trending", "activity", "query", "account",
+             "account-webhooks", "sign-in", "state-403", "state-429"]
+    assert sorted(linked) == sorted(f"{page}.png" for page in pages)
