@@ -6,6 +6,7 @@ Screenshots of every page go to docs/dashboard/ (shown in the README)."""
 from __future__ import annotations
 
 import json
+import socket
 import time
 
 import httpx
@@ -15,7 +16,6 @@ from standardwebhooks.webhooks import Webhook
 from connectors.client import SignalsClient
 from tests.support.browser import chrome, console_errors, dashboard, requested_urls
 from tests.support.processes import ROOT, cli, create_key, gunicorn
-from tests.support.redis_server import free_port
 from tests.support.webhook_receiver import Answer, receiver
 
 pytestmark = pytest.mark.process
@@ -262,7 +262,15 @@ def test_rate_limited_says_when_to_retry(stack, browser):
 
 
 def test_api_down_is_a_message_not_a_traceback(stack, browser, professional):
-    with dashboard(f"http://127.0.0.1:{free_port()}", stack["data"]) as (base, _log):
+    # An address where nothing answers: a port bound but not listening (connections are refused),
+    # held for the whole test so no other process can take it meanwhile.
+    with socket.socket() as dead:
+        dead.bind(("127.0.0.1", 0))
+        _api_down(stack, browser, professional, f"http://127.0.0.1:{dead.getsockname()[1]}")
+
+
+def _api_down(stack, browser, professional, api_url):
+    with dashboard(api_url, stack["data"]) as (base, _log):
         sign_in(browser, base, professional)
         wait(browser, lambda d: css(d, "#sign-in-message .error"))
         text = content(css(browser, "#sign-in-message .error")[0])

@@ -58,15 +58,15 @@ def layout(**_query: str):
                       html.Button("Delete", id="webhook-delete", n_clicks=0, className="button button-danger"),
                       dcc.ConfirmDialog(id="webhook-confirm-delete")], className="controls"),
             dcc.Loading(html.Div(id="webhook-message"), type="dot"),
+            html.H3("Delivery log of the selected webhook (newest first)"),
+            dcc.Loading(html.Div(id="webhook-log"), type="default", delay_show=150),
+            html.Button("Older attempts", id="webhook-older", n_clicks=0, className="button-plain", hidden=True),
             html.H3("New webhook", id="webhook-form-title"),
             _form(create),
             html.Div([html.Button("Create webhook", id="webhook-create", n_clicks=0, className="button"),
                       html.Button("Save changes", id="webhook-save", n_clicks=0, className="button", disabled=True),
                       html.Button("Clear the form", id="webhook-new", n_clicks=0, className="button-plain")],
                      className="controls"),
-            html.H3("Delivery log of the selected webhook (newest first)"),
-            dcc.Loading(html.Div(id="webhook-log"), type="default", delay_show=150),
-            html.Button("Older attempts", id="webhook-older", n_clicks=0, className="button-plain", hidden=True),
         ], className="webhooks"),
     ], className="page")
 
@@ -91,7 +91,9 @@ def _form(create: Any) -> html.Div:
                 dcc.Input(id=control_id, type="url" if field == "url" else "text", value=param.default or "",
                           maxLength=param.schema.get("maxLength"), className="text-input",
                           placeholder="https://example.com/signals-hook" if field == "url" else ""),
-                html.Span(param.description or param.allowed(), className="hint")], className="control"))
+                html.Span(param.description or (param.allowed() if param.required else
+                                                f"optional, at most {param.schema.get('maxLength')} characters"),
+                          className="hint")], className="control"))
     return html.Div(controls, className="controls")
 
 
