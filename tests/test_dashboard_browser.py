@@ -14,7 +14,7 @@ import pytest
 from standardwebhooks.webhooks import Webhook
 
 from connectors.client import SignalsClient
-from tests.support.browser import chrome, console_errors, dashboard, requested_urls
+from tests.support.browser import chrome, console_errors, dashboard, requested_urls, unanswered
 from tests.support.processes import ROOT, cli, create_key, gunicorn
 from tests.support.webhook_receiver import Answer, receiver
 
@@ -67,7 +67,9 @@ def wait(driver, condition, timeout=WAIT):
     except TimeoutException:
         shown = " ".join(driver.find_element("tag name", "body").text.split())
         shown = shown if len(shown) < 2500 else shown[:500] + " … " + shown[-2000:]
-        raise TimeoutException(f"waited {timeout} s on {driver.current_url}; the page showed: {shown}") from None
+        raise TimeoutException(f"waited {timeout} s on {driver.current_url}; the page showed: {shown}; "
+                               f"requests unanswered or failed: {unanswered(driver)}; "
+                               f"console: {console_errors(driver)}") from None
 
 
 def css(driver, selector):

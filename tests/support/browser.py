@@ -47,6 +47,23 @@ def requested_urls(driver) -> list[str]:
     return urls
 
 
+def unanswered(driver) -> list[str]:
+    """The requests still waiting for an answer, and those that failed, from the performance log
+    (drained): what a page stuck on "Loading..." is waiting for."""
+    sent: dict[str, str] = {}
+    failed = []
+    for entry in driver.get_log("performance"):
+        message = json.loads(entry["message"])["message"]
+        method, params = message.get("method"), message.get("params", {})
+        if method == "Network.requestWillBeSent":
+            sent[params["requestId"]] = params["request"]["url"]
+        elif method == "Network.loadingFinished":
+            sent.pop(params["requestId"], None)
+        elif method == "Network.loadingFailed":
+            failed.append(f"{sent.pop(params['requestId'], '?')} ({params.get('errorText')})")
+    return [f"{url} (no answer yet)" for url in sent.values()] + failed
+
+
 def console_errors(driver) -> list[str]:
     return [e["message"] for e in driver.get_log("browser") if e.get("level") == "SEVERE"]
 
