@@ -12,10 +12,7 @@ performance.now()) until the page's result is on the screen:
 - /account: no figure; until the account details (#account-plan) are shown.
 
 A load that shows an error box (a 429, the API down, ...) or times out stops the bench with the
-page's text and the browser console's errors. One failure is tried again, and said: the sign-in
-page when one of the dashboard's own scripts answered 500 (a fresh dashboard worker serving a
-second request before Dash's first-request setup has registered its scripts; docs/benchmarks.md,
-section 7).
+page's text and the browser console's errors.
 
 Starts the real processes as the tests do: the demo data set (200,000 events over 90 days), the
 API (gunicorn, the Procfile's web line) and the dashboard (the Procfile's dashboard line). One
@@ -156,15 +153,8 @@ def posted(driver) -> list[str]:
 
 
 def sign_in(driver, dash_url: str, key: str) -> None:
-    try:
-        driver.get(dash_url + "/sign-in")
-        until(driver, "return !!document.querySelector('#api-key');", "the sign-in form", timeout=20)
-    except PageFailed as failure:  # the start-up race (docs/benchmarks.md, section 7): said, tried once more
-        if "_dash-component-suites" not in str(failure) or "status of 500" not in str(failure):
-            raise
-        print(f"the sign-in page did not start, one of the dashboard's own scripts answered 500: {failure}")
-        driver.get(dash_url + "/sign-in")
-        until(driver, "return !!document.querySelector('#api-key');", "the sign-in form")
+    driver.get(dash_url + "/sign-in")
+    until(driver, "return !!document.querySelector('#api-key');", "the sign-in form")
     time.sleep(1)  # Dash answers the page's first callbacks
     driver.find_element("id", "api-key").send_keys(key)
     driver.find_element("id", "sign-in").click()
