@@ -120,8 +120,19 @@ def served_document(monkeypatch):
     monkeypatch.setattr(api, "_document", (time.monotonic(), Operations.from_openapi(build_openapi())))
 
 
+def _page(path: str):
+    """A page's module as Dash Pages imported it (importing it again under its package name would
+    register the page twice)."""
+    import sys
+
+    import dash
+
+    entry = next(e for e in dash.page_registry.values() if e["path"] == path)
+    return sys.modules[entry["module"]]
+
+
 def test_webhook_form_defaults_and_body_follow_the_document(served_document):
-    from dashboard.pages import account
+    account = _page("/account")
 
     defaults = dict(zip([f for f, _ in account.FORM], account._defaults(), strict=True))
     assert defaults == {"url": "", "window": None, "dimension": None, "metric": "suppressions", "threshold_pct": None,
@@ -137,7 +148,7 @@ def test_webhook_form_defaults_and_body_follow_the_document(served_document):
 
 
 def test_a_test_deliverys_outcome_in_words():
-    from dashboard.pages import account
+    account = _page("/account")
 
     ok = account._test_outcome({"attempt": {"succeeded": True, "status_code": 204, "duration_ms": 12}})
     assert ok.children == "Test delivery sent: your URL answered 204 in 12 ms."

@@ -39,10 +39,15 @@ def _listening(port: int, process: subprocess.Popen) -> None:
 
 
 def test_a_fresh_dashboard_answers_its_first_requests_together(tmp_path):
-    # The scripts a page asks for, as the app names them (the same app, in this process).
-    from dashboard.wsgi import server
-
-    page = server.test_client().get("/sign-in").get_data(as_text=True)
+    # The scripts a page asks for, as a first process names them.
+    port = free_port()
+    process = _start(tmp_path, port)
+    try:
+        _listening(port, process)
+        page = httpx.get(f"http://127.0.0.1:{port}/sign-in", timeout=30).text
+    finally:
+        process.terminate()
+        process.wait(timeout=30)
     scripts = re.findall(r'src="(/_dash-component-suites/[^"]+)"', page)
     assert len(scripts) > 5
     paths = ["/_dash-dependencies", "/_dash-layout", "/sign-in", *scripts] * 2
