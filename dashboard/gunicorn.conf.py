@@ -32,3 +32,7 @@ def post_worker_init(worker) -> None:
     from dashboard import places
 
     threading.Thread(target=places.warm, name="places-warm-up", daemon=True).start()
+
+# gunicorn 27's control socket defaults to one path per user ($HOME/.gunicorn/gunicorn.ctl), which
+# the API's gunicorn on the same machine takes too; nothing here uses it.
+control_socket_disable = True
