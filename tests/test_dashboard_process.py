@@ -13,15 +13,14 @@ import time
 import httpx
 import pytest
 
-from tests.support.processes import ROOT, service_env
+from tests.support.processes import ROOT, procfile_command, service_env
 from tests.support.redis_server import free_port
 
 pytestmark = pytest.mark.process
 
 
 def _start(tmp_path, port: int) -> subprocess.Popen:
-    procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
-    return subprocess.Popen(["bash", "-c", "exec " + procfile["dashboard"].strip()], cwd=ROOT,
+    return subprocess.Popen(procfile_command("dashboard"), cwd=ROOT,
                             env=service_env(tmp_path, SIGNALS_API_URL=f"http://127.0.0.1:{free_port()}",
                                             SIGNALS_DASHBOARD_PORT=str(port)),
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)

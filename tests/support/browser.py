@@ -7,14 +7,9 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import tempfile
-import time
 from pathlib import Path
 
-import httpx
-
-from tests.support.processes import ROOT, service_env
+from tests.support.processes import procfile_command, service_env, serving
 from tests.support.redis_server import free_port
 
 CHROMIUM = os.environ.get("SIGNALS_TEST_CHROMIUM", "/usr/bin/chromium")
@@ -70,36 +65,10 @@ def console_errors(driver) -> list[str]:
 
 @contextlib.contextmanager
 def dashboard(api_url: str, data_dir: Path):
-    """The Procfile's dashboard command, really started (through bash, as honcho runs it);
-    yields its base URL and a list that receives its output once it has stopped. The output goes
-    to a file, not a pipe: a pipe nobody reads fills up and blocks the workers' writes."""
-    procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
+    """The Procfile's dashboard command, really started; yields its base URL and a list that
+    receives its output once it has stopped."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    log: list[str] = []
-    with tempfile.TemporaryFile(mode="w+") as output:
-        process = subprocess.Popen(["bash", "-c", "exec " + procfile["dashboard"].strip()], cwd=ROOT,
-                                   env=service_env(data_dir, SIGNALS_API_URL=api_url,
-                                                   SIGNALS_DASHBOARD_PORT=str(port)),
-                                   stdout=output, stderr=subprocess.STDOUT, text=True)
-
-        def written() -> str:
-            output.seek(0)
-            return output.read()
-
-        try:
-            deadline = time.monotonic() + 60
-            while True:
-                try:
-                    if httpx.get(base + "/sign-in", timeout=2).status_code == 200:
-                        break
-                except httpx.TransportError:
-                    pass
-                assert process.poll() is None, written()
-                assert time.monotonic() < deadline, "the dashboard did not start"
-                time.sleep(0.2)
-            yield base, log
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-            log.append(written())
+    env = service_env(data_dir, SIGNALS_API_URL=api_url, SIGNALS_DASHBOARD_PORT=str(port))
+    with serving(procfile_command("dashboard"), env, base + "/sign-in", "the dashboard") as log:
+        yield base, log

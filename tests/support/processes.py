@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shlex
 import subprocess
 import sys
 import tempfile
@@ -36,20 +35,20 @@ def create_key(data_dir: Path, tier: str) -> str:
     return cli(data_dir, "keys", "create", "--tier", tier).stdout.strip().splitlines()[-1]
 
 
-@contextlib.contextmanager
-def gunicorn(data_dir: Path, **env: str):
-    """The Procfile's web command, really started; yields its base URL and a list that receives
-    the server's output once it has stopped. The output goes to a file, not a pipe: a pipe that
-    nobody reads fills after a few hundred access-log lines and blocks the worker."""
+def procfile_command(name: str) -> list[str]:
+    """The Procfile's line for a process, as honcho runs it (through a shell)."""
     procfile = dict(line.split(":", 1) for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line)
-    port = free_port()
+    return ["bash", "-c", "exec " + procfile[name].strip()]
+
+
+@contextlib.contextmanager
+def serving(command: list[str], env: dict[str, str], ready_url: str, what: str):
+    """A server process started and waited for until `ready_url` answers 200; yields a list that
+    receives its output once it has stopped. The output goes to a file, not a pipe: a pipe that
+    nobody reads fills after a few hundred access-log lines and blocks the server's workers."""
+    log: list[str] = []
     with tempfile.TemporaryFile(mode="w+") as output:
-        process = subprocess.Popen(
-            shlex.split(procfile["web"]), cwd=ROOT, env=service_env(data_dir, PORT=str(port), **env),
-            stdout=output, stderr=subprocess.STDOUT, text=True,
-        )
-        base = f"http://127.0.0.1:{port}"
-        log: list[str] = []
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
 
         def written() -> str:
             output.seek(0)
@@ -59,15 +58,26 @@ def gunicorn(data_dir: Path, **env: str):
             deadline = time.monotonic() + 60
             while True:
                 try:
-                    if httpx.get(base + "/readyz", timeout=2).status_code == 200:
+                    if httpx.get(ready_url, timeout=2).status_code == 200:
                         break
                 except httpx.TransportError:
                     pass
                 assert process.poll() is None, written()
-                assert time.monotonic() < deadline, "gunicorn did not become ready"
+                assert time.monotonic() < deadline, f"{what} did not become ready"
                 time.sleep(0.2)
-            yield base, log
+            yield log
         finally:
             process.terminate()
             process.wait(timeout=30)
             log.append(written())
+
+
+@contextlib.contextmanager
+def gunicorn(data_dir: Path, **env: str):
+    """The Procfile's web command, really started; yields its base URL and a list that receives
+    the server's output once it has stopped."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serving(procfile_command("web"), service_env(data_dir, PORT=str(port), **env), base + "/readyz",
+                 "gunicorn") as log:
+        yield base, log
