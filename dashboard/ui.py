@@ -121,28 +121,26 @@ def answer(session: Mapping[str, Any] | None, calls: Sequence[tuple[str, Mapping
     """Run the calls in order and render their replies. Returns (children, meta, figure-or-empty):
     on a failure the children are the message, the figure `empty`. The key is only handed to the
     client."""
-    key = key_of(session)
     replies: list[Reply] = []
-    try:
-        for name, arguments in calls:
-            replies.append(api.fetch(key, name, arguments))
-    except SignalsError as error:
-        if error.status == 403 and needed_plan is None:
-            needed_plan = _min_tier(calls[len(replies)][0])
-        return error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error), empty
+    for name, arguments in calls:
+        reply, problem, info = call(session, name, arguments, needed_plan=needed_plan)
+        if reply is None:
+            return problem, info, empty
+        replies.append(reply)
     children, figure = render(replies)
     return children, meta(replies[-1] if replies else None), figure
 
 
-def call(session: Mapping[str, Any] | None, name: str,
-         arguments: Mapping[str, Any] | None = None) -> tuple[Reply | None, Any, dict[str, Any]]:
-    """One call for an action (create, delete, ...): (reply, None, meta) when it worked,
-    (None, an error box, meta) when not."""
+def call(session: Mapping[str, Any] | None, name: str, arguments: Mapping[str, Any] | None = None, *,
+         needed_plan: str | None = None) -> tuple[Reply | None, Any, dict[str, Any]]:
+    """One call: (reply, None, meta) when it worked, (None, an error box, meta) when not; a 403
+    names `needed_plan`, by default the operation's own minimum plan."""
     try:
         reply = api.fetch(key_of(session), name, arguments)
     except SignalsError as error:
-        return None, error_box(api.explain(error, needed_plan=_min_tier(name) if error.status == 403 else None)), \
-            meta(error=error)
+        if error.status == 403 and needed_plan is None:
+            needed_plan = _min_tier(name)
+        return None, error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error)
     return reply, None, meta(reply)
 
 

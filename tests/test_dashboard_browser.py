@@ -361,6 +361,28 @@ def test_account_page_manages_webhooks(stack, browser, professional):
     api.close()
 
 
+def test_query_builder_downloads_the_apis_own_csv(stack, professional, tmp_path):
+    """Download CSV saves exactly the API's CSV for the same query, under the API's file name."""
+    driver = chrome(download_dir=tmp_path)
+    try:
+        sign_in(driver, stack["dash"], professional)
+        wait(driver, lambda d: css(d, "#overview-leader"))
+        open_page(driver, stack["dash"], "/query")  # window 7d, group_by keyword, Run
+        wait(driver, lambda d: css(d, "#query-rows tbody tr"))
+        css(driver, "#query-csv")[0].click()
+        wait(driver, lambda d: [f for f in tmp_path.iterdir() if f.suffix == ".csv"])
+        (saved,) = [f for f in tmp_path.iterdir() if f.suffix == ".csv"]
+    finally:
+        driver.quit()
+    body = {"window": "7d", "group_by": ["keyword"], "order_by": "suppressions", "order": "desc", "limit": 100,
+            "format": "csv"}
+    with httpx.Client(base_url=stack["api"], headers={"Authorization": f"Bearer {professional}"}) as http:
+        expected = http.post("/api/v1/signals/query", json=body)
+    assert expected.status_code == 200
+    assert f'filename="{saved.name}"' in expected.headers["content-disposition"]
+    assert saved.read_bytes() == expected.content
+
+
 def _alert(driver) -> bool:
     from selenium.common.exceptions import NoAlertPresentException
 

@@ -139,12 +139,9 @@ def download(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
         return None, ui.error_box("Choose a window first: the API needs one."), dash.no_update
     body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
                  filters[len(TEXT_FILTERS):], "csv")
-    try:
-        reply = api.fetch(ui.key_of(session), "query", body)
-    except SignalsError as error:
-        return None, ui.error_box(api.explain(error, needed_plan=api.operation("query").min_tier)), \
-            ui.meta(error=error)
+    reply, problem, meta = ui.call(session, "query", body)
+    if reply is None:
+        return None, problem, meta
     disposition = {k.lower(): v for k, v in reply.headers.items()}.get("content-disposition", "")
     match = re.search(r'filename="([^"]+)"', disposition)
-    return dcc.send_string(reply.body, match.group(1) if match else "signals-query.csv"), dash.no_update, \
-        ui.meta(reply)
+    return dcc.send_string(reply.body, match.group(1) if match else "signals-query.csv"), dash.no_update, meta

@@ -16,7 +16,7 @@ CHROMIUM = os.environ.get("SIGNALS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SIGNALS_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
 
 
-def chrome():
+def chrome(download_dir: Path | None = None):
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -29,6 +29,9 @@ def chrome():
                      "--disable-component-update", "--disable-sync", "--disable-default-apps"):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL", "performance": "ALL"})
+    if download_dir is not None:  # downloads land there without asking
+        options.add_experimental_option("prefs", {"download.default_directory": str(download_dir),
+                                                  "download.prompt_for_download": False})
     return webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
 
 
