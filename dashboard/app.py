@@ -18,8 +18,10 @@ SIGN_IN = "/sign-in"
 NAV = [("/", "Overview"), ("/keywords", "Keywords"), ("/domains", "Domains"), ("/geography", "Geography"),
        ("/trending", "Trending"), ("/activity", "Activity"), ("/query", "Query"), ("/account", "Account")]
 
+# compress: Dash's scripts (plotly.min.js alone is 4.8 MB) and callback answers go out compressed
+# to browsers that accept it (flask-compress; a first visit over a real network is the slow part).
 app = dash.Dash(__name__, use_pages=True, pages_folder="pages", title="Signals", update_title="Loading…",
-                suppress_callback_exceptions=True, serve_locally=True)
+                suppress_callback_exceptions=True, serve_locally=True, compress=True)
 server = app.server
 # Werkzeug's request log (the development server) names only paths; keep it quiet anyway.
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
