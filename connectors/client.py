@@ -25,8 +25,8 @@ API's own words. Otherwise it behaves as API clients are expected to:
   per-field `errors`.
 
 The webhook methods (account management, `operations.management`) leave the checking of their
-fields to the API, whose 400 names each one; a request that changes something (POST, PATCH) is
-retried only when it never left, so a lost answer cannot create a webhook twice.
+fields to the API, whose 400 names each one; a request that changes something (POST, PATCH,
+DELETE) is retried only when it never left, so a lost answer cannot create a webhook twice.
 
 Retries use tenacity rather than a hand loop: its retry, wait and stop policies are separate,
 composable functions (the wait reads `Retry-After`; the stop knows the 429 budget), the sleep is
@@ -63,10 +63,11 @@ _MOST_ATTEMPTS = 100  # of one request, whatever the waits (a Retry-After of 0 m
 # Failures of the connection that are safe to retry: every data operation of the API only reads.
 _RETRYABLE_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError, httpx.ReadError,
                         httpx.WriteError, httpx.PoolTimeout)
-# For a request that changes something (creating a webhook, sending a test), only failures before
-# the request left: after that the server may have acted, and a retry could do it twice.
+# For a request that changes something (creating, editing or deleting a webhook, sending a test),
+# only failures before the request left: after that the server may have acted, and a retry could
+# do it twice (or, for a DELETE, answer 404 for a webhook it had just deleted).
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
-_IDEMPOTENT = frozenset({"GET", "HEAD", "PUT", "DELETE", "OPTIONS"})
+_READS = frozenset({"GET", "HEAD", "OPTIONS"})
 
 
 class SignalsError(Exception):
@@ -318,11 +319,11 @@ class SignalsClient:
         except KeyError as exc:
             raise SignalsError.invalid([FieldError(str(exc.args[0]), "is required")]) from None
         rest = {k: v for k, v in given.items() if k not in operation.path_params}
+        reads = operation.method in _READS
         if operation.in_body:
-            response = self._send(operation.method, path, json_body=rest, safe=operation.method in _IDEMPOTENT)
+            response = self._send(operation.method, path, json_body=rest, safe=reads)
         else:
-            response = self._send(operation.method, path, params={k: query_text(v) for k, v in rest.items()},
-                                  safe=operation.method in _IDEMPOTENT)
+            response = self._send(operation.method, path, params={k: query_text(v) for k, v in rest.items()}, safe=reads)
         if response.status_code not in (200, 201, 202, 204):
             raise SignalsError.from_response(response)
         body = response.json() if response.status_code != 204 and response.content else None

@@ -161,7 +161,7 @@ class _DropsAfterSending(httpx.BaseTransport):
         raise httpx.ReadError("connection dropped", request=request)
 
 
-def test_a_create_whose_answer_is_lost_is_not_sent_twice(connect, app):
+def test_a_change_whose_answer_is_lost_is_not_sent_twice(connect, app):
     front = _DropsAfterSending(app)
     api = connect(transport=front)
     with pytest.raises(SignalsError) as lost:
@@ -170,3 +170,6 @@ def test_a_create_whose_answer_is_lost_is_not_sent_twice(connect, app):
     with pytest.raises(SignalsError):
         api.webhooks()  # a read is retried (max_retries + 1 attempts)
     assert front.sent == 1 + 1 + api.max_retries
+    with pytest.raises(SignalsError) as lost:
+        api.delete_webhook("wh_any")  # a retry would answer 404 for a webhook it had just deleted
+    assert lost.value.status is None and front.sent == 1 + 1 + api.max_retries + 1

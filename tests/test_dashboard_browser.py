@@ -313,6 +313,7 @@ def test_account_page_manages_webhooks(stack, browser, professional):
     wait(browser, lambda d: css(d, "#account-plan") and css(d, "#webhook-count"))
     settle(browser)
     assert "0 of 10 webhooks" in content(css(browser, "#webhook-count")[0])
+    assert not css(browser, "#webhook-edit")[0].is_displayed()  # nothing to act on yet
 
     # A refused field is named in the API's words, and nothing is created.
     fill(browser, "webhook-url", "ftp://example.com/hook")
@@ -327,6 +328,7 @@ def test_account_page_manages_webhooks(stack, browser, professional):
     with receiver(Answer(200)) as rec:
         fill(browser, "webhook-url", rec.url)
         assert "Created webhook" in press(browser, "webhook-create")
+        wait(browser, lambda d: css(d, "#webhook-edit")[0].is_displayed())
         secret = content(css(browser, "#webhook-secret")[0])
         (hook,) = api.webhooks()["webhooks"]
         assert secret.startswith("whsec_") and hook["url"] == rec.url and hook["threshold_pct"] == 50

@@ -49,18 +49,22 @@ def layout(**_query: str):
             dcc.Store(id="webhook-log-cursor"), ui.page_meta("account-meta"),
             dcc.Loading(html.Div(id="webhook-list"), type="default", delay_show=150),
             html.Div([
-                html.Label("selected webhook", htmlFor="webhook-select", className="control-label"),
-                dcc.RadioItems(id="webhook-select", options=[], value=None, className="radio radio-list"),
-            ], className="control"),
-            html.Div([html.Button("Edit", id="webhook-edit", n_clicks=0, className="button"),
-                      html.Button("Send test", id="webhook-test", n_clicks=0, className="button"),
-                      html.Button("Rotate secret", id="webhook-rotate", n_clicks=0, className="button"),
-                      html.Button("Delete", id="webhook-delete", n_clicks=0, className="button button-danger"),
-                      dcc.ConfirmDialog(id="webhook-confirm-delete")], className="controls"),
+                html.Div([
+                    html.Label("selected webhook", htmlFor="webhook-select", className="control-label"),
+                    dcc.RadioItems(id="webhook-select", options=[], value=None, className="radio radio-list"),
+                ], className="control"),
+                html.Div([html.Button("Edit", id="webhook-edit", n_clicks=0, className="button"),
+                          html.Button("Send test", id="webhook-test", n_clicks=0, className="button"),
+                          html.Button("Rotate secret", id="webhook-rotate", n_clicks=0, className="button"),
+                          html.Button("Delete", id="webhook-delete", n_clicks=0, className="button button-danger"),
+                          dcc.ConfirmDialog(id="webhook-confirm-delete")], className="controls"),
+            ], id="webhook-actions", hidden=True),
             dcc.Loading(html.Div(id="webhook-message"), type="dot"),
-            html.H3("Delivery log of the selected webhook (newest first)"),
-            dcc.Loading(html.Div(id="webhook-log"), type="default", delay_show=150),
-            html.Button("Older attempts", id="webhook-older", n_clicks=0, className="button-plain", hidden=True),
+            html.Div([
+                html.H3("Delivery log of the selected webhook (newest first)"),
+                dcc.Loading(html.Div(id="webhook-log"), type="default", delay_show=150),
+                html.Button("Older attempts", id="webhook-older", n_clicks=0, className="button-plain", hidden=True),
+            ], id="webhook-log-section", hidden=True),
             html.H3("New webhook", id="webhook-form-title"),
             _form(create),
             html.Div([html.Button("Create webhook", id="webhook-create", n_clicks=0, className="button"),
@@ -69,6 +73,15 @@ def layout(**_query: str):
                      className="controls"),
         ], className="webhooks"),
     ], className="page")
+
+
+def _initial(param: Any) -> Any:
+    """A form control's value for the document's default of a field."""
+    if param.type == "boolean":
+        return ["enabled"] if param.default else []
+    if param.type == "string" and not param.enum:
+        return param.default or ""
+    return param.default
 
 
 def _form(create: Any) -> html.Div:
@@ -84,11 +97,11 @@ def _form(create: Any) -> html.Div:
             controls.append(html.Div([
                 html.Label(field, htmlFor=control_id, className="control-label"),
                 dcc.Checklist(id=control_id, options=[{"label": "send alerts", "value": "enabled"}],
-                              value=["enabled"] if param.default else [], className="radio")], className="control"))
+                              value=_initial(param), className="radio")], className="control"))
         else:
             controls.append(html.Div([
                 html.Label(field, htmlFor=control_id, className="control-label"),
-                dcc.Input(id=control_id, type="url" if field == "url" else "text", value=param.default or "",
+                dcc.Input(id=control_id, type="url" if field == "url" else "text", value=_initial(param),
                           maxLength=param.schema.get("maxLength"), className="text-input",
                           placeholder="https://example.com/signals-hook" if field == "url" else ""),
                 html.Span(param.description or (param.allowed() if param.required else
@@ -99,16 +112,7 @@ def _form(create: Any) -> html.Div:
 
 def _defaults() -> list[Any]:
     create = api.operation("create_webhook")
-    values = []
-    for field, _id in FORM:
-        param = create.param(field)
-        if param.type == "boolean":
-            values.append(["enabled"] if param.default else [])
-        elif param.type == "string" and not param.enum:
-            values.append(param.default or "")
-        else:
-            values.append(param.default)
-    return values
+    return [_initial(create.param(field)) for field, _id in FORM]
 
 
 def _body(values: list[Any]) -> tuple[dict[str, Any], list[str]]:
@@ -172,6 +176,7 @@ def load(_page, session):
 
 @dash.callback(
     Output("webhook-list", "children"), Output("webhook-select", "options"), Output("webhook-select", "value"),
+    Output("webhook-actions", "hidden"), Output("webhook-log-section", "hidden"),
     Output("account-meta", "data", allow_duplicate=True),
     Input("webhooks-version", "data"), State("webhook-select", "value"), State("session", "data"),
     prevent_initial_call="initial_duplicate",
@@ -182,7 +187,7 @@ def list_webhooks(_version, selected, session):
         raise dash.exceptions.PreventUpdate
     reply, problem, meta = ui.call(session, "list_webhooks")
     if reply is None:
-        return problem, [], None, meta
+        return problem, [], None, True, True, meta
     hooks, limit = reply.body["webhooks"], reply.body["limit"]
     options = [{"label": f"{h['url']} · {h['window']} {h['dimension']} > {h['threshold_pct']:g} %"
                          + ("" if h["enabled"] else " (disabled)"), "value": h["id"]} for h in hooks]
@@ -193,7 +198,7 @@ def list_webhooks(_version, selected, session):
     listing = [count, html.Div(ui.table(shown, LIST_COLUMNS, table_id="webhook-rows"), className="table-scroll")] \
         if hooks else \
         [count, html.P("No webhook yet: fill in the form below to create one.", className="hint")]
-    return listing, options, keep, meta
+    return listing, options, keep, not hooks, not hooks, meta
 
 
 @dash.callback(
