@@ -301,7 +301,7 @@ def test_local_gate_forgets_addresses_whose_failures_aged_out():
     gate.admit("sub:1", 10, None)
     assert len(gate._windows) == 1001
     now[0] = 61.0
-    for i in range(_SWEEP_EVERY - 1000):  # the sweep comes with the next failures
+    for _ in range(_SWEEP_EVERY - 1000):  # the sweep comes with the next failures
         gate.record_auth_failure("10.9.9.9")
     assert set(gate._windows) == {"authfail:10.9.9.9"}
 
