@@ -280,6 +280,24 @@ def test_ssrf_table_refused(url):
         ssrf.check(url, allow_private=False)
 
 
+@pytest.mark.parametrize(("url", "allow_private", "accepted"), [
+    ("https://8.8.8.8/", False, True), ("https://8.8.8.8:443/", False, True), ("https://8.8.8.8:8443/", False, True),
+    ("https://8.8.8.8:0/", False, False), ("https://8.8.8.8:22/", False, False), ("https://8.8.8.8:25/", False, False),
+    ("https://8.8.8.8:6379/", False, False), ("https://8.8.8.8:80/", False, False),
+    ("https://8.8.8.8:65536/", False, False),
+    # development: http on 80/8080 anywhere, any port from 1024 on this machine or a private network
+    ("http://8.8.8.8/", True, True), ("http://8.8.8.8:8080/", True, True), ("http://8.8.8.8:22/", True, False),
+    ("http://8.8.8.8:5000/", True, False), ("http://127.0.0.1:5000/", True, True),
+    ("http://10.1.2.3:5000/", True, True), ("http://127.0.0.1:22/", True, False), ("http://127.0.0.1:0/", True, False),
+])
+def test_only_receiver_ports_are_called(url, allow_private, accepted):
+    if accepted:
+        assert ssrf.check(url, allow_private=allow_private).addresses
+    else:
+        with pytest.raises(ssrf.UrlRefused, match="port"):
+            ssrf.check(url, allow_private=allow_private)
+
+
 def test_development_setting_still_refuses_metadata_and_production_refuses_it():
     assert ssrf.check("http://127.0.0.1:8080/", allow_private=True).addresses
     for url in ("http://169.254.169.254/", "http://[fe80::1]/", "http://224.0.0.1/", "http://0.0.0.0/"):
