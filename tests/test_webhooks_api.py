@@ -67,7 +67,7 @@ def _deliver_queued(accounts: AccountStore) -> int:
 
 
 def _body(**changes: object) -> dict[str, object]:
-    return {"url": "http://127.0.0.1:9/hook", "window": "24h", "dimension": "keyword", "threshold_pct": 50,
+    return {"url": "http://127.0.0.1:9999/hook", "window": "24h", "dimension": "keyword", "threshold_pct": 50,
             "cooldown_minutes": 60, **changes}
 
 

@@ -154,7 +154,7 @@ def test_cooldown_one_alert_per_cooldown(exact_setup):
 
 def test_disabled_webhook_is_not_evaluated(exact_setup):
     client, headers, worker, _ = exact_setup
-    hook = _create(client, headers, "http://127.0.0.1:9/", enabled=False)
+    hook = _create(client, headers, "http://127.0.0.1:9999/", enabled=False)
     assert worker.run_once().queued == 0
     assert _deliveries(client, headers, hook["id"]) == []
 
