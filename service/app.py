@@ -77,7 +77,8 @@ def create_app(
         AllowHeaderMiddleware(),
         UrlLengthMiddleware(),
         QueryEncodingMiddleware(),
-        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate, client_address),
+        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds,
+                                                     stale_seconds=settings.auth_stale_seconds), gate, client_address),
         TierMiddleware(gate),
         RateLimitMiddleware(gate),
     ]
