@@ -115,3 +115,16 @@ def test_options_and_405_name_the_same_methods(client, keys, path):
         if refused.status_code == 405:
             assert set(refused.headers["allow"].split(", ")) == set(options.headers["allow"].split(", ")), method
     assert "OPTIONS" in options.headers["allow"].split(", ")
+
+
+@pytest.mark.parametrize(("logged", "shown"), [
+    ("GET /api/v1/signals/top-keywords?api_key=sig_live_AbC123&limit=3 HTTP/1.1",
+     "GET /api/v1/signals/top-keywords?api_key=[redacted]&limit=3 HTTP/1.1"),
+    ("/x?limit=3&ApiKey=abc", "/x?limit=3&ApiKey=[redacted]"), ("/x?token=t0k&access_token=a", "/x?token=[redacted]&access_token=[redacted]"),
+    ("/x?keyword=sig_test_Zz9", "/x?keyword=[redacted]"), ("/x?monkey=1&limit=2", "/x?monkey=1&limit=2"),
+    ("-", "-"),
+])
+def test_the_access_log_redacts_keys_in_urls(logged, shown):
+    from service.gunicorn_logging import redact
+
+    assert redact(logged) == shown
