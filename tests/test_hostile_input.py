@@ -128,3 +128,36 @@ def test_the_access_log_redacts_keys_in_urls(logged, shown):
     from service.gunicorn_logging import redact
 
     assert redact(logged) == shown
+
+
+def test_webhook_fields_take_what_their_schema_allows(webhooks_client, accounts):
+    """Found by the fuzz run: an integral float for an integer field, and text with characters that
+    are not printable but are not control characters either, are what the document allows."""
+    key, _ = accounts.create_key(Tier.OBSERVER, subscription=f"hostile-{uuid.uuid4().hex[:8]}")
+    headers = {"Authorization": f"Bearer {key}"}
+    created = webhooks_client.simulate_post(WEBHOOK_BASE, headers=headers, json={
+        **WEBHOOK_BODY, "cooldown_minutes": 356.0, "description": "\u00ddvYs\U000615d9 \u200b"})
+    assert created.status_code == 201, created.text
+    assert created.json["cooldown_minutes"] == 356 and isinstance(created.json["cooldown_minutes"], int)
+    for description in ("bell\x07", "line\nbreak", "c1\x85", "lone \ud800"):
+        refused = webhooks_client.simulate_patch(  # json.dumps escapes the lone surrogate as \ud800
+            f"{WEBHOOK_BASE}/{created.json['id']}", body=json.dumps({"description": description}),
+            headers={**headers, "Content-Type": "application/json"})
+        assert_problem(refused, 400)
+        assert _names(refused) == ["description"]
+    for cooldown in (356.5, "60", True):
+        refused = webhooks_client.simulate_patch(f"{WEBHOOK_BASE}/{created.json['id']}", headers=headers,
+                                                 json={"cooldown_minutes": cooldown})
+        assert _names(refused) == ["cooldown_minutes"]
+
+
+def test_deliveries_before_is_bounded_by_what_the_database_holds(webhooks_client, accounts):
+    key, _ = accounts.create_key(Tier.OBSERVER, subscription=f"hostile-{uuid.uuid4().hex[:8]}")
+    headers = {"Authorization": f"Bearer {key}"}
+    hook = webhooks_client.simulate_post(WEBHOOK_BASE, headers=headers, json=WEBHOOK_BODY).json
+    path = f"{WEBHOOK_BASE}/{hook['id']}/deliveries"
+    assert webhooks_client.simulate_get(path, headers=headers, params={"before": str(2**63 - 1)}).status_code == 200
+    for before in (str(2**63), "9" * 40, "-1", "١"):
+        refused = webhooks_client.simulate_get(path, headers=headers, params={"before": before})
+        assert_problem(refused, 400)
+        assert _names(refused) == ["before"]

@@ -6,7 +6,7 @@ from typing import Any
 
 from service.errors import WEBHOOK_LIMIT, problem_type
 from service.webhooks.fields import FIELD_SCHEMAS, MAX_WEBHOOKS_PER_SUBSCRIPTION, REQUIRED
-from service.webhooks.resources import DELIVERIES_LIMIT, WEBHOOK_PATH, WEBHOOKS_PATH
+from service.webhooks.resources import DELIVERIES_LIMIT, MAX_BEFORE, WEBHOOK_PATH, WEBHOOKS_PATH
 
 _TIME = {"type": "string", "format": "date-time"}
 WEBHOOK_SCHEMA: dict[str, Any] = {
@@ -111,7 +111,7 @@ def webhook_paths() -> dict[str, Any]:
                            {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": low,
                                                                        "maximum": high, "default": default}},
                            {"name": "before", "in": "query", "schema": {"type": "integer", "minimum": 0,
-                                                                        "maximum": 2**63 - 1}}]),
+                                                                        "maximum": MAX_BEFORE}}]),
         },
         WEBHOOK_PATH + "/rotate-secret": {
             "post": _op(WEBHOOK_PATH, "rotate_webhook_secret", "Rotate the signing secret",

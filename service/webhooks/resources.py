@@ -140,7 +140,7 @@ class WebhookResource(_Base):
                 limit = int(raw)
         raw = req.params.get("before")
         if raw is not None:
-            if not _is_digits(raw) or len(raw) > 19:
+            if not _is_digits(raw) or int(raw) > MAX_BEFORE:
                 errors.append(FieldError("before", "must be the next_before of the previous page"))
             else:
                 before = int(raw)
@@ -159,6 +159,9 @@ class WebhookResource(_Base):
             resp.append_link(f"{WEBHOOK_PATH.format(webhook_id=webhook_id)}/deliveries?limit={limit}"
                              f"&before={next_before}", "next")
         _json(resp, body)
+
+
+MAX_BEFORE = 2**63 - 1  # the largest id a database's BIGINT holds
 
 
 def _is_digits(raw: object) -> bool:
