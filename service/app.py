@@ -74,8 +74,8 @@ def create_app(
         RequestIdMiddleware(),
         UrlLengthMiddleware(),
         AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate, client_address),
-        TierMiddleware(gate, client_address),
-        RateLimitMiddleware(gate, client_address),
+        TierMiddleware(gate),
+        RateLimitMiddleware(gate),
     ]
     app = falcon.App(middleware=middleware)
     app.req_options.keep_blank_qs_values = True  # '?limit=' is an error, not "use the default"

@@ -43,6 +43,9 @@ def read_json_body(req: falcon.Request) -> Any:
     except json.JSONDecodeError as exc:
         reason = f"is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None
+    except ValueError:  # an integer of more digits than Python converts (sys.get_int_max_str_digits)
+        reason = "holds a number with too many digits"
+        raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None
     except RecursionError:
         reason = "is nested too deeply"
         raise Problem(400, f"The request body {reason}.", errors=[FieldError("body", reason)]) from None
@@ -54,8 +57,24 @@ def read_json_body(req: falcon.Request) -> Any:
     return body
 
 
+_STALLED = (TimeoutError, ConnectionResetError)  # what the server's input raises when the client stops sending
+
+
+def _stalled() -> Problem:
+    return Problem(408, "The request body did not arrive in time; send the whole request again.",
+                   errors=[FieldError("body", "stopped arriving before its end")])
+
+
 def _read_bounded(req: falcon.Request) -> bytes:
-    """Up to MAX_BODY_BYTES of the body; 413 past that, whether announced or found while reading."""
+    """Up to MAX_BODY_BYTES of the body; 413 past that, whether announced or found while reading;
+    408 when the client stops sending before its end (service/gunicorn_worker.py times it out)."""
+    try:
+        return _read_bounded_body(req)
+    except _STALLED:
+        raise _stalled() from None
+
+
+def _read_bounded_body(req: falcon.Request) -> bytes:
     if req.content_length is not None:
         if req.content_length > MAX_BODY_BYTES:
             raise Problem(413, f"The request body is {req.content_length} bytes; at most {MAX_BODY_BYTES} are accepted.")
@@ -83,6 +102,8 @@ def _read_terminated(stream: Any, limit: int) -> bytes:
                 break
             parts.append(part)
             size += len(part)
+    except _STALLED:
+        raise
     except Exception:  # the server's framing errors (a bad chunk size, a body cut short) have no common base
         raise Problem(400, "The chunked request body is malformed or ended early.",
                       errors=[FieldError("body", "is not valid chunked transfer coding")]) from None
