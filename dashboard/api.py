@@ -145,8 +145,9 @@ def explain(error: SignalsError, *, needed_plan: str | None = None) -> str:
                 f"(after {time.strftime('%H:%M:%S', time.gmtime(time.time() + wait))} UTC).") if wait is not None \
             else "Try again in a minute."
         if address_blocked(error):
-            return ("Too many keys that were not accepted came from your network address recently, so the Signals "
-                    f"API is refusing requests from it for a while. This is not your plan's limit. {when}")
+            return ("That key was not accepted, and too many keys that were not accepted came from your network "
+                    "address recently, so the Signals API refuses unknown keys from it for a while. This is not your "
+                    f"plan's limit (a valid key is still served). Check the key. {when}")
         return f"Too many requests for your plan's limit. {when} {error.detail or ''}".strip()
     if error.status in (404, 409):  # a webhook that is gone; the webhook limit (the API's words)
         return error.detail
