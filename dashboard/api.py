@@ -39,6 +39,15 @@ def api_url() -> str:
     return _SETTINGS.api_url
 
 
+class _ViewerClient(SignalsClient):
+    """The shared client for one viewer, reading the document this process already read
+    (`operations`, kept a few minutes) instead of fetching it once per client."""
+
+    @property
+    def operations(self) -> Operations:
+        return operations()
+
+
 def caller() -> str | None:
     """The X-Forwarded-For naming the viewer of the request being served: its peer address, or the
     chain a proxy in SIGNALS_TRUSTED_PROXIES sent with the peer appended. None outside a request."""
@@ -55,7 +64,7 @@ def _client(key: str | None, forwarded_for: str | None) -> SignalsClient:
     with _lock:
         client = _clients.get(name)
         if client is None:
-            client = SignalsClient(_SETTINGS.api_url, key or "", timeout=30.0, connect_timeout=3.0, max_retries=1,
+            client = _ViewerClient(_SETTINGS.api_url, key or "", timeout=30.0, connect_timeout=3.0, max_retries=1,
                                    max_rate_limit_wait=0.0, backoff=0.2, forwarded_for=forwarded_for)
             _clients[name] = client
         return client
@@ -94,7 +103,14 @@ def fetch(key: str | None, name: str, arguments: Mapping[str, Any] | None = None
 
 
 def account(key: str) -> Reply:
-    return fetch(key, "account")
+    """Sign-in's check of a key, with a client of its own that is closed afterwards: wrong keys
+    (a burst of them, perhaps) never take the place of viewers' clients in `_clients`."""
+    client = _ViewerClient(_SETTINGS.api_url, key, timeout=30.0, connect_timeout=3.0, max_retries=1,
+                           max_rate_limit_wait=0.0, backoff=0.2, forwarded_for=caller())
+    try:
+        return client.fetch("account", {})
+    finally:
+        client.close()
 
 
 @dataclasses.dataclass(frozen=True)
