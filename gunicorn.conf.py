@@ -65,6 +65,7 @@ graceful_timeout = 20
 keepalive = 5
 max_requests = 0       # workers keep their loaded data; no periodic recycling
 accesslog = "-"        # the default access log format has no Authorization header and no body
+logger_class = "service.gunicorn_logging.Logger"  # and keys put in the URL are redacted
 errorlog = "-"
 loglevel = _settings.log_level
 forwarded_allow_ips = "127.0.0.1"

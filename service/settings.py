@@ -72,6 +72,8 @@ class Settings:
     # connection is answered 408 and closed (service/gunicorn_worker.py).
     client_timeout_seconds: float = 5.0
     auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
+    # While the accounts database is down, keys accepted this recently keep working (service/accounts/cached.py).
+    auth_stale_seconds: int = 600
     cache_responses: bool = True  # off: every request is computed (rate limits still apply)
     process_cache_mb: int = 64  # cached bodies each worker keeps in its memory (served alone while Redis is down)
     # Privacy (docs/privacy.md): budget per measure, per-user caps per cell, minimum users k.
@@ -104,6 +106,8 @@ class Settings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):  # noise can be made smaller, never switched off
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
+        if not 0 <= self.auth_stale_seconds <= 86_400:
+            raise SettingsError("SIGNALS_AUTH_STALE_SECONDS must be between 0 and 86400")
         if not 1 <= self.web_threads <= 256:
             raise SettingsError("SIGNALS_WEB_THREADS must be between 1 and 256")
         if not (math.isfinite(self.client_timeout_seconds) and 0.5 <= self.client_timeout_seconds <= 300):
@@ -191,6 +195,7 @@ class Settings:
             web_threads=integer("SIGNALS_WEB_THREADS", 8),
             client_timeout_seconds=number("SIGNALS_CLIENT_TIMEOUT_SECONDS", 5.0),
             auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
+            auth_stale_seconds=integer("SIGNALS_AUTH_STALE_SECONDS", 600),
             cache_responses=boolean("SIGNALS_CACHE_RESPONSES", True),
             process_cache_mb=integer("SIGNALS_PROCESS_CACHE_MB", 64),
             privacy_epsilon_suppressions=number("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0),

@@ -9,11 +9,10 @@ from __future__ import annotations
 import logging
 
 import falcon
-from sqlalchemy.exc import SQLAlchemyError
 
 from cache import Gate
 from service.accounts import AuthFailure, Principal
-from service.accounts.cached import CachedAuthenticator
+from service.accounts.cached import AccountsUnavailable, CachedAuthenticator
 from service.errors import Problem
 from service.middleware.client_address import ClientAddress
 from service.middleware.rate_limit import rate_limit_headers, refuse_blocked_address
@@ -65,8 +64,7 @@ class AuthenticationMiddleware:
             return
         try:
             outcome = self._accounts.authenticate(bearer_token(req))
-        except SQLAlchemyError as exc:
-            log.error("accounts database unavailable: %s", type(exc).__name__)
+        except AccountsUnavailable:  # logged once per outage by the authenticator
             raise Problem(503, "Keys cannot be checked right now; retry shortly.", headers={"Retry-After": "5"}) from None
         if isinstance(outcome, AuthFailure):
             if outcome is not AuthFailure.MISSING:

@@ -25,7 +25,7 @@ DEFAULTS: dict[str, Any] = {"metric": "suppressions", "min_baseline": 10.0, "ena
 # JSON Schema of the writable fields (OpenAPI), the same bounds as `check_fields`.
 FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "url": {"type": "string", "format": "uri", "maxLength": ssrf.MAX_URL_LENGTH,
-            "description": "https URL; its host must resolve only to public addresses (checked again at each "
+            "description": "https URL on port 443 or 8443; its host must resolve only to public addresses (checked again at each "
                            "delivery)."},
     "window": {"type": "string", "enum": list(TRENDING_WINDOWS), "description": "Trending window, as GET /trending."},
     "dimension": {"type": "string", "enum": list(TRENDING_DIMENSIONS)},
@@ -42,7 +42,11 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
 
 
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number (of any size: only floats can be infinite; an int too large for a float is
+    refused by the bounds that follow, never converted first)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def check_field(name: str, value: Any, *, allow_private: bool) -> tuple[Any, FieldError | None]:
