@@ -2,10 +2,11 @@
 that queues test deliveries for the worker does: 202 `{"delivery_id": ..., "attempt": null}`.
 Everything else is relayed as it is.
 
-`mode="queued"`: the request is relayed (the API sends the test at once) and its answer rewritten
-to 202 with the same delivery_id and no attempt, so the attempt is already in the delivery log
-when the dashboard looks. `mode="never"`: nothing is relayed and the delivery_id is one that never
-appears in the log (a worker that is not running)."""
+`mode="queued"`: the request is relayed; an API that queues answers 202 itself (its worker sends
+the test), and an older one that sent it at once (200 with the attempt) has its answer rewritten to
+202 with the same delivery_id and no attempt (the attempt is then in the log already).
+`mode="never"`: nothing is relayed and the delivery_id is one that never appears in the log (a
+worker that is not running)."""
 
 from __future__ import annotations
 
