@@ -45,6 +45,9 @@ DIMENSIONS = {
     KEYWORD_CHANGES: ("keyword", "action", "platform", "country"),
 }
 
+# The geographic levels of a suppression, coarsest first.
+GEO_LEVELS = ("country", "region", "county", "city")
+
 PLATFORMS = ("chrome", "firefox", "safari", "edge", "ios", "android", "other")
 PAGE_CONTEXTS = ("feed", "search", "comments", "article", "video", "profile", "other")
 ACTIONS = ("add", "remove", "edit")
