@@ -37,7 +37,8 @@ def _partitions(data_dir: Path, generation: int) -> list[str]:
 
 
 def _merged(old: pl.DataFrame, new: pl.DataFrame, table: str) -> pl.DataFrame:
-    old, new = snapshot.recode(old, snapshot.encode(new, table), table)
+    """The rows of two encoded tables as one (see the module's docstring)."""
+    old, new = snapshot.recode(old, new, table)
     if not old.height or not new.height or new.get_column("ts")[0] >= old.get_column("ts")[-1]:
         return pl.concat([old, new], rechunk=True)
     return pl.concat([old, new]).sort("ts", maintain_order=True)
@@ -57,10 +58,15 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
     meta = snapshot.meta_record(generation, partitions, versions)
     previous = snapshot.snapshot_dir(data_dir, generation - 1)
     base = None
-    with contextlib.suppress(FileNotFoundError, ValueError):
-        held = set(snapshot.read_meta(previous).get("partitions", []))
-        if held | set(landed_files) == set(partitions) and not held & set(landed_files):
-            base = snapshot.read(previous)
+    linked = True  # tables the landing does not touch can be linked from `previous`
+    if set(partitions) == set(landed_files):  # nothing before this landing: build on empty tables
+        empty = {table: snapshot.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table) for table in schema.TABLES}
+        base, linked = (empty, day_spans.day_spans(empty[schema.SUPPRESSIONS]), {}), False
+    else:
+        with contextlib.suppress(FileNotFoundError, ValueError):
+            held = set(snapshot.read_meta(previous).get("partitions", []))
+            if held | set(landed_files) == set(partitions) and not held & set(landed_files):
+                base = snapshot.read(previous)
     if base is None:
         log.info("snapshot of generation %d: reading %d partition files", generation, len(partitions))
         tables = {table: reader.read_table(data_dir, table, generation) for table in schema.TABLES}
@@ -68,14 +74,16 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
         return staged
     old_tables, old_spans, _meta = base
     added = {table: landed.get(table) for table in schema.TABLES}
-    changed = {table: frame for table, frame in added.items() if frame is not None and frame.height}
+    changed = {table: snapshot.encode(frame, table) for table, frame in added.items() if frame is not None and frame.height}
     tables = {table: _merged(old_tables[table], frame, table) for table, frame in changed.items()}
+    if not linked:
+        tables = {table: tables.get(table, old_tables[table]) for table in schema.TABLES}
     new_rows = changed.get(schema.SUPPRESSIONS)
     spans = old_spans
     if new_rows is not None:
-        spans = day_spans.merge(old_spans, day_spans.day_spans(snapshot.encode(new_rows, schema.SUPPRESSIONS)))
+        spans = day_spans.merge(old_spans, day_spans.day_spans(new_rows))
     snapshot.write(staged, tables, spans, meta, before_file)
     for table in schema.TABLES:
-        if table not in changed:
+        if table not in tables:
             os.link(previous / f"{table}.arrow", staged / f"{table}.arrow")
     return staged
