@@ -89,7 +89,10 @@ def encode(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     dimensions = schema.DIMENSIONS[table]
     values = stored.select(pl.col(d).drop_nulls().unique().sort().implode() for d in dimensions).collect()
     enums = {d: pl.Enum(values.get_column(d)[0]) for d in dimensions}
-    return stored.with_columns(pl.col(d).cast(enums[d]) for d in dimensions).sort("ts").collect()
+    encoded = stored.with_columns(pl.col(d).cast(enums[d]) for d in dimensions).collect()
+    if encoded.get_column("ts").is_sorted():  # landings usually come in time order: no sort needed
+        return encoded.with_columns(pl.col("ts").set_sorted())
+    return encoded.sort("ts")
 
 
 def enum_categories(frame: pl.DataFrame, column: str) -> pl.Series:
@@ -121,7 +124,7 @@ def _arrow_table(frame: pl.DataFrame, table: str) -> pa.Table:
         series = frame.get_column(column)
         if column in dimensions:
             indices = series.to_physical().to_arrow()
-            dictionary = pa.array(enum_categories(frame, column).to_list(), type=pa.large_string())
+            dictionary = enum_categories(frame, column).to_arrow().cast(pa.large_string())
             array: pa.Array = pa.DictionaryArray.from_arrays(indices, dictionary)
         else:
             array = series.to_arrow()
