@@ -41,7 +41,7 @@ log = logging.getLogger(__name__)
 class EventFrames:
     """One consistent view of both event tables (compared and hashed by identity)."""
 
-    suppressions: pl.DataFrame      # stored schema, sorted by ts; dimension columns Categorical
+    suppressions: pl.DataFrame      # stored schema, sorted by ts; dimension columns Enum (snapshot.encode)
     keyword_changes: pl.DataFrame   # same
     generation: int                 # data generation the frames were loaded at
     last_event: datetime | None     # max ts over both tables; None when both are empty

@@ -39,7 +39,7 @@ KEYWORD_CHANGES_SCHEMA: dict[str, pl.DataType] = {
 
 SCHEMAS = {SUPPRESSIONS: SUPPRESSIONS_SCHEMA, KEYWORD_CHANGES: KEYWORD_CHANGES_SCHEMA}
 
-# Columns that are low-cardinality dimensions: held as Categorical in memory.
+# Columns that are low-cardinality dimensions: held as Enum (codes into sorted values) in memory.
 DIMENSIONS = {
     SUPPRESSIONS: ("keyword", "domain", "platform", "page_context", "country", "region", "county", "city"),
     KEYWORD_CHANGES: ("keyword", "action", "platform", "country"),
