@@ -157,7 +157,6 @@ def test_a_generation_landed_while_requests_run(tmp_path: Path) -> None:
             while not any(generation == before + 1 for _n, _a, generation, _b in seen[-12:]):
                 assert time.monotonic() < deadline, "the workers did not take up the new generation"
                 time.sleep(0.2)
-            time.sleep(2)  # both workers have checked GENERATION by now (every second)
         finally:
             stop.set()
             for thread in threads:
@@ -165,9 +164,15 @@ def test_a_generation_landed_while_requests_run(tmp_path: Path) -> None:
         # The old snapshot was removed after publishing, while workers still mapped it.
         assert not old_snapshot.exists()
         assert set(snapshot.existing(data_dir)) == {before + 1}
-        tail = [generation for _n, _a, generation, _b in seen[-12:]]
-        assert set(tail) == {before + 1}, tail
+        # Past the workers' check interval (1 s), every request is answered from the new
+        # generation, by whichever worker.
+        time.sleep(2)
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+            after = [http.post("/api/v1/signals/query", json=QUERY) for _ in range(6)]
+        assert {int(r.headers["X-Signals-Data-Generation"]) for r in after} == {before + 1}, log
         maps = process_memory.tree_usage(pid, under=snapshot.snapshots_dir(data_dir))
+        # No request holds the old generation any more: its mappings are gone with it.
+        mapped = set().union(*(process_memory.mapped_files(p.pid, snapshot.snapshots_dir(data_dir)) for p in maps))
     assert failures == []
     assert "Traceback" not in log[0], log[0]
     # No response mixes generations: per request, hour and generation, one body; and the landing
@@ -181,3 +186,5 @@ def test_a_generation_landed_while_requests_run(tmp_path: Path) -> None:
         assert set(by_generation) == {before, before + 1}
         assert by_generation[before] != by_generation[before + 1]
     assert any(p.mapped_rss for p in maps)  # the workers map the new snapshot
+    assert mapped and all(str(snapshot.snapshot_dir(data_dir, before + 1)) in path for path in mapped), mapped
+    assert not any(path.endswith("(deleted)") for path in mapped), mapped

@@ -77,3 +77,14 @@ def tree_usage(pid: int, under: Path | None = None) -> list[Usage]:
         except (FileNotFoundError, ProcessLookupError):
             continue
     return found
+
+
+def mapped_files(pid: int, under: Path) -> set[str]:
+    """The files under a directory that a process maps (a deleted one ends in " (deleted)")."""
+    prefix = str(Path(under).resolve())
+    found = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith(prefix):
+            found.add(parts[5])
+    return found
