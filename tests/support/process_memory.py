@@ -18,6 +18,7 @@ class Usage:
     pid: int
     rss: int  # bytes
     pss: int  # bytes
+    anonymous: int  # bytes of private, not file-backed memory
     mapped_pss: int = 0  # bytes of PSS from files under the directory asked about (0 if none asked)
     mapped_rss: int = 0
 
@@ -65,7 +66,7 @@ def usage(pid: int, under: Path | None = None) -> Usage:
                 mapped_pss += int(head[1]) * 1024
             elif inside and head[0] == "Rss:":
                 mapped_rss += int(head[1]) * 1024
-    return Usage(pid, values.get("Rss", 0), values.get("Pss", 0), mapped_pss, mapped_rss)
+    return Usage(pid, values.get("Rss", 0), values.get("Pss", 0), values.get("Anonymous", 0), mapped_pss, mapped_rss)
 
 
 def tree_usage(pid: int, under: Path | None = None) -> list[Usage]:
