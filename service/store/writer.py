@@ -17,9 +17,9 @@ GENERATION + 1 in steps, each safe to be killed in:
    are deleted: processes that still map them keep reading them until they let go.
 
 Readers take only files (and the snapshot) of generations up to GENERATION (`reader`), so before
-step 5 nothing of generation N is visible, and after it all of it is. An exception on the way removes what this call
-wrote; a killed writer leaves its files behind, and `sweep` (run by the next writer, and by the web
-process at start) removes them, with a log line saying what it removed.
+step 5 nothing of generation N is visible, and after it all of it is. An exception on the way
+removes what this call wrote; a killed writer leaves its files behind, and `sweep` (run by the next
+writer, and by the web process at start) removes them, with a log line saying what it removed.
 
 `landed_sources` answers "is this file already in the store?" from the manifests of published
 generations, so that running an ingest again after a crash does not land the same rows twice.
@@ -50,8 +50,8 @@ log = logging.getLogger(__name__)
 COMPRESSION = "zstd"
 
 # on_stage(stage, done, total) is called before each step of a landing: "staging" and "renaming"
-# before each file, "snapshot" before each file of the snapshot, "publishing" when GENERATION's new value is written but not yet renamed into
-# place, "published" after. For callers that follow progress (the command line passes none); the
+# before each file, "snapshot" before each file of the snapshot, "publishing" when GENERATION's new
+# value is written but not yet renamed into place, "published" after. For callers that follow progress (the command line passes none); the
 # crash tests pause a real ingest there to kill it (tests/support/pausing_ingest.py).
 StageCallback = Callable[[str, int, int], None]
 
