@@ -5,6 +5,9 @@ from __future__ import annotations
 
 import datetime as dt
 import os
+import threading
+import time
+import weakref
 from pathlib import Path
 
 import polars as pl
@@ -117,3 +120,23 @@ def test_a_generation_whose_snapshot_went_away_is_read_again(tmp_path: Path, mon
     real = layout.read_generation
     monkeypatch.setattr(reader.layout, "read_generation", lambda data_dir: next(reads, None) or real(data_dir))
     assert reader.EventStore(tmp_path).snapshot().generation == 2
+
+
+def test_a_following_store_lets_go_of_a_replaced_generation_without_requests(tmp_path: Path) -> None:
+    writer.write_tables(tmp_path, {schema.SUPPRESSIONS: fx.suppressions_frame(),
+                                   schema.KEYWORD_CHANGES: fx.keyword_changes_frame()})
+    store = reader.EventStore(tmp_path, check_interval=0.05)
+    first = weakref.ref(store.snapshot())
+    stop = threading.Event()
+    follower = threading.Thread(target=store.follow, args=(stop,), daemon=True)
+    follower.start()
+    try:
+        writer.write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
+        deadline = time.monotonic() + 10
+        while first() is not None:  # nothing but the follower asks the store for its snapshot
+            assert time.monotonic() < deadline, "the replaced generation is still held"
+            time.sleep(0.05)
+    finally:
+        stop.set()
+        follower.join()
+    assert store.snapshot().generation == 2

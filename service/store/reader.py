@@ -210,6 +210,16 @@ class EventStore:
         finally:
             self._lock.release()
 
+    def follow(self, stop: threading.Event) -> None:
+        """Check for a new generation every `check_interval` seconds until `stop` is set (a web
+        worker runs this in a thread): an idle process then lets go of a replaced generation's
+        mapped files too, instead of holding them until its next request."""
+        while not stop.wait(self._check_interval):
+            try:
+                self.snapshot()
+            except Exception:  # the next round retries; requests keep the snapshot they have
+                log.exception("following the data generation failed")
+
     def _load(self) -> EventFrames:
         # Read the generation before the files, and take only files up to it: a landing published
         # during the load is left out whole, and the next check picks it up. When the snapshot of
