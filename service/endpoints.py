@@ -33,6 +33,16 @@ def _window(choices: tuple[str, ...], default: str | None) -> Param:
     )
 
 
+AS_OF = Param(
+    "as_of", "string",
+    "End the window at this earlier hour instead of the current as_of: an ISO 8601 UTC hour such as "
+    "2026-11-20T13:00:00Z, not after the current as_of and not before the data's first hour plus the window. "
+    "The same request with the current as_of (or without as_of) gives the same answer byte for byte; a past "
+    "as_of keeps its answer until data for the dates it covers change. Last-Modified and X-Signals-As-Of carry it.",
+    max_length=40, format="date-time",
+)
+
+
 def _limit(maximum: int, default: int) -> Param:
     return Param("limit", "integer", "Maximum number of records returned.", default=default, minimum=1, maximum=maximum)
 
@@ -200,7 +210,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         name="top_keywords", tool="signals_top_keywords", method="GET", path="/top-keywords",
         min_tier=Tier.OBSERVER, summary="Top keywords",
         description="The most suppressed keywords globally, ranked by total suppression count.",
-        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50)),
+        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50), AS_OF),
         records_field="keywords", record_schema=TOP_KEYWORD, echo=("window",),
         build=lambda v: rq.TopKeywords(**v),
     ),
@@ -211,7 +221,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "The keyword is normalised (Unicode NFKC, case-folded, spaces collapsed) before matching.",
         params=(Param("keyword", "string", "The keyword (any spelling; it is normalised).", required=True,
                       **_KEYWORD_TEXT),
-                _window(LONG_WINDOWS, "7d"), _bucket()),
+                _window(LONG_WINDOWS, "7d"), _bucket(), AS_OF),
         records_field="timeseries", record_schema=TIME_BUCKET, echo=("keyword", "window", "bucket"),
         build=lambda v: rq.KeywordTimeseries(**v),
     ),
@@ -222,7 +232,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "The domain is reduced to its registrable domain as stored (https://old.reddit.com/r/x -> reddit.com).",
         params=(Param("domain", "string", "A domain name, e.g. reddit.com.", required=True,
                       normalise=query_domain, min_length=1, max_length=253, not_blank=True),
-                _window(LONG_WINDOWS, "7d"), _bucket()),
+                _window(LONG_WINDOWS, "7d"), _bucket(), AS_OF),
         records_field="timeseries", record_schema=TIME_BUCKET, echo=("domain", "window", "bucket"),
         build=lambda v: rq.DomainTimeseries(**v),
     ),
@@ -231,7 +241,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         min_tier=Tier.OBSERVER, summary="Geo heat map",
         description="Geographic distribution of all suppression activity at one level, most active first.",
         params=(_window(SHORT_WINDOWS, "24h"),
-                Param("level", "string", "Geographic level.", default="country", enum=rq.GEO_LEVELS)),
+                Param("level", "string", "Geographic level.", default="country", enum=rq.GEO_LEVELS), AS_OF),
         records_field="regions", record_schema=GEO_RECORD, echo=("window", "level"),
         build=lambda v: rq.GeoHeat(**v),
     ),
@@ -252,7 +262,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                 Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS),
                 _limit(500, 50),
                 Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
-                      default=10, minimum=0)),
+                      default=10, minimum=0), AS_OF),
         records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
         build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
         extra=_trending_extra,
@@ -265,7 +275,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "by total_events.",
         params=(_window(SHORT_WINDOWS, "24h"),
                 Param("type", "string", "Kind of change.", default="all", enum=rq.ACTIVITY_TYPES),
-                _limit(500, 50)),
+                _limit(500, 50), AS_OF),
         records_field="keywords", record_schema=ACTIVITY_RECORD, echo=("window", "type"),
         build=lambda v: rq.KeywordActivity(**v),
     ),
@@ -285,6 +295,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             _limit(1000, 100),
             Param("format", "string", "Response format: json, or csv (a downloadable file).", default="json",
                   enum=("json", "csv")),
+            AS_OF,
         ),
         records_field="results", record_schema=QUERY_RECORD, echo=("window", "bucket", "group_by"),
         build=_build_query, check=_check_query, check_schema=_QUERY_CHECK_SCHEMA,

@@ -45,12 +45,15 @@ class Param:
     # then gives the value that is matched (it may be longer, or empty: it then matches nothing).
     normalise: Callable[[str], str] | None = None
     not_blank: bool = False  # strings: white space alone is refused
+    format: str | None = None  # JSON Schema `format` (documentation: `date-time`)
 
     def json_schema(self) -> dict[str, Any]:
         """JSON Schema (2020-12, as used by OpenAPI 3.1) of this parameter."""
         schema: dict[str, Any] = {"type": self.type}
         if self.description:
             schema["description"] = self.description
+        if self.format is not None:
+            schema["format"] = self.format
         if self.enum is not None:
             schema["enum"] = list(self.enum)
         for key, value in (
