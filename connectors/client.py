@@ -158,22 +158,28 @@ class SignalsClient:
     # tests/test_client.py checks that these names are exactly the document's.
 
     def top_keywords(self, *, window: str | None = None, limit: int | None = None, as_of: str | None = None,
-                     frame: bool = False) -> Any:
-        return self.call("top_keywords", {"window": window, "limit": limit, "as_of": as_of}, frame=frame)
+                     compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
+        return self.call("top_keywords", {"window": window, "limit": limit, "as_of": as_of, "compare": compare,
+                                          "intervals": intervals}, frame=frame)
 
     def keyword_timeseries(self, keyword: str | None = None, *, window: str | None = None, bucket: str | None = None,
-                           as_of: str | None = None, frame: bool = False) -> Any:
+                           as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
+                           frame: bool = False) -> Any:
         return self.call("keyword_timeseries", {"keyword": keyword, "window": window, "bucket": bucket,
-                                                "as_of": as_of}, frame=frame)
+                                                "as_of": as_of, "compare": compare, "intervals": intervals},
+                         frame=frame)
 
     def domain_timeseries(self, domain: str | None = None, *, window: str | None = None, bucket: str | None = None,
-                          as_of: str | None = None, frame: bool = False) -> Any:
+                          as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
+                          frame: bool = False) -> Any:
         return self.call("domain_timeseries", {"domain": domain, "window": window, "bucket": bucket,
-                                               "as_of": as_of}, frame=frame)
+                                               "as_of": as_of, "compare": compare, "intervals": intervals},
+                         frame=frame)
 
     def geo_heat(self, *, window: str | None = None, level: str | None = None, as_of: str | None = None,
-                 frame: bool = False) -> Any:
-        return self.call("geo_heat", {"window": window, "level": level, "as_of": as_of}, frame=frame)
+                 compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
+        return self.call("geo_heat", {"window": window, "level": level, "as_of": as_of, "compare": compare,
+                                      "intervals": intervals}, frame=frame)
 
     def trending(self, *, window: str | None = None, dimension: str | None = None, metric: str | None = None,
                  limit: int | None = None, min_baseline: float | None = None, as_of: str | None = None,
@@ -182,17 +188,19 @@ class SignalsClient:
                                       "min_baseline": min_baseline, "as_of": as_of}, frame=frame)
 
     def keyword_activity(self, *, window: str | None = None, type: str | None = None, limit: int | None = None,
-                         as_of: str | None = None, frame: bool = False) -> Any:
-        return self.call("keyword_activity", {"window": window, "type": type, "limit": limit, "as_of": as_of},
-                         frame=frame)
+                         as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
+                         frame: bool = False) -> Any:
+        return self.call("keyword_activity", {"window": window, "type": type, "limit": limit, "as_of": as_of,
+                                              "compare": compare, "intervals": intervals}, frame=frame)
 
     def query(self, *, window: str | None = None, filters: Mapping[str, list[str]] | None = None,
               group_by: list[str] | None = None, bucket: str | None = None, order_by: str | None = None,
               order: str | None = None, limit: int | None = None, format: str | None = None,
-              as_of: str | None = None, frame: bool = False) -> Any:
+              as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
+              frame: bool = False) -> Any:
         return self.call("query", {"window": window, "filters": filters, "group_by": group_by, "bucket": bucket,
                                    "order_by": order_by, "order": order, "limit": limit, "format": format,
-                                   "as_of": as_of}, frame=frame)
+                                   "as_of": as_of, "compare": compare, "intervals": intervals}, frame=frame)
 
     def account(self) -> dict[str, Any]:
         """Who the key belongs to: subscription, plan, requests per minute, the endpoints the

@@ -80,6 +80,21 @@ def parse_as_of(text: str, accepted: AsOfRange) -> dt.datetime:
     return moment
 
 
+def previous_period_error(window: str, as_of: dt.datetime, first_event: dt.datetime | None) -> str | None:
+    """Why the period before the window cannot be compared (it would start before the data's first
+    hour, so the same request one window earlier is refused too); None when it can."""
+    if first_event is None:
+        return None
+    start = as_of - 2 * window_delta(window)
+    first = floor_hour(first_event)
+    if start >= first:
+        return None
+    earliest = first + 2 * window_delta(window)
+    return (f"cannot compare with the previous period: it would start at {iso_z(start)}, before the data's first "
+            f"hour {iso_z(first)}; with window {window}, compare needs an as_of from {iso_z(earliest)} "
+            f"(or a shorter window)")
+
+
 def previous_as_of(window: str, as_of: dt.datetime) -> dt.datetime:
     """The end of the previous period: the same length, ending where the window starts."""
     return as_of - window_delta(window)

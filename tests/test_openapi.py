@@ -78,5 +78,8 @@ def test_response_schemas_describe_records(client):
     doc = openapi(client)
     ok = doc["paths"][BASE + "/top-keywords"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     record = ok["properties"]["keywords"]["items"]
-    assert set(record["properties"]) == {"keyword_raw", "suppressions", "users_est", "rank"}
+    assert record["required"] == ["keyword_raw", "suppressions", "users_est", "rank"]  # the spec's fields
+    # and the optional ones of compare and intervals (issue 25), nothing else
+    assert set(record["properties"]) == {*record["required"], "previous", "change", "intervals"}
+    assert record["additionalProperties"] is False
     assert "disclaimer" in ok["required"]

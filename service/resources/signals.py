@@ -28,7 +28,7 @@ from service.engine import Engine
 from service.engine import cost as query_cost
 from service.errors import COMPUTATION_TIMEOUT, Problem
 from service.params import FieldError, ValidationFailed, parse_body, parse_query
-from service.periods import AsOfError, as_of_range, parse_as_of
+from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
 from service.render import csv_body, csv_filename, json_body
 from service.resources.json_body import read_json_body
 from service.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
@@ -144,6 +144,8 @@ class SignalsResource:
             values = self._validated(req)
             current = as_of
             as_of = self._requested_as_of(values.pop("as_of", None), values["window"], current, frames)
+            if values.get("compare"):
+                self._check_previous_period(values["window"], as_of, frames)
             request = self.endpoint.build(values)
         except Problem as problem:
             return Plan(problem=problem)
@@ -174,6 +176,12 @@ class SignalsResource:
         except AsOfError as exc:
             error = FieldError("as_of", str(exc))
             raise Problem(400, _summary([error]), errors=[error]) from None
+
+    def _check_previous_period(self, window: str, as_of: dt.datetime, frames: EventFrames) -> None:
+        reason = previous_period_error(window, as_of, self._first_event(frames))
+        if reason is not None:
+            error = FieldError("compare", reason)
+            raise Problem(400, _summary([error]), errors=[error])
 
     def _first_event(self, frames: EventFrames) -> dt.datetime | None:
         """The data's first event (over both tables), remembered for the snapshot's generation."""
@@ -255,6 +263,9 @@ class SignalsResource:
             return
         try:
             query_cost.check(frames, plan.as_of, plan.request, self._max_cells)
+            if plan.request.compare:  # the period before is computed too
+                query_cost.check(frames, previous_as_of(plan.request.window, plan.as_of), plan.request,
+                                 self._max_cells)
         except query_cost.QueryTooLarge as exc:
             raise Problem(422, exc.detail(), extensions={
                 "estimated_cells": exc.cost.cells,
