@@ -437,7 +437,8 @@ def key_fingerprint(key: str | None) -> str:
 
 def to_frame(operation: Operation, body: Any) -> Any:
     """The records of an answer as a polars DataFrame: integers Int64, numbers Float64,
-    timestamps Datetime (UTC), text String. CSV text (from /query) is read as CSV."""
+    timestamps Datetime (UTC), text String, objects (compare's `previous`, ...) structs. CSV text
+    (from /query) is read as CSV."""
     import polars as pl
 
     if isinstance(body, str):
@@ -445,8 +446,8 @@ def to_frame(operation: Operation, body: Any) -> Any:
     records = body.get(operation.records_field, []) if operation.records_field else []
     props = operation.record_schema.get("properties", {})
     columns = list(records[0]) if records else list(operation.record_schema.get("required") or props)
-    types = {"integer": pl.Int64, "number": pl.Float64}
+    types = {"integer": pl.Int64, "number": pl.Float64, "object": None}  # objects: structs, their types inferred
     schema = {c: types.get(props.get(c, {}).get("type"), pl.String) for c in columns}
-    frame = pl.DataFrame([[r.get(c) for c in columns] for r in records], schema=schema, orient="row")
+    frame = pl.DataFrame([pl.Series(c, [r.get(c) for r in records], dtype=schema[c]) for c in columns])
     stamps = [c for c in columns if props.get(c, {}).get("format") == "date-time"]
     return frame.with_columns(pl.col(c).str.to_datetime(time_zone="UTC") for c in stamps) if stamps else frame

@@ -211,3 +211,42 @@ def test_a_past_answer_stays_cached_until_its_dates_change(tmp_path, fixture_dat
     finally:
         gate.close()
         delete_prefix(redis_url, prefix)
+
+
+# -- the defaults, over real HTTP (gunicorn from the Procfile) ---------------------------------
+
+@pytest.mark.process
+def test_defaults_are_unchanged_over_real_http(tmp_path):
+    """Without the new parameters every body has exactly the spec's fields; with the current as_of
+    it is the same bytes; with compare and intervals the spec's fields keep their values."""
+    import httpx
+
+    from tests.spec_table import ADDED, BASE, ENVELOPES
+    from tests.support.fixture_data import write_fixture_store
+    from tests.support.processes import create_key, gunicorn
+
+    write_fixture_store(tmp_path)
+    key = create_key(tmp_path, "analyst")
+    with gunicorn(tmp_path) as (base, log), httpx.Client(base_url=base, timeout=30,
+                                                          headers={"Authorization": f"Bearer {key}"}) as http:
+        for path, (fields, records_field, record_types) in ENVELOPES.items():
+            query = {**REQUIRED.get(path, {}), "window": "7d"}
+            plain = http.get(BASE + path, params=query)
+            assert plain.status_code == 200, plain.text
+            assert list(plain.json()) == fields
+            assert all(set(r) == set(record_types) for r in plain.json()[records_field])
+            as_of = plain.headers["x-signals-as-of"]
+            assert http.get(BASE + path, params={**query, "as_of": as_of}).content == plain.content
+            if "compare" in ADDED[path]:
+                extended = http.get(BASE + path, params={**query, "compare": "previous_period", "intervals": "true"})
+                assert extended.status_code == 200, extended.text
+                assert list(extended.json()) == fields
+                assert [{k: r[k] for k in record_types} for r in extended.json()[records_field]] == \
+                    plain.json()[records_field]
+        body = {"window": "7d", "group_by": ["keyword"]}
+        plain = http.post(BASE + "/query", json=body)
+        assert plain.status_code == 200
+        assert all(set(r) == {"keyword", "suppressions", "unique_users", "events"} for r in plain.json()["results"])
+        dated = http.post(BASE + "/query", json={**body, "as_of": plain.headers["x-signals-as-of"]})
+        assert dated.content == plain.content
+    assert "Traceback" not in log[0], log[0]
