@@ -222,32 +222,48 @@ def test_intervals_flag_is_strictly_boolean(client, keys):
     assert get(client, "/geo-heat", keys["observer"], {"intervals": "false"}).content == plain.content
 
 
-def test_intervals_hold_the_exact_values_about_nine_times_in_ten(demo_store):
-    """Against the exact, uncapped aggregates of the same data (the engine without noise or caps)."""
+def _exact(demo_dir, window: str, keys: list[str]) -> pl.DataFrame:
+    """The exact, uncapped, noise-free cells, computed by DuckDB from the same Parquet files."""
+    import duckdb
+
+    start = DEMO_END - {"24h": DAY, "7d": 7 * DAY}[window]
+    sql = (f"SELECT {', '.join(keys)}, sum(suppressions)::BIGINT AS suppressions, count(*)::BIGINT AS events, "
+           f"count(DISTINCT user_id)::BIGINT AS unique_users "
+           f"FROM read_parquet('{demo_dir}/suppressions/*/*.parquet', hive_partitioning = true) "
+           f"WHERE ts >= TIMESTAMPTZ '{start:%Y-%m-%d %H:%M:%S}+00' AND ts < TIMESTAMPTZ '{DEMO_END:%Y-%m-%d %H:%M:%S}+00' "
+           f"{''.join(f' AND {k} IS NOT NULL' for k in keys)} GROUP BY ALL")
+    with duckdb.connect() as con:
+        con.execute("SET TimeZone = 'UTC'")
+        exact = pl.from_arrow(con.sql(sql).to_arrow_table())
+    return exact.with_columns(pl.col(k).cast(pl.String) for k in keys)
+
+
+def test_intervals_hold_the_exact_values_about_nine_times_in_ten(demo_dir, demo_store):
+    """Against the exact values from DuckDB on the same files: about 90 % inside (the benchmark,
+    bench/bench_accuracy.py, measures the same on 10 million events by cell size)."""
     frames = demo_store.snapshot()
-    noisy = Engine(Privacy("compare-test-secret"))
-    exact = Engine(Privacy.exact())
+    engine = Engine(Privacy("compare-test-secret"))
     hits, total = 0, 0
-    cases = [(noisy.top_keywords, exact.top_keywords, TopKeywords(w, 500, intervals=True), "keyword_raw",
-              ("suppressions", "users_est")) for w in ("24h", "7d")]
-    cases += [(noisy.geo_heat, exact.geo_heat, GeoHeat(w, level, intervals=True), "geo_key",
-               ("suppressions", "unique_users")) for w in ("24h", "7d") for level in ("country", "region", "city")]
-    cases += [(noisy.query, exact.query, FlexibleQuery(w, {}, ("domain", "platform"), None, limit=1000,
-                                                       intervals=True), ("domain", "platform"),
-               ("suppressions", "unique_users", "events")) for w in ("24h", "7d")]
-    for shown_by, true_by, request, key, measures in cases:
-        shown = shown_by(frames, DEMO_END, request)
-        true = true_by(frames, DEMO_END, request)
-        keys = [key] if isinstance(key, str) else list(key)
-        joined = shown.join(true.select(*keys, *(pl.col(m).alias(f"{m}_true") for m in measures)), on=keys)
-        for m in measures:
-            bounds = joined.get_column("intervals").struct.field(m)
-            value = joined.get_column(f"{m}_true")
-            inside = (bounds.list.get(0) <= value) & (value <= bounds.list.get(1))
-            hits += int(inside.sum())
+    cases = [(engine.top_keywords(frames, DEMO_END, TopKeywords(w, 500, intervals=True))
+              .rename({"keyword_raw": "keyword", "users_est": "unique_users"}), w, ["keyword"],
+              {"suppressions": "suppressions", "unique_users": "users_est"}) for w in ("24h", "7d")]
+    cases += [(engine.geo_heat(frames, DEMO_END, GeoHeat(w, level, intervals=True)).rename({"geo_key": level}), w,
+               [level], {"suppressions": "suppressions", "unique_users": "unique_users"})
+              for w in ("24h", "7d") for level in ("country", "region", "city")]
+    cases += [(engine.query(frames, DEMO_END, FlexibleQuery(w, {}, ("domain", "platform"), None, limit=1000,
+                                                           intervals=True)), w, ["domain", "platform"],
+               {m: m for m in ("suppressions", "unique_users", "events")}) for w in ("24h", "7d")]
+    for shown, window, keys, fields in cases:
+        exact = _exact(demo_dir, window, keys)
+        joined = shown.join(exact.select(*keys, *(pl.col(m).alias(f"{m}_exact") for m in fields)), on=keys)
+        assert joined.height == shown.height  # every published cell has its exact value
+        for measure, field in fields.items():
+            bounds = joined.get_column("intervals").struct.field(field)
+            value = joined.get_column(f"{measure}_exact")
+            hits += int(((bounds.list.get(0) <= value) & (value <= bounds.list.get(1))).sum())
             total += joined.height
     assert total > 500
-    assert 0.85 <= hits / total <= 0.99, (hits, total)
+    assert 0.85 <= hits / total <= 0.97, (hits, total)
 
 
 def test_csv_flattens_previous_change_and_intervals(client, keys):
