@@ -89,7 +89,9 @@ class Truth:
 
 
 def relative_errors(shown: pl.DataFrame, truth: pl.DataFrame, on: list[str], pairs: dict[str, str]) -> dict[str, pl.DataFrame]:
-    """Per measure: (true, error) of every published cell, matched with its true cell on `on`."""
+    """Per measure: (true, error) of every published cell, matched with its true cell on `on`; and,
+    when `shown` has `intervals` (issue 25), whether the cell's interval holds the true value
+    (`covered`) and its width relative to the true value (`width`)."""
     joined = shown.join(truth, on=on, how="inner", suffix="_true") if on else \
         shown.with_columns(pl.lit(1).alias("_k")).join(truth.with_columns(pl.lit(1).alias("_k")), on="_k", suffix="_true")
     out = {}
@@ -97,9 +99,30 @@ def relative_errors(shown: pl.DataFrame, truth: pl.DataFrame, on: list[str], pai
         true_column = f"{measure}_true" if measure in shown.columns or measure == shown_column else measure
         true = joined.get_column(true_column).cast(pl.Float64)
         value = joined.get_column(shown_column).cast(pl.Float64)
-        frame = pl.DataFrame({"true": true, "error": ((value - true).abs() / true)}).filter(pl.col("true") > 0)
+        frame = pl.DataFrame({"true": true, "error": ((value - true).abs() / true)})
+        if "intervals" in joined.columns:
+            fields = [f.name for f in joined.schema["intervals"].fields]
+            field = next(f for f in (shown_column, "users_est", "unique_users") if f in fields)
+            bounds = joined.get_column("intervals").struct.field(field)
+            low, high = bounds.list.get(0).cast(pl.Float64), bounds.list.get(1).cast(pl.Float64)
+            frame = frame.with_columns(covered=(low <= true) & (true <= high), width=(high - low) / true)
+        frame = frame.filter(pl.col("true") > 0)
         out.setdefault(measure, []).append(frame)
     return {m: pl.concat(frames) for m, frames in out.items()}
+
+
+def coverage(errors: pl.DataFrame) -> dict[str, tuple[int, float, float, float]]:
+    """Per size group: cells, share of intervals holding the true value, median and p90 relative width."""
+    result = {}
+    for low, high, label in SIZES:
+        group = errors.filter((pl.col("true") >= low) & ((pl.col("true") < high) if high else True))
+        if "covered" not in group.columns:
+            continue
+        group = group.filter(pl.col("covered").is_not_null())
+        if group.height:
+            result[label] = (group.height, float(group["covered"].mean()), float(group["width"].median()),
+                             float(group["width"].quantile(0.9, "higher")))
+    return result
 
 
 def summarise(errors: pl.DataFrame) -> dict[str, tuple[int, float, float]]:
@@ -140,22 +163,23 @@ def main() -> None:
     for window in ("1h", "6h", "12h", "24h", "7d", "30d"):
         @case("top-keywords", f"window={window} limit=500")
         def _(window=window):
-            shown = engine.top_keywords(frames, as_of, TopKeywords(window, 500))
-            shown = shown.select(pl.col("keyword_raw").alias("keyword"), "suppressions", pl.col("users_est").alias("users"))
+            shown = engine.top_keywords(frames, as_of, TopKeywords(window, 500, intervals=True))
+            shown = shown.select(pl.col("keyword_raw").alias("keyword"), "suppressions", pl.col("users_est").alias("users"),
+                                 "intervals")
             true = truth.cells(window_range(window, as_of), ["keyword"]).with_columns(pl.col("keyword").cast(pl.String))
             return relative_errors(shown, true, ["keyword"], {"suppressions": "suppressions", "users": "unique_users"})
 
         for level in ("country", "region", "county", "city"):
             @case("geo-heat", f"window={window} level={level}")
             def _(window=window, level=level):
-                shown = engine.geo_heat(frames, as_of, GeoHeat(window, level)).select(
-                    pl.col("geo_key").alias(level), "suppressions", pl.col("unique_users").alias("users"))
+                shown = engine.geo_heat(frames, as_of, GeoHeat(window, level, intervals=True)).select(
+                    pl.col("geo_key").alias(level), "suppressions", pl.col("unique_users").alias("users"), "intervals")
                 true = truth.cells(window_range(window, as_of), [level]).with_columns(pl.col(level).cast(pl.String))
                 return relative_errors(shown, true, [level], {"suppressions": "suppressions", "users": "unique_users"})
 
         @case("keyword-activity", f"window={window} type=all limit=500")
         def _(window=window):
-            shown = engine.keyword_activity(frames, as_of, KeywordActivity(window, "all", 500))
+            shown = engine.keyword_activity(frames, as_of, KeywordActivity(window, "all", 500, intervals=True))
             true = truth.cells(window_range(window, as_of), ["keyword"], table="keyword_changes", measures=(
                 "count(*) FILTER (WHERE action = 'add')::BIGINT AS adds_t, "
                 "count(*) FILTER (WHERE action = 'remove')::BIGINT AS removes_t, "
@@ -167,9 +191,12 @@ def main() -> None:
                                     ("unique_users", "unique_users")):
                 # A count shown as 0 was suppressed (fewer than k users behind it): not a published number.
                 part = joined.filter(pl.col(column) > 0) if measure == "events" else joined
+                true, bounds = pl.col(f"{column}_t").cast(pl.Float64), pl.col("intervals").struct.field(column)
                 out[measure].append(part.select(
-                    pl.col(f"{column}_t").cast(pl.Float64).alias("true"),
+                    true.alias("true"),
                     ((pl.col(column) - pl.col(f"{column}_t")).abs() / pl.col(f"{column}_t")).alias("error"),
+                    ((bounds.list.get(0) <= true) & (true <= bounds.list.get(1))).alias("covered"),
+                    ((bounds.list.get(1) - bounds.list.get(0)) / true).alias("width"),
                 ).filter(pl.col("true") > 0))
             return {m: pl.concat(v) for m, v in out.items()}
 
@@ -179,7 +206,8 @@ def main() -> None:
                 for subject in subjects:
                     @case(f"{column}-timeseries", f"{column}={subject} window={window} bucket={bucket}")
                     def _(window=window, bucket=bucket, column=column, subject=subject):
-                        request = (KeywordTimeseries if column == "keyword" else DomainTimeseries)(subject, window, bucket)
+                        request = (KeywordTimeseries if column == "keyword" else DomainTimeseries)(subject, window, bucket,
+                                                                                                   intervals=True)
                         method = engine.keyword_timeseries if column == "keyword" else engine.domain_timeseries
                         shown = method(frames, as_of, request).filter(pl.col("users_est") > 0)
                         span = window_range(window, as_of)
@@ -212,7 +240,7 @@ def main() -> None:
             @case("query", f"window={window} group_by=[{', '.join(group_by)}]")
             def _(window=window, group_by=group_by):
                 bucket = "day" if "time" in group_by else None
-                shown = engine.query(frames, as_of, FlexibleQuery(window, {}, group_by, bucket, limit=1000))
+                shown = engine.query(frames, as_of, FlexibleQuery(window, {}, group_by, bucket, limit=1000, intervals=True))
                 keys = []
                 rename = {}
                 for dimension in group_by:
@@ -251,13 +279,24 @@ def main() -> None:
               "| endpoint | measure | size | cells | median | p95 | the endpoint's largest cell |",
               "|---|---|---|---|---:|---:|---:|"]
     for (endpoint, measure), parts in sorted(per_endpoint.items()):
-        frame = pl.concat(parts)
+        frame = pl.concat(parts, how="diagonal")
         largest = frame.sort("true", descending=True).row(0, named=True)
         for size, (count, median, p95) in summarise(frame).items():
             lines.append(f"| {endpoint} | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | {largest['error']:.2%} of {largest['true']:,.0f} |")
     for measure, parts in sorted(pooled.items()):
-        for size, (count, median, p95) in summarise(pl.concat(parts)).items():
+        for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
             lines.append(f"| **all** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
+    lines += ["", "Intervals (`intervals=true`, target: about 90 % hold the exact value), per measure and true size, "
+              "every endpoint but trending pooled:", "",
+              "| measure | size | cells | coverage | median width | p90 width |", "|---|---|---:|---:|---:|---:|"]
+    for measure, parts in sorted(pooled.items()):
+        for size, (count, covered, width, width90) in coverage(pl.concat(parts, how="diagonal")).items():
+            lines.append(f"| {measure} | {size} | {count} | {covered:.1%} | ± {width / 2:.1%} | ± {width90 / 2:.1%} |")
+    lines += ["", "Interval coverage per endpoint:", "", "| endpoint | measure | size | cells | coverage | median width |",
+              "|---|---|---|---:|---:|---:|"]
+    for (endpoint, measure), parts in sorted(per_endpoint.items()):
+        for size, (count, covered, width, _w90) in coverage(pl.concat(parts, how="diagonal")).items():
+            lines.append(f"| {endpoint} | {measure} | {size} | {count} | {covered:.1%} | ± {width / 2:.1%} |")
     lines.append(f"\n{len(cases)} cases in {time.perf_counter() - started:.0f} s.")
     text = "\n".join(lines)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -493,6 +493,14 @@ def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: So
         ("query 90d keyword x day, limit 1000", FlexibleQuery("90d", {}, ("keyword", "time"), "day", limit=1000)),
         ("query 90d US, county x platform", FlexibleQuery("90d", {"countries": ("US",)}, ("county", "platform"),
                                                           None, limit=1000)),
+        # compare=previous_period (issue 25): the window and the one before it; DuckDB computes the
+        # window only, so its time is the cost of one window, and the engine's should be about twice.
+        ("top-keywords 30d limit 500, compare", TopKeywords("30d", 500, compare="previous_period")),
+        ("geo-heat 30d county, compare", GeoHeat("30d", "county", compare="previous_period")),
+        ("query 30d keyword x day, limit 1000", FlexibleQuery("30d", {}, ("keyword", "time"), "day", limit=1000)),
+        ("query 30d keyword x day, limit 1000, compare",
+         FlexibleQuery("30d", {}, ("keyword", "time"), "day", limit=1000, compare="previous_period")),
+        ("top-keywords 30d limit 500, intervals", TopKeywords("30d", 500, intervals=True)),
     ]
     return [Case(name, endpoint_of(request), request, sql_for(src, as_of, request)) for name, request in requests]
 
@@ -602,7 +610,9 @@ class Pacer:
 def http_request(case: Case) -> dict[str, Any]:
     """httpx.Client.request arguments for the case: the engine request's fields as parameters or body."""
     endpoint = BY_NAME[case.endpoint]
-    fields = {name: value for name, value in dataclasses.asdict(case.request).items() if value is not None}
+    # Left out: None, and a false flag (intervals=false is the default, sent as no parameter).
+    fields = {name: value for name, value in dataclasses.asdict(case.request).items()
+              if value is not None and value is not False}
     if endpoint.in_body:
         return {"method": "POST", "url": endpoint.full_path, "json": fields}
     return {"method": "GET", "url": endpoint.full_path, "params": fields}

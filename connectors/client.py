@@ -174,36 +174,50 @@ class SignalsClient:
     # One method each, named by the operationId; None leaves a parameter to the API's default.
     # tests/test_client.py checks that these names are exactly the document's.
 
-    def top_keywords(self, *, window: str | None = None, limit: int | None = None, frame: bool = False) -> Any:
-        return self.call("top_keywords", {"window": window, "limit": limit}, frame=frame)
+    def top_keywords(self, *, window: str | None = None, limit: int | None = None, as_of: str | None = None,
+                     compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
+        return self.call("top_keywords", {"window": window, "limit": limit, "as_of": as_of, "compare": compare,
+                                          "intervals": intervals}, frame=frame)
 
     def keyword_timeseries(self, keyword: str | None = None, *, window: str | None = None, bucket: str | None = None,
+                           as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
                            frame: bool = False) -> Any:
-        return self.call("keyword_timeseries", {"keyword": keyword, "window": window, "bucket": bucket}, frame=frame)
+        return self.call("keyword_timeseries", {"keyword": keyword, "window": window, "bucket": bucket,
+                                                "as_of": as_of, "compare": compare, "intervals": intervals},
+                         frame=frame)
 
     def domain_timeseries(self, domain: str | None = None, *, window: str | None = None, bucket: str | None = None,
+                          as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
                           frame: bool = False) -> Any:
-        return self.call("domain_timeseries", {"domain": domain, "window": window, "bucket": bucket}, frame=frame)
+        return self.call("domain_timeseries", {"domain": domain, "window": window, "bucket": bucket,
+                                               "as_of": as_of, "compare": compare, "intervals": intervals},
+                         frame=frame)
 
-    def geo_heat(self, *, window: str | None = None, level: str | None = None, frame: bool = False) -> Any:
-        return self.call("geo_heat", {"window": window, "level": level}, frame=frame)
+    def geo_heat(self, *, window: str | None = None, level: str | None = None, as_of: str | None = None,
+                 compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
+        return self.call("geo_heat", {"window": window, "level": level, "as_of": as_of, "compare": compare,
+                                      "intervals": intervals}, frame=frame)
 
     def trending(self, *, window: str | None = None, dimension: str | None = None, metric: str | None = None,
-                 limit: int | None = None, min_baseline: float | None = None, frame: bool = False) -> Any:
+                 limit: int | None = None, min_baseline: float | None = None, as_of: str | None = None,
+                 frame: bool = False) -> Any:
         return self.call("trending", {"window": window, "dimension": dimension, "metric": metric, "limit": limit,
-                                      "min_baseline": min_baseline}, frame=frame)
+                                      "min_baseline": min_baseline, "as_of": as_of}, frame=frame)
 
     def keyword_activity(self, *, window: str | None = None, type: str | None = None, limit: int | None = None,
+                         as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
                          frame: bool = False) -> Any:
-        return self.call("keyword_activity", {"window": window, "type": type, "limit": limit}, frame=frame)
+        return self.call("keyword_activity", {"window": window, "type": type, "limit": limit, "as_of": as_of,
+                                              "compare": compare, "intervals": intervals}, frame=frame)
 
     def query(self, *, window: str | None = None, filters: Mapping[str, list[str]] | None = None,
               group_by: list[str] | None = None, bucket: str | None = None, order_by: str | None = None,
               order: str | None = None, limit: int | None = None, format: str | None = None,
+              as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
               frame: bool = False) -> Any:
         return self.call("query", {"window": window, "filters": filters, "group_by": group_by, "bucket": bucket,
-                                   "order_by": order_by, "order": order, "limit": limit, "format": format},
-                         frame=frame)
+                                   "order_by": order_by, "order": order, "limit": limit, "format": format,
+                                   "as_of": as_of, "compare": compare, "intervals": intervals}, frame=frame)
 
     def account(self) -> dict[str, Any]:
         """Who the key belongs to: subscription, plan, requests per minute, the endpoints the
@@ -473,7 +487,8 @@ def key_fingerprint(key: str | None) -> str:
 
 def to_frame(operation: Operation, body: Any) -> Any:
     """The records of an answer as a polars DataFrame: integers Int64, numbers Float64,
-    timestamps Datetime (UTC), text String. CSV text (from /query) is read as CSV."""
+    timestamps Datetime (UTC), text String, objects (compare's `previous`, ...) structs. CSV text
+    (from /query) is read as CSV."""
     import polars as pl
 
     if isinstance(body, str):
@@ -481,8 +496,8 @@ def to_frame(operation: Operation, body: Any) -> Any:
     records = body.get(operation.records_field, []) if operation.records_field else []
     props = operation.record_schema.get("properties", {})
     columns = list(records[0]) if records else list(operation.record_schema.get("required") or props)
-    types = {"integer": pl.Int64, "number": pl.Float64}
+    types = {"integer": pl.Int64, "number": pl.Float64, "object": None}  # objects: structs, their types inferred
     schema = {c: types.get(props.get(c, {}).get("type"), pl.String) for c in columns}
-    frame = pl.DataFrame([[r.get(c) for c in columns] for r in records], schema=schema, orient="row")
+    frame = pl.DataFrame([pl.Series(c, [r.get(c) for r in records], dtype=schema[c]) for c in columns])
     stamps = [c for c in columns if props.get(c, {}).get("format") == "date-time"]
     return frame.with_columns(pl.col(c).str.to_datetime(time_zone="UTC") for c in stamps) if stamps else frame

@@ -184,6 +184,8 @@ def allowed(schema: Mapping[str, Any]) -> str:
     kind = schema.get("type")
     if "enum" in schema:
         return "one of " + ", ".join(str(v) for v in schema["enum"])
+    if kind == "boolean":
+        return "true or false"
     if kind in ("integer", "number"):
         noun = "an integer" if kind == "integer" else "a number"
         low, high = schema.get("minimum"), schema.get("maximum")
@@ -228,6 +230,10 @@ def _check_text(schema: Mapping[str, Any], text: str) -> Any:
         except ValueError:
             raise ValueError(f"{text!r} is not valid; expected {allowed(schema)}") from None
         return _check_scalar(schema, number)
+    if kind == "boolean":
+        if text not in ("true", "false"):
+            raise ValueError(f"{text!r} is not valid; expected {allowed(schema)}")
+        return text == "true"
     return _check_scalar(schema, text)
 
 
@@ -245,6 +251,8 @@ def _check_json(schema: Mapping[str, Any], value: Any, path: str) -> list[FieldE
     elif kind == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             return fail(f"{value!r} is not valid; expected {allowed(schema)}")
+    elif kind == "boolean":
+        return [] if isinstance(value, bool) else fail(f"{value!r} is not valid; expected {allowed(schema)}")
     elif kind == "string":
         if not isinstance(value, str):
             return fail(f"must be a string; expected {allowed(schema)}")

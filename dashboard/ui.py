@@ -66,6 +66,20 @@ def error_box(message: str) -> html.Div:
     return html.Div(message, className="error", role="alert")
 
 
+def flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A record with its nested fields as columns, named as the API's CSV names them:
+    previous_suppressions, change_suppressions_pct, intervals_suppressions ("low–high")."""
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if isinstance(value, Mapping):
+            out.update(flat(value, f"{prefix}{name}_"))
+        elif isinstance(value, list) and len(value) == 2:
+            out[f"{prefix}{name}"] = f"{value[0]}–{value[1]}"
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], table_id: str | None = None) -> html.Table:
     head = html.Thead(html.Tr([html.Th(c.replace("_", " ")) for c in columns]))
     body = html.Tbody([html.Tr([html.Td("" if r.get(c) is None else str(r.get(c)), **{"data-col": c})

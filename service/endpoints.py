@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 from service.engine import requests as rq
+from service.engine.shapes import SHAPES
 from service.params import FieldError, Param
 from service.store.contract import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
@@ -31,6 +32,37 @@ def _window(choices: tuple[str, ...], default: str | None) -> Param:
         "Length of the time window ending at as_of (the start of the current UTC hour, or the end of the last hour with data).",
         required=default is None, default=default, enum=choices,
     )
+
+
+AS_OF = Param(
+    "as_of", "string",
+    "End the window at this earlier hour instead of the current as_of: an ISO 8601 UTC hour such as "
+    "2026-11-20T13:00:00Z, not after the current as_of and not before the data's first hour plus the window. "
+    "The same request with the current as_of (or without as_of) gives the same answer byte for byte; a past "
+    "as_of keeps its answer until data for the dates it covers change. Last-Modified and X-Signals-As-Of carry it.",
+    max_length=40, format="date-time",
+)
+
+
+COMPARE = Param(
+    "compare", "string",
+    "previous_period: each record gains `previous` (its counts in the period of the same length that ends where "
+    "the window starts: what the same request with as_of one window earlier publishes for the same value, 0 where "
+    "that cell is not published; for a timeseries bucket, the bucket one window earlier) and `change` (per count: "
+    "`pct` = 100 x (current - previous) / |previous|, null when previous is 0, and `beyond_noise`: true when the "
+    "change is larger than the privacy noise and ordinary chance of both numbers can explain, each at 1 in 1,000, "
+    "as /trending decides growth). The period before must not start before the data's first hour. Leave it out "
+    "for the plain answer.",
+    enum=rq.COMPARE,
+)
+
+INTERVALS = Param(
+    "intervals", "boolean",
+    "true: each record gains `intervals`, per count [low, high], a range that holds the exact value (without "
+    "noise and without the per-user cap) about 90 % of the time, from the noise scale of that cell and the "
+    "downward bias the contribution cap can add (measured coverage by cell size: docs/privacy.md). Leave it out "
+    "(or false) for the plain answer.",
+)
 
 
 def _limit(maximum: int, default: int) -> Param:
@@ -88,6 +120,32 @@ _TS = {"type": "string", "format": "date-time", "description": "Bucket start, IS
 
 def _record(properties: dict[str, Any]) -> dict[str, Any]:
     return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+
+
+def _with_extras(record: dict[str, Any], endpoint: str) -> dict[str, Any]:
+    """A record schema with the optional fields compare and intervals add (issue 25); the spec's
+    fields stay as they are, and stay the only required ones."""
+    measures = SHAPES[endpoint].measures
+    count = {"type": "integer"}
+
+    def per_measure(schema: dict[str, Any], description: str) -> dict[str, Any]:
+        return {"type": "object", "description": description, "properties": {m: schema for m in measures},
+                "required": list(measures), "additionalProperties": False}
+
+    change = {"type": "object", "properties": {
+        "pct": {"type": ["number", "null"], "description": "100 x (current - previous) / |previous|, 2 decimals; "
+                                                          "null when previous is 0."},
+        "beyond_noise": {"type": "boolean", "description": "The change is larger than the privacy noise and "
+                                                            "ordinary chance can explain."}},
+        "required": ["pct", "beyond_noise"], "additionalProperties": False}
+    interval = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
+                "description": "[low, high]: holds the exact value about 90 % of the time."}
+    return {**record, "properties": {
+        **record["properties"],
+        "previous": per_measure(count, "With compare=previous_period: the counts in the previous period."),
+        "change": per_measure(change, "With compare=previous_period: the change of each count."),
+        "intervals": per_measure(interval, "With intervals=true: an interval for each count's exact value."),
+    }}
 
 
 TOP_KEYWORD = _record({"keyword_raw": {"type": "string"}, "suppressions": _INT, "users_est": _INT,
@@ -166,6 +224,11 @@ class Endpoint:
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
 
 
+def _flags(values: dict[str, Any]) -> dict[str, Any]:
+    """intervals absent and intervals=false are one request (one cache entry)."""
+    return {**values, "intervals": bool(values.get("intervals"))}
+
+
 def _trending_extra(req: rq.Trending, as_of: dt.datetime) -> dict[str, Any]:
     periods = trending_periods(req.window, as_of)
     return {"recent_period": periods.recent_label, "baseline_period": periods.baseline_label}
@@ -192,6 +255,7 @@ def _build_query(values: dict[str, Any]) -> rq.FlexibleQuery:
         window=values["window"], filters=filters, group_by=tuple(values["group_by"]),
         bucket=values["bucket"], order_by=values["order_by"], order=values["order"],
         limit=values["limit"], format=values["format"],
+        compare=values["compare"], intervals=bool(values["intervals"]),
     )
 
 
@@ -200,9 +264,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         name="top_keywords", tool="signals_top_keywords", method="GET", path="/top-keywords",
         min_tier=Tier.OBSERVER, summary="Top keywords",
         description="The most suppressed keywords globally, ranked by total suppression count.",
-        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50)),
-        records_field="keywords", record_schema=TOP_KEYWORD, echo=("window",),
-        build=lambda v: rq.TopKeywords(**v),
+        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50), AS_OF, COMPARE, INTERVALS),
+        records_field="keywords", record_schema=_with_extras(TOP_KEYWORD, "top_keywords"), echo=("window",),
+        build=lambda v: rq.TopKeywords(**_flags(v)),
     ),
     Endpoint(
         name="keyword_timeseries", tool="signals_keyword_timeseries", method="GET", path="/keyword-timeseries",
@@ -211,9 +275,10 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "The keyword is normalised (Unicode NFKC, case-folded, spaces collapsed) before matching.",
         params=(Param("keyword", "string", "The keyword (any spelling; it is normalised).", required=True,
                       **_KEYWORD_TEXT),
-                _window(LONG_WINDOWS, "7d"), _bucket()),
-        records_field="timeseries", record_schema=TIME_BUCKET, echo=("keyword", "window", "bucket"),
-        build=lambda v: rq.KeywordTimeseries(**v),
+                _window(LONG_WINDOWS, "7d"), _bucket(), AS_OF, COMPARE, INTERVALS),
+        records_field="timeseries", record_schema=_with_extras(TIME_BUCKET, "keyword_timeseries"),
+        echo=("keyword", "window", "bucket"),
+        build=lambda v: rq.KeywordTimeseries(**_flags(v)),
     ),
     Endpoint(
         name="domain_timeseries", tool="signals_domain_timeseries", method="GET", path="/domain-timeseries",
@@ -222,18 +287,20 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "The domain is reduced to its registrable domain as stored (https://old.reddit.com/r/x -> reddit.com).",
         params=(Param("domain", "string", "A domain name, e.g. reddit.com.", required=True,
                       normalise=query_domain, min_length=1, max_length=253, not_blank=True),
-                _window(LONG_WINDOWS, "7d"), _bucket()),
-        records_field="timeseries", record_schema=TIME_BUCKET, echo=("domain", "window", "bucket"),
-        build=lambda v: rq.DomainTimeseries(**v),
+                _window(LONG_WINDOWS, "7d"), _bucket(), AS_OF, COMPARE, INTERVALS),
+        records_field="timeseries", record_schema=_with_extras(TIME_BUCKET, "domain_timeseries"),
+        echo=("domain", "window", "bucket"),
+        build=lambda v: rq.DomainTimeseries(**_flags(v)),
     ),
     Endpoint(
         name="geo_heat", tool="signals_geo_heat", method="GET", path="/geo-heat",
         min_tier=Tier.OBSERVER, summary="Geo heat map",
         description="Geographic distribution of all suppression activity at one level, most active first.",
         params=(_window(SHORT_WINDOWS, "24h"),
-                Param("level", "string", "Geographic level.", default="country", enum=rq.GEO_LEVELS)),
-        records_field="regions", record_schema=GEO_RECORD, echo=("window", "level"),
-        build=lambda v: rq.GeoHeat(**v),
+                Param("level", "string", "Geographic level.", default="country", enum=rq.GEO_LEVELS), AS_OF,
+                COMPARE, INTERVALS),
+        records_field="regions", record_schema=_with_extras(GEO_RECORD, "geo_heat"), echo=("window", "level"),
+        build=lambda v: rq.GeoHeat(**_flags(v)),
     ),
     Endpoint(
         name="trending", tool="signals_trending", method="GET", path="/trending",
@@ -252,7 +319,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                 Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS),
                 _limit(500, 50),
                 Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
-                      default=10, minimum=0)),
+                      default=10, minimum=0), AS_OF),
         records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
         build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
         extra=_trending_extra,
@@ -265,9 +332,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "by total_events.",
         params=(_window(SHORT_WINDOWS, "24h"),
                 Param("type", "string", "Kind of change.", default="all", enum=rq.ACTIVITY_TYPES),
-                _limit(500, 50)),
-        records_field="keywords", record_schema=ACTIVITY_RECORD, echo=("window", "type"),
-        build=lambda v: rq.KeywordActivity(**v),
+                _limit(500, 50), AS_OF, COMPARE, INTERVALS),
+        records_field="keywords", record_schema=_with_extras(ACTIVITY_RECORD, "keyword_activity"), echo=("window", "type"),
+        build=lambda v: rq.KeywordActivity(**_flags(v)),
     ),
     Endpoint(
         name="query", tool="signals_query", method="POST", path="/query",
@@ -285,8 +352,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             _limit(1000, 100),
             Param("format", "string", "Response format: json, or csv (a downloadable file).", default="json",
                   enum=("json", "csv")),
+            AS_OF, COMPARE, INTERVALS,
         ),
-        records_field="results", record_schema=QUERY_RECORD, echo=("window", "bucket", "group_by"),
+        records_field="results", record_schema=_with_extras(QUERY_RECORD, "query"), echo=("window", "bucket", "group_by"),
         build=_build_query, check=_check_query, check_schema=_QUERY_CHECK_SCHEMA,
     ),
 )

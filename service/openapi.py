@@ -156,8 +156,10 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
         "200": {
             "description": "The aggregated statistics.",
             "headers": {
-                "Last-Modified": {"schema": {"type": "string"}, "description": "as_of: the end of the window."},
-                "X-Signals-As-Of": {"schema": {"type": "string", "format": "date-time"}},
+                "Last-Modified": {"schema": {"type": "string"},
+                                  "description": "as_of: the end of the window (the requested as_of, when given)."},
+                "X-Signals-As-Of": {"schema": {"type": "string", "format": "date-time"},
+                                    "description": "as_of in ISO 8601 UTC."},
                 "ETag": {"schema": {"type": "string"}, "description": "Send it back in If-None-Match to get 304."},
                 "Cache-Control": {"schema": {"type": "string"}, "description": "private, max-age=<seconds to the next hour>"},
                 "X-Cache": {"schema": {"type": "string", "enum": ["hit", "miss"]}},

@@ -28,7 +28,7 @@ _NOT_BLANK = re.compile(NOT_BLANK_PATTERN)
 @dataclasses.dataclass(frozen=True)
 class Param:
     name: str
-    type: str  # "string" | "integer" | "number" | "array" | "object"
+    type: str  # "string" | "integer" | "number" | "boolean" | "array" | "object"
     description: str
     required: bool = False
     default: Any = None
@@ -46,12 +46,15 @@ class Param:
     # then gives the value that is matched (it may be longer, or empty: it then matches nothing).
     normalise: Callable[[str], str] | None = None
     not_blank: bool = False  # strings: white space alone is refused
+    format: str | None = None  # JSON Schema `format` (documentation: `date-time`)
 
     def json_schema(self) -> dict[str, Any]:
         """JSON Schema (2020-12, as used by OpenAPI 3.1) of this parameter."""
         schema: dict[str, Any] = {"type": self.type}
         if self.description:
             schema["description"] = self.description
+        if self.format is not None:
+            schema["format"] = self.format
         if self.enum is not None:
             schema["enum"] = list(self.enum)
         for key, value in (
@@ -81,6 +84,8 @@ class Param:
         """A short human description of what is allowed, for error messages."""
         if self.enum is not None:
             return "one of " + ", ".join(self.enum)
+        if self.type == "boolean":
+            return "true or false"
         if self.type in ("integer", "number"):
             kind = "an integer" if self.type == "integer" else "a number"
             if self.minimum is not None and self.maximum is not None:
@@ -173,6 +178,10 @@ def _coerce_text(param: Param, text: str) -> Any:
         if not _INTEGER.match(text.strip()):
             raise ValueError(f"{text!r} is not valid; expected {param.allowed()}")
         return _check_scalar(param, int(text.strip()))
+    if param.type == "boolean":
+        if text not in ("true", "false"):
+            raise ValueError(f"{text!r} is not valid; expected {param.allowed()}")
+        return text == "true"
     if param.type == "number":
         try:
             if not _NUMBER.match(text.strip()):
@@ -231,6 +240,10 @@ def _check_json(param: Param, value: Any, path: str) -> Any:
     elif param.type == "number":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise fail(f"{value!r} is not valid; expected {param.allowed()}")
+    elif param.type == "boolean":
+        if not isinstance(value, bool):
+            raise fail(f"{value!r} is not valid; expected {param.allowed()}")
+        return value
     elif param.type == "string":
         if not isinstance(value, str):
             raise fail(f"must be a string; expected {param.allowed()}")

@@ -32,10 +32,28 @@ def json_body(head: Mapping[str, Any], records_field: str, frame: pl.DataFrame) 
     return ("{" + ",".join(parts) + "}").encode()
 
 
+def flattened(frame: pl.DataFrame) -> pl.DataFrame:
+    """Nested fields as plain columns, for CSV: an object's members as `<field>_<member>`
+    (previous_suppressions, change_suppressions_pct, change_suppressions_beyond_noise), an
+    interval [low, high] as `<field>_low` and `<field>_high` (intervals_suppressions_low)."""
+    while any(isinstance(dtype, (pl.Struct, pl.List, pl.Array)) for dtype in frame.schema.values()):
+        columns: list[pl.Expr] = []
+        for name, dtype in frame.schema.items():
+            if isinstance(dtype, pl.Struct):
+                columns += [pl.col(name).struct.field(f.name).alias(f"{name}_{f.name}") for f in dtype.fields]
+            elif isinstance(dtype, (pl.List, pl.Array)):
+                columns += [pl.col(name).list.get(0).alias(f"{name}_low"), pl.col(name).list.get(1).alias(f"{name}_high")]
+            else:
+                columns.append(pl.col(name))
+        frame = frame.select(columns)
+    return frame
+
+
 def csv_body(frame: pl.DataFrame) -> bytes:
     """RFC 4180 CSV (CRLF, quoted where needed) with a UTF-8 byte order mark so that Excel reads
     non-ASCII labels correctly; text cells that a spreadsheet would run as a formula get a
-    leading apostrophe."""
+    leading apostrophe. Nested fields (compare, intervals) become columns of their own (`flattened`)."""
+    frame = flattened(frame)
     text_columns = [name for name, dtype in frame.schema.items() if dtype == pl.String]
     if text_columns:
         frame = frame.with_columns(

@@ -66,11 +66,15 @@ def etag_for(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
-def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, variant: str = "") -> str:
+def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, variant: str = "",
+              data_version: int | None = None) -> str:
     """`variant` names everything else an answer depends on (code version, privacy secret and
-    parameters): after a change of any of them, old bodies are never served again."""
+    parameters): after a change of any of them, old bodies are never served again. A past
+    `as_of` (issue 25) gives its `data_version` instead of the generation: the last generation
+    that changed a date its answer covers, so its entry outlives ingests that do not touch them."""
+    data = generation if data_version is None else f"d{data_version}"
     canonical = json.dumps(
-        {"e": endpoint, "r": dataclasses.asdict(request), "a": as_of.isoformat(), "g": generation, "v": variant},
+        {"e": endpoint, "r": dataclasses.asdict(request), "a": as_of.isoformat(), "g": data, "v": variant},
         sort_keys=True, separators=(",", ":"), default=list,
     )
     return f"{endpoint}:{hashlib.sha256(canonical.encode()).hexdigest()[:40]}"

@@ -43,6 +43,12 @@ GET_ENDPOINTS = {
     },
 }
 
+# Issue 25 adds optional parameters without defaults (body fields on /query): `as_of` everywhere,
+# `compare` and `intervals` where a record has a previous period and intervals to show.
+COMPARE_PATHS = ["/top-keywords", "/geo-heat", "/keyword-activity", "/keyword-timeseries", "/domain-timeseries"]
+ADDED = {path: {"as_of"} | ({"compare", "intervals"} if path in [*COMPARE_PATHS, "/query"] else set())
+         for path in [*GET_ENDPOINTS, "/query"]}
+
 REQUIRED = {"/keyword-timeseries": {"keyword": "bitcoin"}, "/domain-timeseries": {"domain": "reddit.com"}}
 
 # Response envelope fields and record fields, per endpoint.

@@ -184,6 +184,9 @@ INVALID = [
     ("query", {"window": "7d", "filters": {"countries": ["USA"], "cities": [5368361]}}),
     ("query", {"window": 7, "group_by": "keyword"}),
     ("account", {"plan": "x"}),
+    ("geo_heat", {"intervals": "yes"}),
+    ("top_keywords", {"compare": "previous", "intervals": 1}),
+    ("query", {"window": "7d", "intervals": "true", "compare": "last_week"}),
 ]
 
 
@@ -207,6 +210,18 @@ def test_invalid_arguments_are_refused_before_any_request_in_the_apis_words(conn
     problem = answer.json()
     assert error.errors == problem["errors"]
     assert (error.title, error.detail) == (problem["title"], problem["detail"])
+
+
+def test_compare_and_intervals_reach_the_client_and_its_frames(connect, api_app, keys):
+    client = connect(keys["professional"])
+    arguments = dict(window="24h", level="country", compare="previous_period", intervals=True)
+    body = client.geo_heat(**arguments)
+    expected = raw(api_app, keys["professional"], "GET", client.operation("geo_heat").path,
+                   params={**arguments, "intervals": "true"})
+    assert body == expected.json() and body["regions"]
+    assert {"previous", "change", "intervals"} <= set(body["regions"][0])
+    frame = client.geo_heat(**arguments, frame=True)
+    assert frame.height == len(body["regions"]) and isinstance(frame.schema["previous"], pl.Struct)
 
 
 def test_none_means_the_apis_default(connect, keys):

@@ -147,6 +147,27 @@ def test_webhook_form_defaults_and_body_follow_the_document(served_document):
                                     "min_baseline": 0, "enabled": False, "description": "spikes"}
 
 
+def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_document):
+    from dashboard import api, ui
+
+    query = _page("/query")
+    controls = query._period_controls(api.operation("query"))
+    ids = [c.children[1].id for c in controls]
+    assert ids == ["query-as-of", "query-compare", "query-intervals"]
+    assert controls[1].children[1].options == [{"label": "previous period", "value": "previous_period"}]
+    plain = query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json")
+    assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
+                       "", [], []) == plain  # nothing chosen: the request is as before
+    assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
+                       " 2026-03-03T12:00:00Z ", ["previous_period"], [True]) == {
+        **plain, "as_of": "2026-03-03T12:00:00Z", "compare": "previous_period", "intervals": True}
+    record = {"keyword": "a", "suppressions": 5, "previous": {"suppressions": 2},
+              "change": {"suppressions": {"pct": 150.0, "beyond_noise": False}}, "intervals": {"suppressions": [3, 9]}}
+    assert ui.flat(record) == {"keyword": "a", "suppressions": 5, "previous_suppressions": 2,
+                               "change_suppressions_pct": 150.0, "change_suppressions_beyond_noise": False,
+                               "intervals_suppressions": "3–9"}
+
+
 def test_a_test_deliverys_outcome_in_words():
     account = _page("/account")
 

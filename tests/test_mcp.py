@@ -152,6 +152,29 @@ def test_every_tool_answers_the_rest_body(stack, transport):
         assert json.loads(result.content[0].text) == expected.json(), name
 
 
+def test_as_of_compare_and_intervals_reach_the_tools(stack):
+    """Issue 25's parameters come with the document: the tools take them and answer the REST body
+    (whose records then carry previous, change and intervals, within the tools' output schemas)."""
+    key = stack.keys["professional"]
+    calls = {
+        "signals_geo_heat": dict(window="7d", level="country", compare="previous_period", intervals=True),
+        "signals_query": dict(window="7d", group_by=["keyword"], compare="previous_period", intervals=True),
+        "signals_trending": dict(window="24h", as_of="2026-03-10T06:00:00Z"),
+    }
+
+    async def go():
+        async with session(stack, "http", key) as client:
+            return {name: await client.call_tool(name, arguments) for name, arguments in calls.items()}
+
+    for name, result in run(go()).items():
+        assert not result.is_error, (name, result.content)
+        arguments = {k: ("true" if v is True else v) for k, v in calls[name].items()} \
+            if TOOLS[name][0] == "GET" else calls[name]
+        assert result.structured_content == stack.rest(key, name, arguments).json(), name
+    records = run(go())["signals_query"].structured_content["results"]
+    assert records and {"previous", "change", "intervals"} <= set(records[0])
+
+
 @pytest.mark.parametrize("transport", ["http", "stdio"])
 def test_bad_arguments_are_tool_errors_naming_the_parameter(stack, transport):
     async def go():

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from openapi_spec_validator import validate
 
-from tests.spec_table import BASE, GET_ENDPOINTS, MIN_TIER, QUERY_WINDOWS
+from tests.spec_table import ADDED, BASE, GET_ENDPOINTS, MIN_TIER, QUERY_WINDOWS
 
 
 def openapi(client):
@@ -24,7 +24,9 @@ def test_every_endpoint_parameter_bound_and_default_is_documented(client):
     for path, params in GET_ENDPOINTS.items():
         operation = doc["paths"][BASE + path]["get"]
         documented = {p["name"]: p for p in operation["parameters"]}
-        assert set(documented) == set(params)
+        assert set(documented) == set(params) | ADDED[path]  # the spec's, and issue 25's optional ones
+        for name in ADDED[path]:
+            assert documented[name]["required"] is False and "default" not in documented[name]["schema"]
         for name, (allowed, default) in params.items():
             schema = documented[name]["schema"]
             if isinstance(allowed, list):
@@ -43,6 +45,7 @@ def test_query_body_is_documented(client):
     schema = operation["requestBody"]["content"]["application/json"]["schema"]
     assert schema["required"] == ["window"]
     props = schema["properties"]
+    assert ADDED["/query"] <= set(props)
     assert props["window"]["enum"] == QUERY_WINDOWS
     assert props["group_by"]["maxItems"] == 5
     assert props["limit"]["minimum"] == 1 and props["limit"]["maximum"] == 1000 and props["limit"]["default"] == 100
@@ -75,5 +78,8 @@ def test_response_schemas_describe_records(client):
     doc = openapi(client)
     ok = doc["paths"][BASE + "/top-keywords"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
     record = ok["properties"]["keywords"]["items"]
-    assert set(record["properties"]) == {"keyword_raw", "suppressions", "users_est", "rank"}
+    assert record["required"] == ["keyword_raw", "suppressions", "users_est", "rank"]  # the spec's fields
+    # and the optional ones of compare and intervals (issue 25), nothing else
+    assert set(record["properties"]) == {*record["required"], "previous", "change", "intervals"}
+    assert record["additionalProperties"] is False
     assert "disclaimer" in ok["required"]

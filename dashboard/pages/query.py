@@ -1,5 +1,6 @@
 """/query: the flexible query (POST /query, Analyst and above): filters, group_by, bucket, order,
-limit; the results as a table (and a chart for one dimension); CSV through the API's own CSV
+limit, and as_of, compare and intervals (issue 25); the results as a table (nested fields as
+columns, named as in the API's CSV) (and a chart for one dimension); CSV through the API's own CSV
 (format=csv, its file name from Content-Disposition)."""
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ def layout(**_query: str):
                   ui.radio("query-order-by", op.param("order_by"), "order by"),
                   ui.radio("query-order", op.param("order")),
                   ui.number("query-limit", op.param("limit"))], className="controls"),
+        html.Div(_period_controls(op), className="controls"),
         html.Div([
             html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
                       dcc.Input(id=f"query-filter-{name}", type="text", value="", className="text-input",
@@ -61,6 +63,30 @@ def layout(**_query: str):
     ], className="page")
 
 
+_LABELS = {"previous_period": "previous period", True: "[low, high] for each count"}
+
+
+def _period_controls(op) -> list:
+    """as_of, compare and intervals, as the document describes them; all off until chosen."""
+    controls = []
+    if any(p.name == "as_of" for p in op.params):
+        controls.append(html.Div([
+            html.Label("as of", htmlFor="query-as-of", className="control-label"),
+            dcc.Input(id="query-as-of", type="text", value="", className="text-input",
+                      placeholder="now, or a UTC hour: 2026-11-20T13:00:00Z"),
+            html.Span("empty: the current as_of", className="hint")], className="control"))
+    for name, values in (("compare", (op.param("compare").enum or []) if any(p.name == "compare" for p in op.params)
+                          else []),
+                         ("intervals", [True] if any(p.name == "intervals" for p in op.params) else [])):
+        if values:
+            controls.append(html.Div([
+                html.Label(name, htmlFor=f"query-{name}", className="control-label"),
+                dcc.Checklist(id=f"query-{name}", options=[{"label": _LABELS.get(v, str(v)), "value": v}
+                                                            for v in values], value=[], inline=True,
+                              className="radio")], className="control"))
+    return controls
+
+
 # Until a query has run (and for answers a chart does not fit): no empty axes.
 NO_FIGURE = {"data": [], "layout": {"height": 40, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
 
@@ -75,7 +101,8 @@ def plan_note(_page, session):
                   f"{needed} plan or higher. The API will refuse these queries.", className="notice", role="status")
 
 
-def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt):
+def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt, as_of=None, compare=None,
+          intervals=None):
     filters = {}
     for name, text in zip(TEXT_FILTERS, texts, strict=True):
         values = [v.strip() for v in re.split(r"[,\n]", text or "") if v.strip()]
@@ -90,13 +117,21 @@ def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt):
         body["bucket"] = bucket
     if filters:
         body["filters"] = filters
+    if as_of and as_of.strip():
+        body["as_of"] = as_of.strip()
+    if compare:
+        body["compare"] = compare[0]
+    if intervals:
+        body["intervals"] = True
     return {k: v for k, v in body.items() if v is not None}
 
 
 _STATES = [State("query-window", "value"), State("query-group-by", "value"), State("query-bucket", "value"),
            State("query-order-by", "value"), State("query-order", "value"), State("query-limit", "value"),
            *[State(f"query-filter-{n}", "value") for n in TEXT_FILTERS],
-           *[State(f"query-filter-{n}", "value") for n in CLOSED_FILTERS], State("session", "data")]
+           *[State(f"query-filter-{n}", "value") for n in CLOSED_FILTERS],
+           State("query-as-of", "value"), State("query-compare", "value"), State("query-intervals", "value"),
+           State("session", "data")]
 
 
 @dash.callback(
@@ -105,21 +140,22 @@ _STATES = [State("query-window", "value"), State("query-group-by", "value"), Sta
     Input("query-run", "n_clicks"), *_STATES, prevent_initial_call=True,
 )
 def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
-    *filters, session = rest
+    *filters, as_of, compare, intervals, session = rest
     if not ui.key_of(session) or not _clicks:
         raise dash.exceptions.PreventUpdate
     if not window:
         return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update
     body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
-                 filters[len(TEXT_FILTERS):], "json")
+                 filters[len(TEXT_FILTERS):], "json", as_of, compare, intervals)
 
     def render(replies):
         answer = replies[0].body
-        columns = list(answer["results"][0]) if answer["results"] else list(answer["group_by"])
+        rows = [ui.flat(r) for r in answer["results"]]
+        columns = list(rows[0]) if rows else list(answer["group_by"])
         figure = figures.query_figure(answer, measure=order_by or "suppressions")
         return [ui.disclaimer_footer(answer.get("disclaimer"), ui.as_of_text(replies[0]))], \
             (html.Div([html.P(f"{len(answer['results'])} rows", className="hint", id="query-count"),
-                       ui.table(answer["results"], columns, table_id="query-rows")], className="side"),
+                       ui.table(rows, columns, table_id="query-rows")], className="side"),
              figure if figure is not None else NO_FIGURE)
 
     children, meta, out = ui.answer(session, [("query", body)], render, empty=(None, dash.no_update))
@@ -132,13 +168,13 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
     Input("query-csv", "n_clicks"), *_STATES, prevent_initial_call=True,
 )
 def download(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
-    *filters, session = rest
+    *filters, as_of, compare, intervals, session = rest
     if not ui.key_of(session) or not _clicks:
         raise dash.exceptions.PreventUpdate
     if not window:
         return None, ui.error_box("Choose a window first: the API needs one."), dash.no_update
     body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
-                 filters[len(TEXT_FILTERS):], "csv")
+                 filters[len(TEXT_FILTERS):], "csv", as_of, compare, intervals)
     reply, problem, meta = ui.call(session, "query", body)
     if reply is None:
         return None, problem, meta

@@ -14,6 +14,7 @@ import polars as pl
 
 from service.engine.geo_labels import label_series
 from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, cell_contributions, key_guards, published
+from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.engine.slicing import time_slice
@@ -46,8 +47,10 @@ def _output_columns(frame: pl.DataFrame, group_by: tuple[str, ...]) -> list[pl.E
     return columns + [pl.col(measure) for measure in CELL_MEASURES]
 
 
-def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, privacy: Privacy) -> pl.DataFrame:
-    """Cells of the suppressions in the window matching every filter, grouped by req.group_by."""
+def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, privacy: Privacy,
+                   noise: bool = False) -> pl.DataFrame:
+    """Cells of the suppressions in the window matching every filter, grouped by req.group_by (with
+    `noise`, also each measure's noise standard deviation, `<measure>_std`)."""
     if TIME in req.group_by and req.bucket is None:
         raise ValueError("a bucket is required to group by time")
     window = window_range(req.window, as_of)
@@ -74,7 +77,9 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
             fixed={FILTER_COLUMNS[key]: values for key, values in req.filters.items()},
         ),
         contributions,
+        noise_std=noise,
     )
     # Ties break on the dimension values (ascending) so equal measures come back in a fixed order.
     ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)
-    return ordered.select(_output_columns(ordered, req.group_by))
+    return ordered.select(*_output_columns(ordered, req.group_by),
+                          *std_columns(noise, {m: m for m in CELL_MEASURES}))

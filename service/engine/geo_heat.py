@@ -8,6 +8,7 @@ import polars as pl
 
 from service.engine.geo_labels import label_series
 from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, key_guards, published
+from service.engine.noise import std_columns
 from service.engine.requests import GeoHeat
 from service.engine.slicing import time_slice
 from service.privacy import CellContext, Privacy
@@ -18,8 +19,9 @@ from service.windows import window_range
 KEYWORD_COUNT = "keyword_count"
 
 
-def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Privacy) -> pl.DataFrame:
-    """geo_key, label, suppressions, unique_users, keyword_count; rows without that level left out."""
+def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Privacy, noise: bool = False) -> pl.DataFrame:
+    """geo_key, label, suppressions, unique_users, keyword_count; rows without that level left out
+    (with `noise`, also each count's noise standard deviation, `<count>_std`)."""
     level = req.level
     window = window_range(req.window, as_of)
     rows = time_slice(frames.suppressions, window)
@@ -41,6 +43,7 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
+        noise_std=noise,
     )
     ordered = shown.sort([SUPPRESSIONS, level], descending=[True, False])
     return ordered.select(
@@ -49,4 +52,5 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
         SUPPRESSIONS,
         UNIQUE_USERS,
         KEYWORD_COUNT,
+        *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: UNIQUE_USERS, KEYWORD_COUNT: KEYWORD_COUNT}),
     )

@@ -86,6 +86,20 @@ CONFIDENCE_Z = math.log(1 / (2 * CONFIDENCE_P)) / math.sqrt(2)
 COUNT_Z = 3.09
 
 
+def noise_margin(count: pl.Expr, std: pl.Expr, z: float = CONFIDENCE_Z) -> pl.Expr:
+    """How far a shown count may be from its expected value by privacy noise (z x its noise sd)
+    and ordinary chance (3.09 sqrt(count), a Poisson count), each exceeded with probability 1/1000
+    at the default z. `count` is the count whose chance variation it is (at least 1)."""
+    return z * std + COUNT_Z * count.cast(pl.Float64).clip(lower_bound=1.0).sqrt()
+
+
+def beyond_noise(current: pl.Expr, previous: pl.Expr, current_margin: pl.Expr, previous_margin: pl.Expr) -> pl.Expr:
+    """The change from `previous` to `current` (two periods of the same length) is larger than the
+    noise and chance of both can explain: trending's reasoning, both ways (a rise: current lower by
+    its margin still above previous higher by its; a fall: the other way round)."""
+    return (current.cast(pl.Float64) - previous.cast(pl.Float64)).abs() > current_margin + previous_margin
+
+
 def with_growth_lower_bound(
     frame: pl.DataFrame,
     recent: str,
@@ -109,8 +123,7 @@ def with_growth_lower_bound(
         return with_growth_pct(frame, recent, baseline, recent_hours, baseline_hours, name)
 
     def margin(column: str) -> pl.Expr:
-        value = pl.col(column).cast(pl.Float64).clip(lower_bound=1.0)
-        return z * pl.col(f"{column}_std") + COUNT_Z * value.sqrt()
+        return noise_margin(pl.col(column), pl.col(f"{column}_std"), z)
 
     recent_low = (pl.col(recent).cast(pl.Float64) - margin(recent)).clip(lower_bound=0.0) / recent_hours
     baseline_high = (pl.col(baseline).cast(pl.Float64) + margin(baseline)) / baseline_hours

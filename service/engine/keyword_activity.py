@@ -7,6 +7,7 @@ import datetime as dt
 import polars as pl
 
 from service.engine.measures import EVENTS, UNIQUE_USERS, as_strings
+from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import KeywordActivity
 from service.engine.slicing import time_slice
@@ -23,8 +24,10 @@ _ACTION_COUNTS = {ADDS: "add", REMOVES: "remove", EDITS: "edit"}
 _ORDER_BY = {"added": ADDS, "removed": REMOVES, "edited": EDITS, "all": "total_events"}
 
 
-def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivity, privacy: Privacy) -> pl.DataFrame:
-    """keyword, adds, removes, edits, total_events, unique_users, net_adds."""
+def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivity, privacy: Privacy,
+                     noise: bool = False) -> pl.DataFrame:
+    """keyword, adds, removes, edits, total_events, unique_users, net_adds (with `noise`, also each
+    count's noise standard deviation, `<count>_std`; the derived counts' from their parts')."""
     window = window_range(req.window, as_of)
     pilot = privacy.params.pilot_cap
     # Each user's count of each action per keyword: the contributions behind the action counts,
@@ -62,6 +65,7 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
             versions=frames.versions.get(schema.KEYWORD_CHANGES, {}),
         ),
         Contributions(per_user, ("keyword",)),
+        noise_std=noise,
     )
     # Derived from the published counts, so total = adds + removes + edits and
     # net = adds - removes hold exactly in every answer.
@@ -72,7 +76,15 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
     order_by = _ORDER_BY[req.type]
     if req.type != "all":
         derived = derived.filter(pl.col(order_by) > 0)
+    if noise:  # independent noise: the variances of the parts add up
+        derived = derived.with_columns(
+            (pl.col(f"{ADDS}_std") ** 2 + pl.col(f"{REMOVES}_std") ** 2 + pl.col(f"{EDITS}_std") ** 2).sqrt()
+            .alias("total_events_std"),
+            (pl.col(f"{ADDS}_std") ** 2 + pl.col(f"{REMOVES}_std") ** 2).sqrt().alias("net_adds_std"),
+        )
+    names = {m: m for m in (ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds")}
     return (
         first_rows(derived, [order_by, "keyword"], [True, False], req.limit)
-        .select("keyword", ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds")
+        .select("keyword", ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds",
+                *std_columns(noise, names))
     )

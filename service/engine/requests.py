@@ -26,12 +26,15 @@ TRENDING_DIMENSIONS = ("keyword", "domain", "platform", "page_context")
 TRENDING_METRICS = ("suppressions", "events", "unique_users")
 ACTIVITY_TYPES = ("added", "removed", "edited", "all")
 QUERY_MEASURES = ("suppressions", "unique_users", "events")
+COMPARE = ("previous_period",)  # the periods a request may be compared with
 
 
 @dataclasses.dataclass(frozen=True)
 class TopKeywords:
     window: str
     limit: int
+    compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
+    intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -39,6 +42,8 @@ class KeywordTimeseries:
     keyword: str  # already normalised
     window: str
     bucket: str
+    compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
+    intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,12 +51,16 @@ class DomainTimeseries:
     domain: str  # already normalised
     window: str
     bucket: str
+    compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
+    intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
 
 @dataclasses.dataclass(frozen=True)
 class GeoHeat:
     window: str
     level: str
+    compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
+    intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -68,6 +77,8 @@ class KeywordActivity:
     window: str
     type: str
     limit: int
+    compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
+    intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -80,3 +91,5 @@ class FlexibleQuery:
     order: str = "desc"
     limit: int = 100
     format: str = "json"
+    compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
+    intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)

@@ -22,6 +22,7 @@ from service.engine.measures import (
     published,
     zero_filled,
 )
+from service.engine.noise import std_columns
 from service.engine.requests import DomainTimeseries, KeywordTimeseries
 from service.engine.slicing import time_slice
 from service.privacy import CellContext, Privacy
@@ -30,12 +31,14 @@ from service.store.reader import EventFrames
 from service.windows import bucket_starts, window_range
 
 
-def keyword_timeseries(frames: EventFrames, as_of: dt.datetime, req: KeywordTimeseries, privacy: Privacy) -> pl.DataFrame:
-    return value_timeseries(frames, as_of, "keyword", req.keyword, req.window, req.bucket, privacy)
+def keyword_timeseries(frames: EventFrames, as_of: dt.datetime, req: KeywordTimeseries, privacy: Privacy,
+                       noise: bool = False) -> pl.DataFrame:
+    return value_timeseries(frames, as_of, "keyword", req.keyword, req.window, req.bucket, privacy, noise)
 
 
-def domain_timeseries(frames: EventFrames, as_of: dt.datetime, req: DomainTimeseries, privacy: Privacy) -> pl.DataFrame:
-    return value_timeseries(frames, as_of, "domain", req.domain, req.window, req.bucket, privacy)
+def domain_timeseries(frames: EventFrames, as_of: dt.datetime, req: DomainTimeseries, privacy: Privacy,
+                      noise: bool = False) -> pl.DataFrame:
+    return value_timeseries(frames, as_of, "domain", req.domain, req.window, req.bucket, privacy, noise)
 
 
 def value_timeseries(
@@ -46,8 +49,10 @@ def value_timeseries(
     window_name: str,
     bucket: str,
     privacy: Privacy,
+    noise: bool = False,
 ) -> pl.DataFrame:
-    """ts, suppressions, users_est, events of the rows where `column == value`, zero-filled."""
+    """ts, suppressions, users_est, events of the rows where `column == value`, zero-filled (with
+    `noise`, also each count's noise standard deviation, `<count>_std`)."""
     window = window_range(window_name, as_of)
     buckets = pl.DataFrame({"ts": pl.Series(bucket_starts(window, bucket), dtype=schema.TS)})
     rows = time_slice(frames.suppressions, window).lazy().filter(pl.col(column) == value)
@@ -66,9 +71,11 @@ def value_timeseries(
             bucket=bucket,
         ),
         contributions,
+        noise_std=noise,
     )
     # Joined back onto the bucket list, so the answer always lists every bucket.
     series = buckets.join(shown.drop(column), on="ts", how="left", maintain_order="left")
     return zero_filled(series, CELL_MEASURES).select(
-        "ts", SUPPRESSIONS, pl.col(UNIQUE_USERS).alias("users_est"), EVENTS
+        "ts", SUPPRESSIONS, pl.col(UNIQUE_USERS).alias("users_est"), EVENTS,
+        *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est", EVENTS: EVENTS}),
     )

@@ -7,6 +7,7 @@ import datetime as dt
 import polars as pl
 
 from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, published
+from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import TopKeywords
 from service.engine.slicing import time_slice
@@ -16,8 +17,10 @@ from service.store.reader import EventFrames
 from service.windows import window_range
 
 
-def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy) -> pl.DataFrame:
-    """keyword_raw, suppressions, users_est, rank; rank 1..n over the published counts."""
+def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy,
+                 noise: bool = False) -> pl.DataFrame:
+    """keyword_raw, suppressions, users_est, rank; rank 1..n over the published counts. With
+    `noise`, also each count's noise standard deviation (`<count>_std`, engine/noise.py)."""
     window = window_range(req.window, as_of)
     cells, contributions = cell_contributions(time_slice(frames.suppressions, window), ["keyword"], privacy.params)
     shown = privacy.publish(
@@ -30,6 +33,7 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
             versions=frames.versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
+        noise_std=noise,
     )
     # Ranked after publishing: a rank must agree with the numbers shown next to it.
     return (
@@ -40,5 +44,6 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
             SUPPRESSIONS,
             pl.col(UNIQUE_USERS).alias("users_est"),
             pl.col("rank").cast(pl.Int64),
+            *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est"}),
         )
     )

@@ -28,8 +28,10 @@ from service.engine import Engine
 from service.engine import cost as query_cost
 from service.errors import COMPUTATION_TIMEOUT, Problem
 from service.params import FieldError, ValidationFailed, parse_body, parse_query
+from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
 from service.render import csv_body, csv_filename, json_body
 from service.resources.json_body import read_json_body
+from service.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
 from service.response_cache import (
     CachedResponse,
     DecodedBodies,
@@ -58,9 +60,11 @@ class Plan:
     problem: Problem | None = None
     request: Any = None
     generation: int = 0   # of the event frames the plan was made for (a plan never holds frames)
-    as_of: Any = None
+    as_of: Any = None     # the answer's as_of: the current one, or the requested earlier hour
+    current: Any = None   # the current as_of the plan was made under (what a memoised plan is checked by)
     key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
+    ttl: int | None = None  # seconds to keep the computed body; None: until the next hour
 
 
 PLAN_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
@@ -94,6 +98,7 @@ class SignalsResource:
         self._plans: dict[str, Plan] = {}
         self._plans_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
         self._as_of_memo: tuple | None = None  # (last event, hour start, hour end, as_of)
+        self._first_memo: tuple[int, dt.datetime | None] | None = None  # (generation, first event)
         # Decoded hot bodies, shared by the app's resources (bounded by size).
         self._decoded = decoded if decoded is not None else DecodedBodies()
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
@@ -126,7 +131,7 @@ class SignalsResource:
         plan = plans.get(req.query_string)
         # A thread that raced past a change of hour or generation may find or leave a plan of
         # the other one: it is only used when it matches.
-        if plan is not None and plan.as_of == as_of and plan.generation == frames.generation:
+        if plan is not None and plan.current == as_of and plan.generation == frames.generation:
             return plan
         plan = self._plan(req, frames, as_of)
         if plan.problem is None:
@@ -137,17 +142,57 @@ class SignalsResource:
 
     def _plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
         try:
-            request = self.endpoint.build(self._validated(req))
+            values = self._validated(req)
+            current = as_of
+            as_of = self._requested_as_of(values.pop("as_of", None), values["window"], current, frames)
+            if values.get("compare"):
+                self._check_previous_period(values["window"], as_of, frames)
+            request = self.endpoint.build(values)
         except Problem as problem:
             return Plan(problem=problem)
-        key = (cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
-               if self._cache_responses else None)
+        key, ttl = None, None
+        if self._cache_responses:
+            if as_of == current:  # the same entry as without as_of: the same body
+                key = cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
+            else:  # a past window changes only when data for its dates do
+                covered = past_data_version(frames, covered_start(request, as_of), as_of)
+                key = cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant,
+                                data_version=covered)
+                ttl = PAST_AS_OF_SECONDS
         headers = (
             ("Last-Modified", format_datetime(as_of, usegmt=True)),
             ("X-Signals-As-Of", iso_z(as_of)),
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
-        return Plan(request=request, generation=frames.generation, as_of=as_of, key=key, headers=headers)
+        return Plan(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
+                    headers=headers, ttl=ttl)
+
+    def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
+                         frames: EventFrames) -> dt.datetime:
+        """The as_of the answer is for: the current one, or the requested earlier hour (400 naming
+        `as_of`, with the accepted range, when it is not accepted)."""
+        if text is None:
+            return current
+        try:
+            return parse_as_of(text, as_of_range(window, current, self._first_event(frames)))
+        except AsOfError as exc:
+            error = FieldError("as_of", str(exc))
+            raise Problem(400, _summary([error]), errors=[error]) from None
+
+    def _check_previous_period(self, window: str, as_of: dt.datetime, frames: EventFrames) -> None:
+        reason = previous_period_error(window, as_of, self._first_event(frames))
+        if reason is not None:
+            error = FieldError("compare", reason)
+            raise Problem(400, _summary([error]), errors=[error])
+
+    def _first_event(self, frames: EventFrames) -> dt.datetime | None:
+        """The data's first event (over both tables), remembered for the snapshot's generation."""
+        known = self._first_memo
+        if known is not None and known[0] == frames.generation:
+            return known[1]
+        first = first_event(frames)
+        self._first_memo = (frames.generation, first)
+        return first
 
     def _validated(self, req: falcon.Request) -> dict[str, Any]:
         endpoint = self.endpoint
@@ -208,7 +253,7 @@ class SignalsResource:
                 if raw is not None:
                     return self._decoded.decode(plan.key, raw)
             entry = self._compute(plan, frames)
-            self._gate.put(plan.key, entry.encode(), seconds_until_next_hour(self._clock.now()))
+            self._gate.put(plan.key, entry.encode(), plan.ttl or seconds_until_next_hour(self._clock.now()))
             return entry
         finally:
             if token is not None:
@@ -220,6 +265,9 @@ class SignalsResource:
             return
         try:
             query_cost.check(frames, plan.as_of, plan.request, self._max_cells)
+            if plan.request.compare:  # the period before is computed too
+                query_cost.check(frames, previous_as_of(plan.request.window, plan.as_of), plan.request,
+                                 self._max_cells)
         except query_cost.QueryTooLarge as exc:
             raise Problem(422, exc.detail(), extensions={
                 "estimated_cells": exc.cost.cells,

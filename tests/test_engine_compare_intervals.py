@@ -1,0 +1,151 @@
+"""The pure parts of compare and intervals (issue 25): frames in, frames out."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+
+import polars as pl
+import pytest
+from polars.testing import assert_frame_equal
+
+from service.engine import Engine, GeoHeat, KeywordActivity, KeywordTimeseries, TopKeywords
+from service.engine.compare import bucket_mapper, with_previous
+from service.engine.growth import CONFIDENCE_Z, COUNT_Z
+from service.engine.intervals import CAP_BIAS, noise_bound, with_intervals
+from service.engine.shapes import SHAPES
+from service.privacy import Privacy, PrivacyParams
+from service.render import csv_body, flattened
+from tests.support.fixture_data import FIXTURE_AS_OF, fixture_frames
+
+UTC = dt.UTC
+
+
+def _std(alpha: float) -> float:
+    return math.sqrt(2 * alpha) / (1 - alpha)
+
+
+def _tail(alpha: float, k: int) -> float:
+    """P(|noise| > k) of two-sided geometric noise."""
+    return 2 * alpha ** (k + 1) / (1 + alpha)
+
+
+@pytest.mark.parametrize("alpha", [math.exp(-1), math.exp(-0.8 / 8), math.exp(-0.8 / 256), math.exp(-1 / 20)])
+def test_the_noise_bound_is_the_smallest_whole_90_percent_bound(alpha):
+    k = pl.select(noise_bound(pl.lit(_std(alpha)))).item()
+    assert k == int(k) and _tail(alpha, int(k)) <= 0.10 < _tail(alpha, int(k) - 1)
+    assert pl.select(noise_bound(pl.lit(0.0))).item() == 0
+
+
+def test_user_counts_get_plus_or_minus_2():
+    shape = SHAPES["geo_heat"]
+    params = PrivacyParams()
+    frame = pl.DataFrame({"geo_key": ["US"], "suppressions": [0], "unique_users": [50], "keyword_count": [7],
+                          "suppressions_std": [0.0], "unique_users_std": [params.noise_std("unique_users")],
+                          "keyword_count_std": [params.noise_std("keyword_count")]})
+    intervals = with_intervals(frame, shape, params).get_column("intervals").struct.field("unique_users")
+    assert intervals.to_list() == [[48, 52]]
+
+
+def test_a_capped_sum_reaches_up_by_the_cap_term():
+    params = PrivacyParams()
+    cap = 100.0
+    sd = _std(math.exp(-0.8 / cap))
+    frame = pl.DataFrame({"keyword_raw": ["a", "b"], "suppressions": [1000, 5000], "users_est": [100, 100],
+                          "suppressions_std": [sd, sd], "users_est_std": [1.4, 1.4]})
+    bounds = with_intervals(frame, SHAPES["top_keywords"], params).get_column("intervals").struct.field("suppressions")
+    k = pl.select(noise_bound(pl.lit(sd))).item()
+    # a: mean 10 per user against a cap of 100: q = 0.1; b: 50 per user, q = 0.5
+    assert bounds.to_list()[0] == [1000 - k, math.ceil(1000 + k + CAP_BIAS * 1000 * 0.1**2)]
+    assert bounds.to_list()[1] == [5000 - k, math.ceil(5000 + k + CAP_BIAS * 5000 * 0.5**2)]
+
+
+def test_derived_counts_take_their_parts_intervals():
+    engine = Engine(Privacy("intervals"))
+    frame = engine.keyword_activity(fixture_frames(), FIXTURE_AS_OF, KeywordActivity("30d", "all", 50, intervals=True))
+    assert frame.height
+    for row in frame.iter_rows(named=True):
+        i = row["intervals"]
+        assert i["total_events"] == [i["adds"][0] + i["removes"][0] + i["edits"][0],
+                                     i["adds"][1] + i["removes"][1] + i["edits"][1]]
+        assert i["net_adds"] == [i["adds"][0] - i["removes"][1], i["adds"][1] - i["removes"][0]]
+        for name, (low, high) in i.items():
+            assert low <= row[name] <= high, (name, row)
+
+
+def test_without_noise_an_interval_is_the_number_itself():
+    engine = Engine(Privacy.exact())
+    frame = engine.top_keywords(fixture_frames(), FIXTURE_AS_OF, TopKeywords("24h", 5, intervals=True))
+    for row in frame.iter_rows(named=True):
+        assert row["intervals"] == {"suppressions": [row["suppressions"]] * 2, "users_est": [row["users_est"]] * 2}
+
+
+def test_without_the_flags_the_engine_answers_exactly_as_before():
+    frames = fixture_frames()
+    engine = Engine(Privacy("same"))
+    for method, request in ((engine.top_keywords, TopKeywords("7d", 20)), (engine.geo_heat, GeoHeat("30d", "region")),
+                            (engine.keyword_timeseries, KeywordTimeseries("snakes", "7d", "day"))):
+        plain = method(frames, FIXTURE_AS_OF, request)
+        both = method(frames, FIXTURE_AS_OF, type(request)(**{**request.__dict__, "compare": "previous_period",
+                                                               "intervals": True}))
+        assert_frame_equal(both.select(plain.columns), plain)
+        assert both.columns == [*plain.columns, "previous", "change", "intervals"]
+
+
+def test_with_previous_joins_fills_and_tests_the_change():
+    shape = SHAPES["top_keywords"]
+    current = pl.DataFrame({"keyword_raw": ["up", "flat", "new"], "suppressions": [2000, 1010, 50],
+                            "users_est": [400, 100, 12], "rank": [1, 2, 3],
+                            "suppressions_std": [50.0, 50.0, 20.0], "users_est_std": [1.4, 1.4, 1.4]})
+    previous = pl.DataFrame({"keyword_raw": ["flat", "up", "gone"], "suppressions": [1000, 300, 70],
+                             "users_est": [100, 50, 15], "rank": [1, 2, 3],
+                             "suppressions_std": [50.0, 50.0, 20.0], "users_est_std": [1.4, 1.4, 1.4]})
+    out = with_previous(current, previous, shape, ("keyword_raw",))
+    assert out.columns == [*current.columns, "previous", "change"]
+    rows = {r["keyword_raw"]: r for r in out.iter_rows(named=True)}
+    assert rows["up"]["previous"] == {"suppressions": 300, "users_est": 50}
+    assert rows["up"]["change"]["suppressions"] == {"pct": 566.67, "beyond_noise": True}
+    assert rows["flat"]["change"]["suppressions"] == {"pct": 1.0, "beyond_noise": False}
+    assert rows["new"]["previous"] == {"suppressions": 0, "users_est": 0}
+    assert rows["new"]["change"]["suppressions"]["pct"] is None
+    # beyond noise: |change| > (z sd + 3.09 sqrt(count)) of each side
+    margin = CONFIDENCE_Z * 20.0 + COUNT_Z * math.sqrt(50) + CONFIDENCE_Z * 20.0 + COUNT_Z * 1.0
+    assert rows["new"]["change"]["suppressions"]["beyond_noise"] is (margin < 50)
+
+
+def test_net_adds_varies_like_adds_plus_removes():
+    shape = SHAPES["keyword_activity"]
+    columns = ("adds", "removes", "edits", "total_events", "unique_users", "net_adds")
+
+    def frame(adds, removes):
+        values = {"adds": adds, "removes": removes, "edits": 0, "total_events": adds + removes,
+                  "unique_users": 100, "net_adds": adds - removes}
+        return pl.DataFrame({"keyword": ["k"], **{c: [values[c]] for c in columns}, **{f"{c}_std": [1.0] for c in columns}})
+
+    # net_adds 0 -> 60 with adds and removes in the thousands: within chance (sqrt(4000) x 3.09 each side)
+    out = with_previous(frame(2030, 1970), frame(2000, 2000), shape, ("keyword",))
+    assert out.row(0, named=True)["change"]["net_adds"] == {"pct": None, "beyond_noise": False}
+
+
+def test_a_bucket_is_compared_with_the_bucket_one_window_earlier():
+    shape = SHAPES["keyword_timeseries"]
+    hours = [dt.datetime(2026, 3, 10, h, tzinfo=UTC) for h in (10, 11)]
+    current = pl.DataFrame({"ts": hours, "suppressions": [5, 6], "users_est": [1, 1], "events": [1, 1],
+                            **{f"{m}_std": [1.0, 1.0] for m in ("suppressions", "users_est", "events")}})
+    previous = current.with_columns(pl.col("ts") - dt.timedelta(days=1), pl.Series("suppressions", [50, 60]))
+    out = with_previous(current, previous, shape, ("ts",), bucket_mapper("24h", FIXTURE_AS_OF, "hour"))
+    assert out.get_column("previous").struct.field("suppressions").to_list() == [50, 60]
+    assert out.get_column("ts").to_list() == hours
+
+
+def test_csv_flattens_nested_fields():
+    frame = pl.DataFrame({"keyword": ["a"], "suppressions": [3]}).with_columns(
+        pl.struct(pl.lit(2).alias("suppressions")).alias("previous"),
+        pl.struct(pl.struct(pl.lit(50.0).alias("pct"), pl.lit(True).alias("beyond_noise")).alias("suppressions"))
+        .alias("change"),
+        pl.struct(pl.concat_list(pl.lit(1), pl.lit(5)).alias("suppressions")).alias("intervals"),
+    )
+    assert flattened(frame).columns == ["keyword", "suppressions", "previous_suppressions",
+                                        "change_suppressions_pct", "change_suppressions_beyond_noise",
+                                        "intervals_suppressions_low", "intervals_suppressions_high"]
+    assert csv_body(frame).decode("utf-8-sig").splitlines()[1] == "a,3,2,50.0,true,1,5"
