@@ -10,9 +10,10 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from paramcheck import FieldError
 from service.engine import requests as rq
 from service.engine.shapes import SHAPES
-from service.params import FieldError, Param
+from service.params import Param
 from service.store.contract import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
 from service.store.schema import PAGE_CONTEXTS, PLATFORMS

@@ -16,12 +16,12 @@ from typing import Any
 
 import falcon
 
+from paramcheck import summary
 from service.accounts import Principal
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ACCOUNT_PATH, ENDPOINTS
 from service.errors import Problem
 from service.params import ValidationFailed, parse_query
-from service.resources.signals import _summary
 from service.response_cache import etag_for, if_none_match
 from service.windows import iso_z
 
@@ -61,7 +61,7 @@ class AccountResource:
             parse_query((), req.params)
             plan = AccountPlan()
         except ValidationFailed as exc:
-            plan = AccountPlan(problem=Problem(400, _summary(exc.errors), errors=exc.errors))
+            plan = AccountPlan(problem=Problem(400, summary(exc.errors), errors=exc.errors))
         req.context.plan = plan
         return plan
 

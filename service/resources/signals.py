@@ -20,6 +20,7 @@ from typing import Any
 import falcon
 
 from cache import Gate
+from paramcheck import FieldError, summary
 from service.clock import Clock
 from service.deadline import DeadlineExceeded, time_limit
 from service.disclaimer import DISCLAIMER
@@ -27,7 +28,7 @@ from service.endpoints import Endpoint
 from service.engine import Engine
 from service.engine import cost as query_cost
 from service.errors import COMPUTATION_TIMEOUT, Problem
-from service.params import FieldError, ValidationFailed, parse_body, parse_query
+from service.params import ValidationFailed, parse_body, parse_query
 from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
 from service.render import csv_body, csv_filename, json_body
 from service.resources.json_body import read_json_body
@@ -177,13 +178,13 @@ class SignalsResource:
             return parse_as_of(text, as_of_range(window, current, self._first_event(frames)))
         except AsOfError as exc:
             error = FieldError("as_of", str(exc))
-            raise Problem(400, _summary([error]), errors=[error]) from None
+            raise Problem(400, summary([error]), errors=[error]) from None
 
     def _check_previous_period(self, window: str, as_of: dt.datetime, frames: EventFrames) -> None:
         reason = previous_period_error(window, as_of, self._first_event(frames))
         if reason is not None:
             error = FieldError("compare", reason)
-            raise Problem(400, _summary([error]), errors=[error])
+            raise Problem(400, summary([error]), errors=[error])
 
     def _first_event(self, frames: EventFrames) -> dt.datetime | None:
         """The data's first event (over both tables), remembered for the snapshot's generation."""
@@ -210,7 +211,7 @@ class SignalsResource:
             if errors:
                 raise ValidationFailed(errors)
         except ValidationFailed as exc:
-            raise Problem(400, _summary(exc.errors), errors=exc.errors) from None
+            raise Problem(400, summary(exc.errors), errors=exc.errors) from None
         return values
 
     # -- the responder ----------------------------------------------------------------------
@@ -326,8 +327,3 @@ class SignalsResource:
 def _echo(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
-
-def _summary(errors: list[FieldError]) -> str:
-    if len(errors) == 1:
-        return f"Parameter '{errors[0].name}' {errors[0].reason}."
-    return f"{len(errors)} parameters are invalid: " + ", ".join(f"'{e.name}'" for e in errors) + ". See errors."

@@ -7,8 +7,8 @@ import math
 import re
 from typing import Any
 
+from paramcheck import FieldError
 from service.engine.requests import TRENDING_DIMENSIONS, TRENDING_METRICS
-from service.params import FieldError
 from service.webhooks import ssrf
 from service.windows import TRENDING_WINDOWS
 
