@@ -19,7 +19,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from paramcheck import FieldError, allowed, check_body, check_query, summary
+from paramcheck import FieldError, allowed, check_body, check_query, reason, summary
 
 __all__ = ["INVALID_TITLE", "FieldError", "Operation", "Operations", "Parameter", "query_text", "summary"]
 
@@ -139,7 +139,8 @@ def _check_rule(rule: Mapping[str, Any], body: Mapping[str, Any], operation: Ope
         const = test.get("contains", {}).get("const")
         if const is None or const not in (body.get(field) or []):
             return []
-        return [FieldError(name, f"is required when {field} includes {const}; expected {operation.param(name).allowed()}")
+        return [FieldError(name, reason("required_when", field=field, value=const,
+                                        expected=operation.param(name).allowed()))
                 for name in wanted if name not in body]
     return []
 

@@ -18,10 +18,11 @@ from paramcheck.check import (
     check_query,
     check_text,
 )
-from paramcheck.wording import NOT_BLANK_PATTERN, allowed, did_you_mean, summary
+from paramcheck.wording import NO_CONTROL_PATTERN, NOT_BLANK_PATTERN, allowed, did_you_mean, reason, summary
 
 __all__ = [
     "NOT_BLANK_PATTERN",
+    "NO_CONTROL_PATTERN",
     "Field",
     "FieldError",
     "HugeNumber",
@@ -31,5 +32,6 @@ __all__ = [
     "check_query",
     "check_text",
     "did_you_mean",
+    "reason",
     "summary",
 ]

@@ -16,11 +16,15 @@ from typing import Any
 # exactly when it has no such character.
 NOT_BLANK_PATTERN = r"[^\t\n\x0b\x0c\r\x1c-\x1f \x85\xa0\u1680\u2000-\u200a\u2028\u2029\u202f\u205f\u3000]"
 
+# "Has no control character" (C0, DEL, C1), as JSON Schema and Python's `re` both read it.
+NO_CONTROL_PATTERN = "^[^\\u0000-\\u001f\\u007f-\\u009f]*$"
+
 # Why a value is refused. `{value}` is the value as `shown` writes it, `{number}` a number as
 # `number_text` writes it, `{expected}` what `allowed` says.
 REASONS = {
     "unknown": "unknown {word}.{hint} Known {word}s: {known}",
     "required": "is required; expected {expected}",
+    "required_when": "is required when {field} includes {value}; expected {expected}",
     "repeated": "must be given once; it was repeated",
     "null": "must not be null; leave it out or send {expected}",
     "not_object_body": "must be a JSON object",
@@ -42,7 +46,10 @@ REASONS = {
 }
 
 # Patterns with a reason of their own (others are refused with "does not match the pattern").
-PATTERN_REASONS = {NOT_BLANK_PATTERN: "must not be blank (white space only)"}
+PATTERN_REASONS = {
+    NOT_BLANK_PATTERN: "must not be blank (white space only)",
+    NO_CONTROL_PATTERN: "must not contain control characters",
+}
 
 
 def reason(kind: str, **values: Any) -> str:
