@@ -13,7 +13,7 @@ import falcon
 from paramcheck import FieldError, summary
 from service.clock import Clock
 from service.errors import WEBHOOK_LIMIT, Problem
-from service.resources.account import AccountPlan
+from service.resources.account import PreparedAccountRequest
 from service.resources.json_body import read_json_body
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
@@ -48,8 +48,8 @@ class _Base:
         self.clock = clock
         self.allow_private = allow_private
 
-    def prepare(self, req: falcon.Request) -> AccountPlan:
-        return AccountPlan()  # per-subscription answers: never in the shared cache
+    def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
+        return PreparedAccountRequest()  # per-subscription answers: never in the shared cache
 
     @staticmethod
     def _no_query(req: falcon.Request) -> None:
