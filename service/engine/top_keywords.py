@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -10,16 +11,24 @@ from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell
 from service.engine.ordering import first_rows
 from service.engine.requests import TopKeywords
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy
+from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames
-from service.windows import window_range
+from service.windows import TimeRange, window_range
 
 
 def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy) -> pl.DataFrame:
     """keyword_raw, suppressions, users_est, rank; rank 1..n over the published counts."""
     window = window_range(req.window, as_of)
     cells, contributions = cell_contributions(time_slice(frames.suppressions, window), ["keyword"], privacy.params)
+    return publish_top_keywords(cells, contributions, window, frames.versions, req, privacy)
+
+
+def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,
+                         versions: Mapping[str, Mapping[dt.date, int]], req: TopKeywords,
+                         privacy: Privacy) -> pl.DataFrame:
+    """The publication stage of any engine: per-keyword cells (`cell_contributions`' shape) ->
+    the endpoint's frame."""
     shown = privacy.publish(
         as_strings(cells.drop_nulls("keyword"), ["keyword"]),
         CellContext(
@@ -27,7 +36,7 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
             dims=("keyword",),
             published=published(SUPPRESSIONS, UNIQUE_USERS),
             time_range=window,
-            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
+            versions=versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
     )
