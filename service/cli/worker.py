@@ -8,13 +8,12 @@ import signal
 import threading
 from typing import Any
 
+from service import backend
 from service.accounts import AccountStore
 from service.app import privacy_params
-from service.engine import Engine
 from service.logging_setup import configure_logging
 from service.privacy import Privacy
 from service.settings import Settings
-from service.store.reader import EventStore
 from service.webhooks.store import WebhookStore
 from service.webhooks.worker import Worker
 
@@ -31,8 +30,8 @@ def register(subparsers: Any) -> None:
 
 def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
     accounts = AccountStore(settings.accounts_url)
-    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
-    worker = Worker(EventStore(settings.data_dir), WebhookStore(accounts.engine), engine,
+    engine = backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
+    worker = Worker(backend.event_store(settings), WebhookStore(accounts.engine), engine,
                     interval_seconds=settings.worker_interval_seconds,
                     allow_private=settings.webhook_allow_private)
     return worker, accounts

@@ -33,7 +33,13 @@ class ClickHouseSnapshot:
     last_event: datetime | None     # max ts over both tables; None when both are empty
     # Per table: UTC date -> the last generation that landed rows for it (as EventFrames.versions).
     versions: Mapping[str, Mapping[date, int]] = dataclasses.field(default_factory=dict)
-    rows: Mapping[str, int] = dataclasses.field(default_factory=dict)  # per table (readiness)
+    rows: Mapping[str, int] = dataclasses.field(default_factory=dict)  # per table (logs)
+
+    def event_counts(self):  # -> service.engine.clickhouse.cost.ClickHouseCounts
+        """What the /query cost bound counts, counted in SQL (engine/cost.py `counts_for`)."""
+        from service.engine.clickhouse.cost import ClickHouseCounts
+
+        return ClickHouseCounts(self)
 
 
 def load_snapshot(ch: ClickHouse, generation: int) -> ClickHouseSnapshot:

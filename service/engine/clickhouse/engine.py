@@ -1,0 +1,154 @@
+"""The engine on ClickHouse: the same interface as `service.engine.Engine`, with a
+`ClickHouseSnapshot` where the polars engine takes `EventFrames`.
+
+ClickHouse computes what grows with the events (scanning, the per-user stage, the per-cell stage:
+`cells.Query`, one round trip per endpoint); polars and the shared publication stage of each endpoint
+(`publish_*`, the privacy stage, ordering and shaping) do the rest, so the same cells get the same
+noise and the same rows come out, byte for byte, as from the polars engine.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.clickhouse.cells import Key, Query, bucket_sql, cells, dimension, time_literal
+from service.engine.flexible_query import TIME, publish_query
+from service.engine.geo_heat import KEYWORD_COUNT, publish_geo_heat
+from service.engine.growth import CONFIDENCE_Z
+from service.engine.keyword_activity import _ACTION_COUNTS, publish_keyword_activity
+from service.engine.measures import UNIQUE_USERS
+from service.engine.requests import (
+    FILTER_COLUMNS,
+    DomainTimeseries,
+    FlexibleQuery,
+    GeoHeat,
+    KeywordActivity,
+    KeywordTimeseries,
+    TopKeywords,
+    Trending,
+)
+from service.engine.timeseries import publish_timeseries
+from service.engine.top_keywords import publish_top_keywords
+from service.engine.trending import BASELINE, RECENT, _both_periods, publish_trending
+from service.privacy import PILOT, Contributions, Privacy
+from service.store import schema
+from service.windows import TimeRange, trending_periods, window_range
+
+RECENT_KEY = "_recent"
+_LARGEST_SORTED = 2**24 - 1
+
+
+class ClickHouseEngine:
+    def __init__(self, privacy: Privacy, trending_confidence: float = CONFIDENCE_Z) -> None:
+        self.privacy = privacy
+        self.trending_confidence = trending_confidence
+
+    def top_keywords(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: TopKeywords) -> pl.DataFrame:
+        window = window_range(req.window, as_of)
+        found, contributions = cells(snapshot, Query(schema.SUPPRESSIONS, [dimension("keyword")], window),
+                                     self.privacy.params)
+        return publish_top_keywords(found, contributions, window, snapshot.versions, req, self.privacy)
+
+    def keyword_timeseries(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime,
+                           req: KeywordTimeseries) -> pl.DataFrame:
+        return self._timeseries(snapshot, as_of, "keyword", req.keyword, req.window, req.bucket)
+
+    def domain_timeseries(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime,
+                          req: DomainTimeseries) -> pl.DataFrame:
+        return self._timeseries(snapshot, as_of, "domain", req.domain, req.window, req.bucket)
+
+    def _timeseries(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, column: str, value: str,
+                    window_name: str, bucket: str) -> pl.DataFrame:
+        window = window_range(window_name, as_of)
+        query = Query(schema.SUPPRESSIONS, [Key("ts", bucket_sql(bucket), string=False)], window,
+                      where=[f"{column} = {{value:String}}"], parameters={"value": value})
+        counts, contributions = cells(snapshot, query, self.privacy.params)
+        return publish_timeseries(counts, contributions, column, value, window, bucket, snapshot.versions,
+                                  self.privacy)
+
+    def geo_heat(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: GeoHeat) -> pl.DataFrame:
+        window = window_range(req.window, as_of)
+        level = req.level
+        # Each user's first keyword_rows_per_user rows (by time) bring their keywords, as in the
+        # polars engine (engine/geo_heat.py): distinct keywords counted over those.
+        first = self.privacy.params.keyword_rows_per_user
+        # groupArraySorted takes at most 2**24 - 1; a bound that large (the exact stage's) is no bound.
+        keywords = "groupArray(keyword)" if first >= _LARGEST_SORTED else \
+            f"arrayMap(x -> x.2, groupArraySorted({int(first)})((ts, keyword)))"
+        query = Query(
+            schema.SUPPRESSIONS, [dimension(level)], window, where=[f"isNotNull({level})"],
+            per_user_extra=[f"{keywords} AS _keywords"],
+            per_cell_extra=[f"toInt64(uniqExactArray(_keywords)) AS {KEYWORD_COUNT}"],
+        )
+        found, contributions = cells(snapshot, query, self.privacy.params)
+        return publish_geo_heat(found, contributions, level, window, snapshot.versions, self.privacy)
+
+    def trending(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: Trending) -> pl.DataFrame:
+        periods = trending_periods(req.window, as_of)
+        split = periods.recent.start
+        whole = TimeRange(periods.baseline.start, periods.recent.end)
+        query = Query(schema.SUPPRESSIONS,
+                      [dimension(req.dimension), Key(RECENT_KEY, f"ts >= {time_literal(split)}", string=False)], whole)
+        found, contributions = cells(snapshot, query, self.privacy.params)
+        recent = self._period(found, contributions, req, True, RECENT)
+        baseline = self._period(found, contributions, req, False, BASELINE)
+        both = _both_periods(recent[1], baseline[1])
+        return publish_trending(recent[0], baseline[0], both, snapshot.versions, as_of, req, self.privacy,
+                                self.trending_confidence)
+
+    @staticmethod
+    def _period(found: pl.DataFrame, contributions: Contributions, req: Trending, recent: bool,
+                name: str) -> tuple[pl.DataFrame, Contributions | None]:
+        """One period's cells and contributions in trending's `_period_cells` shape."""
+        dim = req.dimension
+        mine = pl.col(RECENT_KEY) == int(recent)
+        rows = found.filter(mine)
+        users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
+        if req.metric == UNIQUE_USERS:
+            return rows.select(dim, pl.col(UNIQUE_USERS).alias(name), users), None
+        assert contributions.totals is not None
+        metric = req.metric
+        return (
+            rows.select(dim, pl.col(f"{metric}{PILOT}").alias(f"{name}{PILOT}"), users),
+            Contributions(contributions.per_user.filter(mine).select(dim, pl.col(metric).alias(name)), (dim,),
+                          contributions.totals.filter(mine).select(dim, pl.col(metric).alias(name))),
+        )
+
+    def keyword_activity(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: KeywordActivity) -> pl.DataFrame:
+        window = window_range(req.window, as_of)
+        measures = {name: f"toInt64(countIf(action = '{action}'))" for name, action in _ACTION_COUNTS.items()}
+        query = Query(schema.KEYWORD_CHANGES, [dimension("keyword")], window, measures=measures,
+                      per_cell_extra=[f"toInt64(countIf(_m_{name} > 0)) AS {name}_users" for name in _ACTION_COUNTS])
+        found, contributions = cells(snapshot, query, self.privacy.params)
+        return publish_keyword_activity(found, contributions, window, snapshot.versions, req, self.privacy)
+
+    def query(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: FlexibleQuery) -> pl.DataFrame:
+        if TIME in req.group_by and req.bucket is None:
+            raise ValueError("a bucket is required to group by time")
+        window = window_range(req.window, as_of)
+        where, parameters = filter_conditions(req.filters)
+        keys: list[Key] = []
+        for dim in req.group_by:
+            if dim == TIME:
+                assert req.bucket is not None
+                keys.append(Key("ts", bucket_sql(req.bucket), string=False))
+            else:
+                # A null in a grouped dimension is not a unit of it (measures.key_guards).
+                where.append(f"isNotNull({dim})")
+                keys.append(dimension(dim))
+        found, contributions = cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters),
+                                     self.privacy.params)
+        return publish_query(found, contributions, window, snapshot.versions, req, self.privacy)
+
+
+def filter_conditions(filters: dict | object) -> tuple[list[str], dict[str, object]]:
+    """One condition per /query filter key (all must hold), each true for any of its values."""
+    where: list[str] = []
+    parameters: dict[str, object] = {}
+    for index, (key, values) in enumerate(dict(filters).items()):  # type: ignore[call-overload]
+        where.append(f"{FILTER_COLUMNS[key]} IN {{f{index}:Array(String)}}")
+        parameters[f"f{index}"] = list(values)
+    return where, parameters
