@@ -249,7 +249,7 @@ def _validate(outcome: _Outcome, read: _Read, now: dt.datetime, secret: str) -> 
 
 
 def _land(
-    target: LandingTarget,
+    landing: LandingTarget,
     outcomes: list[_Outcome],
     now: dt.datetime,
     swept: writer.Swept,
@@ -263,7 +263,7 @@ def _land(
     # Quarantine files land with the rows, as part of the same generation: a failure (or a kill)
     # leaves neither behind, so the report never says "nothing landed" about data that did, and
     # running the ingest again quarantines each row once.
-    data_dir = target.data_dir
+    data_dir = landing.data_dir
     used_names: set[str] = set()
     quarantine: dict[int, Path] = {}
     contents: dict[Path, bytes] = {}
@@ -277,8 +277,8 @@ def _land(
         for o in outcomes
         if o.error is None and o.skipped is None and o.sha256 is not None
     ]
-    landed = target.write_tables(frames, on_stage=on_stage, sources=sources, other_files=contents, now=now)
-    generation = landed.generation if landed.generation is not None else target.read_generation()
+    landed = landing.write_tables(frames, on_stage=on_stage, sources=sources, other_files=contents, now=now)
+    generation = landed.generation if landed.generation is not None else landing.read_generation()
     reports = [
         FileReport(
             path=o.path,
