@@ -202,7 +202,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if file.rejected:
             line += f", {file.rejected:,} rejected (see {file.quarantine})"
         print(line)
-    landed = "landed" if report.written else "nothing landed"
+    landed = "landed" if report.landed else "nothing landed"
     skipped = f", {_count(len(report.skipped), 'file')} skipped" if report.skipped else ""
     print(
         f"Total: {report.accepted:,} accepted, {report.rejected:,} rejected, {_count(len(report.failed), 'file')} "

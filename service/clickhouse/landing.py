@@ -24,6 +24,7 @@ import contextlib
 import dataclasses
 import datetime as dt
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
@@ -34,6 +35,8 @@ import polars as pl
 from service.clickhouse import schema as ch_schema
 from service.clickhouse.connection import ClickHouse
 from service.store import schema, writer
+
+log = logging.getLogger(__name__)
 
 LANDINGS = ch_schema.LANDINGS
 _MUTATION = {"mutations_sync": 2}  # a DELETE returns once the rows are gone (on every replica)
@@ -65,7 +68,7 @@ class ClickHouseTarget:
         return found
 
     def sweep(self) -> writer.Swept:
-        """Delete what generations begun but never published left behind."""
+        """Delete what generations begun but never published left behind (Swept.partitions: rows)."""
         pending = self.ch.frame(
             f"SELECT generation, other_files FROM {LANDINGS} GROUP BY generation, other_files "
             "HAVING max(published) = 0 ORDER BY generation")
@@ -80,8 +83,12 @@ class ClickHouseTarget:
                     path.unlink()
                     other += 1
             self.ch.command(f"DELETE FROM {LANDINGS} WHERE generation = {int(generation)}", settings=_MUTATION)
-        last = int(pending.get_column("generation").max())
-        return writer.Swept(last, partitions=partitions, other_files=other, manifests=pending.height)
+        swept = writer.Swept(int(pending.get_column("generation").max()), partitions=partitions, other_files=other,
+                             manifests=pending.height)
+        log.warning("removed the leftovers of an unfinished ingest in ClickHouse %s: generation %d (never "
+                    "published): %d rows, %d quarantine files", self.ch.describe(), swept.generation, partitions,
+                    other)
+        return swept
 
     def _delete_rows(self, generation: int) -> int:
         """Delete a generation's rows from both tables; returns how many there were."""

@@ -96,8 +96,9 @@ class FileReport:
 class IngestReport:
     files: tuple[FileReport, ...]
     generation: int  # the data generation after the call (unchanged when nothing landed)
-    written: tuple[Path, ...]  # partition files that landed
+    written: tuple[Path, ...]  # partition files that landed (none in ClickHouse: rows land in tables)
     swept: writer.Swept | None = None  # leftovers of an unfinished landing removed first
+    landed: bool = False  # a new generation was published
 
     @property
     def accepted(self) -> int:
@@ -292,7 +293,8 @@ def _land(
         )
         for index, o in enumerate(outcomes)
     ]
-    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths, swept=swept)
+    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths, swept=swept,
+                        landed=landed.generation is not None)
 
 
 # ---------------------------------------------------------------------------------------------
