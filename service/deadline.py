@@ -21,6 +21,10 @@ and several of them could pile up in one worker. Why a BaseException: the comput
 `with` block is interrupted: the timer is disarmed before anything else (a Redis call, logging)
 runs.
 
+A call into native code that does not return to Python (a query in embedded ClickHouse, chdb) is
+not interrupted by the signal: such callers ask `remaining()` and hand the time left to the
+database (ClickHouse's max_execution_time, service/clickhouse/connection.py), which stops the query.
+
 Signals reach only the main thread: gunicorn's sync workers answer there. Elsewhere (a threaded
 server, a test calling the app from a thread) no limit is applied.
 """
@@ -30,7 +34,19 @@ from __future__ import annotations
 import contextlib
 import signal
 import threading
+import time
 from collections.abc import Iterator
+
+# When the innermost active time_limit expires (time.monotonic), for work done outside Python that
+# the signal cannot interrupt: a ClickHouse query is given the time left as max_execution_time.
+_expires_at: list[float] = []
+
+
+def remaining() -> float | None:
+    """Seconds left before the active time limit (None when none is active)."""
+    if not _expires_at:
+        return None
+    return max(_expires_at[-1] - time.monotonic(), 0.001)
 
 
 class DeadlineExceeded(BaseException):  # like KeyboardInterrupt: not an Exception, on purpose
@@ -57,9 +73,11 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
     signal.setitimer(signal.ITIMER_REAL, seconds)
+    _expires_at.append(time.monotonic() + seconds)
     try:
         yield
     finally:
         armed[0] = False  # first: an alarm from here on raises nothing
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
+        _expires_at.pop()

@@ -72,8 +72,9 @@ def stores(tmp_path_factory, chdb_dir):
 
 def make_client(kind: str, stores, accounts, chdb_dir, **settings) -> falcon.testing.TestClient:
     data_dir, store = stores[kind]
-    configured = Settings(data_dir=data_dir, secret=SECRET, cache_responses=False, privacy_min_users=3,
-                          engine=kind, clickhouse_url=f"chdb://{chdb_dir}", **settings)
+    settings = {"cache_responses": False, **settings}
+    configured = Settings(data_dir=data_dir, secret=SECRET, privacy_min_users=3, engine=kind,
+                          clickhouse_url=f"chdb://{chdb_dir}", **settings)
     # The app builds the engine the settings name (service/backend.py); the store is the test's.
     return falcon.testing.TestClient(create_app(configured, clock=FixedClock(NOW), store=store, accounts=accounts,
                                                 gate=LocalGate()))
@@ -149,3 +150,46 @@ def test_the_cost_guard_refuses_alike(stores, accounts, chdb_dir) -> None:
     assert first.pop("request_id") != second.pop("request_id")
     assert first == second
     assert first["narrowings"] and first["estimated_cells"] > 500
+
+
+def test_webhook_alerts_are_the_same(stores) -> None:
+    """The worker's evaluator (service/webhooks/evaluate.py) on either engine queues the same payloads."""
+    from types import SimpleNamespace
+
+    from service.app import privacy_params
+    from service.backend import engine as build_engine
+    from service.privacy import Privacy
+    from service.webhooks.evaluate import evaluate
+
+    hooks = [SimpleNamespace(id=f"wh_{i}", window=w, dimension=d, metric=m, min_baseline=0, threshold_pct=t,
+                             cooldown_until=None)
+             for i, (w, d, m, t) in enumerate([("24h", "keyword", "suppressions", 0.0), ("7d", "domain", "events", 10.0),
+                                               ("30d", "platform", "unique_users", -50.0)])]
+
+    class Outbox:
+        def __init__(self) -> None:
+            self.payloads: list[str] = []
+
+        def claim_cooldowns_and_enqueue(self, claims, event, now) -> int:
+            self.payloads += [payload_for("id") for _hook, payload_for in claims]
+            return len(claims)
+
+    queued = {}
+    for kind, (data_dir, store) in stores.items():
+        settings = Settings(data_dir=data_dir, secret=SECRET, privacy_min_users=3, engine=kind,
+                            clickhouse_url="chdb://unused")
+        outbox = Outbox()
+        evaluate(outbox, build_engine(settings, Privacy(SECRET, privacy_params(settings))), store.snapshot(), NOW,
+                 hooks=hooks)
+        queued[kind] = outbox.payloads
+    assert queued["polars"] == queued["clickhouse"]
+    assert len(queued["polars"]) >= 2
+
+
+def test_answers_are_cached_per_generation(stores, accounts, chdb_dir) -> None:
+    key = accounts.create_key(Tier.PROFESSIONAL, subscription="cached")[0]
+    client = make_client("clickhouse", stores, accounts, chdb_dir, cache_responses=True)
+    first, second = (_get(client, key, "/api/v1/signals/top-keywords", {"window": "7d"}) for _ in range(2))
+    assert (first.headers["x-cache"], second.headers["x-cache"]) == ("miss", "hit")
+    assert first.content == second.content
+    assert first.headers["x-signals-data-generation"] == "3"  # the demo, then two ingest calls

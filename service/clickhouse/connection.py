@@ -22,7 +22,7 @@ from typing import Any
 
 import polars as pl
 
-from service.deadline import DeadlineExceeded
+from service.deadline import DeadlineExceeded, remaining
 
 CHDB_SCHEME = "chdb://"
 DEFAULT_DATABASE = "signals"
@@ -103,9 +103,12 @@ class ClickHouse:
                 self._client = None
 
     def _settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
+        """The query's settings: max_execution_time is the time left of the request's deadline
+        (service/deadline.py), else the connection's deadline; ClickHouse stops the query then."""
         merged = dict(settings or {})
-        if self.deadline_seconds and "max_execution_time" not in merged:
-            merged["max_execution_time"] = self.deadline_seconds
+        limits = [limit for limit in (self.deadline_seconds, remaining()) if limit]
+        if limits and "max_execution_time" not in merged:
+            merged["max_execution_time"] = round(min(limits), 3)
         return merged
 
     def frame(self, sql: str, parameters: Mapping[str, Any] | None = None,
