@@ -128,8 +128,10 @@ class ClickHouse:
             raise _translated(exc, self.deadline_seconds) from exc
 
     def insert(self, table: str, frame: pl.DataFrame, columns: Sequence[str] | None = None) -> None:
+        """Insert the rows; into a Distributed table (a cluster), synchronously: the call returns once
+        every row is on its shard, so a landing is published only after its rows are in place."""
         arrow = frame.select(columns).to_arrow() if columns else frame.to_arrow()
-        self.client.insert_arrow(table, arrow)
+        self.client.insert_arrow(table, arrow, settings={"insert_distributed_sync": 1})
 
 
 def _translated(exc: Exception, deadline: float | None) -> BaseException:
