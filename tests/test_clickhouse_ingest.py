@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.processes import ROOT, service_env
-from tests.test_ingest_crash import BAD_LINE, _kill, files  # noqa: F401 (fixture)
+from tests.test_ingest_crash import BAD_LINE, _kill, write_files
 
 
 def _env(data: Path, url: str) -> dict[str, str]:
@@ -37,11 +37,23 @@ def _probe(url: str) -> dict:
 
 def _store(tmp_path: Path, name: str) -> tuple[Path, str]:
     data, url = tmp_path / f"{name}-data", f"chdb://{tmp_path / f'{name}-chdb'}"
-    first = _cli(data, url, "data", "clickhouse-init")
-    assert first.returncode == 0, first.stderr
-    again = _cli(data, url, "data", "clickhouse-init")  # idempotent
-    assert again.returncode == 0 and "ClickHouse tables ready" in again.stdout, again.stderr
+    made = _cli(data, url, "data", "clickhouse-init")
+    assert made.returncode == 0 and "ClickHouse tables ready" in made.stdout, made.stderr
     return data, url
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    return write_files(tmp_path_factory.mktemp("ingest-files"))
+
+
+@pytest.fixture(scope="module")
+def after(tmp_path_factory: pytest.TempPathFactory, files: dict[str, Path]) -> dict:
+    """The reference: A, then B and C, ingested without a crash."""
+    reference, url = _store(tmp_path_factory.mktemp("reference"), "reference")
+    for call in ([files["a"]], [files["b"], files["c"]]):
+        assert _cli(reference, url, "data", "ingest", *map(str, call), "--no-progress").returncode == 0
+    return _probe(url)
 
 
 def _quarantined_bad_lines(data: Path) -> int:
@@ -49,8 +61,10 @@ def _quarantined_bad_lines(data: Path) -> int:
                for line in path.read_text().splitlines() if json.loads(line)["row_number"] == BAD_LINE)
 
 
-def test_ingest_validates_quarantines_and_skips_what_is_in(tmp_path: Path, files) -> None:  # noqa: F811
+def test_ingest_validates_quarantines_and_skips_what_is_in(tmp_path: Path, files) -> None:
     data, url = _store(tmp_path, "plain")
+    again = _cli(data, url, "data", "clickhouse-init")  # idempotent
+    assert again.returncode == 0 and "ClickHouse tables ready" in again.stdout, again.stderr
     landed = _cli(data, url, "data", "ingest", str(files["b"]), str(files["c"]), "--no-progress")
     assert landed.returncode == 0, landed.stderr
     assert "Total: 150 accepted, 1 rejected, 0 files refused; landed, data generation 1." in landed.stdout, \
@@ -71,16 +85,11 @@ def test_ingest_validates_quarantines_and_skips_what_is_in(tmp_path: Path, files
 
 # (stage, done) in ClickHouseTarget.write_tables: "staging" before each table's insert,
 # "publishing" with every row and the quarantine file in, unpublished.
-STAGES = [("parsing", 1), ("staging", 1), ("publishing", 0), ("published", 1)]
+STAGES = [("staging", 1), ("publishing", 0), ("published", 1)]
 
 
 @pytest.mark.parametrize(("stage", "done"), STAGES, ids=[f"{s}-{d}" for s, d in STAGES])
-def test_an_ingest_killed_at_each_stage_then_run_again(tmp_path: Path, files, stage: str, done: int) -> None:  # noqa: F811
-    reference, reference_url = _store(tmp_path, "reference")
-    for call in ([files["a"]], [files["b"], files["c"]]):
-        assert _cli(reference, reference_url, "data", "ingest", *map(str, call), "--no-progress").returncode == 0
-    after = _probe(reference_url)
-
+def test_an_ingest_killed_at_each_stage_then_run_again(tmp_path: Path, files, after, stage: str, done: int) -> None:
     data, url = _store(tmp_path, "crashed")
     assert _cli(data, url, "data", "ingest", str(files["a"]), "--no-progress").returncode == 0
     before = _probe(url)

@@ -105,3 +105,36 @@ def test_a_missing_schema_names_the_command(chdb_dir: Path) -> None:
     bare = ClickHouse(f"chdb://{chdb_dir}", database="never_initialised")
     with pytest.raises(SchemaMissing, match="python -m service data clickhouse-init"):
         ClickHouseStore(bare).snapshot()
+
+
+def test_demo_then_worker_on_chdb_and_refusals_while_held(tmp_path: Path, chdb_dir: Path) -> None:
+    """The command line on chdb: demo lands in ClickHouse and the alert worker reads it; on a directory
+    another process holds (this test process holds the session's), the worker and the demo are
+    refused with the reason instead of a traceback."""
+    import subprocess
+    import sys
+
+    from tests.support.processes import ROOT, service_env
+
+    def cli(url: str, *args: str) -> subprocess.CompletedProcess:
+        env = service_env(tmp_path / "data", SIGNALS_ENGINE="clickhouse", SIGNALS_CLICKHOUSE_URL=url)
+        return subprocess.run([sys.executable, "-m", "service", *args], cwd=ROOT, env=env, capture_output=True,
+                              text=True, timeout=300)
+
+    own = f"chdb://{tmp_path / 'chdb'}"
+    missing = cli(own, "data", "demo", "--events", "2000", "--days", "3", "--no-progress")
+    assert missing.returncode == 1 and "data clickhouse-init" in missing.stderr
+    assert cli(own, "data", "clickhouse-init").returncode == 0
+    demo = cli(own, "data", "demo", "--events", "20000", "--days", "3", "--no-progress")
+    assert demo.returncode == 0 and "Demo data in ClickHouse: 20,000 suppressions" in demo.stdout, demo.stderr
+    assert not (tmp_path / "data" / "suppressions").exists()
+    worker = cli(own, "worker", "--once")
+    assert worker.returncode == 0 and "evaluated 0 webhooks" in worker.stdout, worker.stderr
+
+    holder = fresh_database(chdb_dir, "held")  # this process holds the session directory while it is open
+    held = f"chdb://{chdb_dir}"
+    for args in (("worker", "--once"), ("data", "demo", "--events", "1000", "--no-progress")):
+        refused = cli(held, *args)
+        assert refused.returncode == 1 and "held by another process" in refused.stderr, refused.stderr
+        assert "Traceback" not in refused.stderr
+    holder.close()

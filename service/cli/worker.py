@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import threading
 from typing import Any
 
@@ -44,6 +45,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         log.warning("SIGNALS_WEBHOOK_ALLOW_PRIVATE: webhooks may reach http, loopback and private addresses "
                     "(development only)")
     worker, accounts = build_worker(settings)
+    if settings.uses_clickhouse:
+        from service.clickhouse.connection import ClickHouseUnavailable
+        from service.clickhouse.schema import SchemaMissing
+
+        try:
+            worker.store.snapshot()  # ClickHouse reachable, tables there, a chdb directory not held elsewhere
+        except (ClickHouseUnavailable, SchemaMissing) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            accounts.close()
+            return 1
     try:
         if args.once:
             report = worker.run_once()
