@@ -8,13 +8,15 @@ commands (service/cli/data.py).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from service.engine import Engine
-from service.privacy import Privacy
 from service.settings import Settings
-from service.store.reader import EventStore
-from service.store.target import LandingTarget, ParquetTarget
+
+# Imported where used: gunicorn.conf.py imports this module in the master, which must not load
+# polars or open a database (service/wsgi.py).
+if TYPE_CHECKING:
+    from service.privacy import Privacy
+    from service.store.target import LandingTarget
 
 
 def embedded(settings: Settings) -> bool:
@@ -46,6 +48,8 @@ def event_store(settings: Settings) -> Any:
         from service.clickhouse.store import ClickHouseStore
 
         return ClickHouseStore(clickhouse(settings))
+    from service.store.reader import EventStore
+
     return EventStore(settings.data_dir)
 
 
@@ -55,6 +59,8 @@ def engine(settings: Settings, privacy: Privacy) -> Any:
         from service.engine.clickhouse import ClickHouseEngine
 
         return ClickHouseEngine(privacy)
+    from service.engine import Engine
+
     return Engine(privacy)
 
 
@@ -67,4 +73,6 @@ def landing_target(settings: Settings) -> LandingTarget:
         ch = clickhouse(settings, deadline=False)
         schema.require(ch)
         return ClickHouseTarget(ch, settings.data_dir)
+    from service.store.target import ParquetTarget
+
     return ParquetTarget(settings.data_dir)

@@ -10,6 +10,7 @@ noise and the same rows come out, byte for byte, as from the polars engine.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -144,11 +145,12 @@ class ClickHouseEngine:
         return publish_query(found, contributions, window, snapshot.versions, req, self.privacy)
 
 
-def filter_conditions(filters: dict | object) -> tuple[list[str], dict[str, object]]:
-    """One condition per /query filter key (all must hold), each true for any of its values."""
+def filter_conditions(filters: Mapping[str, tuple[str, ...]]) -> tuple[list[str], dict[str, object]]:
+    """One condition per /query filter key (all must hold), each true for any of its values
+    (bound as parameters, never spliced into the SQL)."""
     where: list[str] = []
     parameters: dict[str, object] = {}
-    for index, (key, values) in enumerate(dict(filters).items()):  # type: ignore[call-overload]
+    for index, (key, values) in enumerate(filters.items()):
         where.append(f"{FILTER_COLUMNS[key]} IN {{f{index}:Array(String)}}")
         parameters[f"f{index}"] = list(values)
     return where, parameters
