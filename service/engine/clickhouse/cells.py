@@ -87,7 +87,7 @@ class Query:
         inner_names = [f"_k{i}" for i in range(len(keys))]
         per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
         where = [f"generation <= {int(generation)}", in_range(self.time_range), *self.where]
-        heavy = " OR ".join(f"_m_{name} > {int(smallest_cap)}" for name in self.measures)
+        heavy = " OR ".join(f"_m_{name} > {int(smallest_cap)}" for name in self.measures)  # "" without measures
         per_cell = [f"toInt64(count()) AS {UNIQUE_USERS}"]
         for name in self.measures:
             per_cell += [f"sum(least(_m_{name}, {int(pilot_cap)})) AS `{name}{PILOT}`",
@@ -106,7 +106,8 @@ class Query:
 def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
     """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them,
     in `measures.cell_contributions`' shape. With no keys: one row (zeros when nothing matched) keyed
-    by a constant column `_cell`, which the publication stages pass through and leave out."""
+    by a constant column `_cell`, which the publication stages pass through and leave out. With no
+    measures: the users per cell only."""
     sql = query.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
     result = snapshot.ch.frame(sql, query.parameters)
     names = [key.name for key in query.keys] or [NO_KEYS]
@@ -121,6 +122,8 @@ def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> 
                 **{f"{m}{HEAVY}": [] for m in measures}}
         result = pl.DataFrame([zero], schema={**result.schema})
     heavy = [f"{m}{HEAVY}" for m in measures]
+    if not measures:  # users only: no sums, nothing to cap
+        return result, Contributions(result.select(names).clear(), tuple(names), None)
     per_user = (
         result.select(*names, *(pl.col(h).cast(pl.List(pl.Int64)).alias(m) for h, m in zip(heavy, measures, strict=True)))
         .explode(measures)

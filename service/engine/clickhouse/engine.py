@@ -15,7 +15,15 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
-from service.engine.clickhouse.cells import Key, Query, bucket_sql, cells, dimension, time_literal
+from service.engine.clickhouse.cells import (
+    SUPPRESSION_MEASURES,
+    Key,
+    Query,
+    bucket_sql,
+    cells,
+    dimension,
+    time_literal,
+)
 from service.engine.flexible_query import TIME, publish_query
 from service.engine.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.growth import CONFIDENCE_Z
@@ -39,7 +47,7 @@ from service.store import schema
 from service.windows import TimeRange, trending_periods, window_range
 
 RECENT_KEY = "_recent"
-_LARGEST_SORTED = 2**24 - 1
+_LARGEST_SORTED = 2**24 - 1  # a bound at least this large (the exact stage's) is no bound
 
 
 class ClickHouseEngine:
@@ -76,9 +84,10 @@ class ClickHouseEngine:
         # Each user's first keyword_rows_per_user rows (by time) bring their keywords, as in the
         # polars engine (engine/geo_heat.py): distinct keywords counted over those.
         first = self.privacy.params.keyword_rows_per_user
-        # groupArraySorted takes at most 2**24 - 1; a bound that large (the exact stage's) is no bound.
+        # (Sorting each user's rows once beats groupArraySorted's per-row upkeep: 2 s against 9 s for
+        # geo-heat 30d country on 10M events.)
         keywords = "groupArray(keyword)" if first >= _LARGEST_SORTED else \
-            f"arrayMap(x -> x.2, groupArraySorted({int(first)})((ts, keyword)))"
+            f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)}))"
         query = Query(
             schema.SUPPRESSIONS, [dimension(level)], window, where=[f"isNotNull({level})"],
             per_user_extra=[f"{keywords} AS _keywords"],
@@ -91,8 +100,11 @@ class ClickHouseEngine:
         periods = trending_periods(req.window, as_of)
         split = periods.recent.start
         whole = TimeRange(periods.baseline.start, periods.recent.end)
+        # unique_users needs no sums: the users per cell are all it takes.
+        measures = {} if req.metric == UNIQUE_USERS else dict(SUPPRESSION_MEASURES)
         query = Query(schema.SUPPRESSIONS,
-                      [dimension(req.dimension), Key(RECENT_KEY, f"ts >= {time_literal(split)}", string=False)], whole)
+                      [dimension(req.dimension), Key(RECENT_KEY, f"ts >= {time_literal(split)}", string=False)], whole,
+                      measures=measures)
         found, contributions = cells(snapshot, query, self.privacy.params)
         recent = self._period(found, contributions, req, True, RECENT)
         baseline = self._period(found, contributions, req, False, BASELINE)
