@@ -28,18 +28,26 @@ sees them (414 or 431); `post_worker_init` makes those answers problem+json too.
 import math
 import multiprocessing
 
+from service.backend import embedded as _embedded
+from service.backend import web_workers_refusal
 from service.settings import Settings
 
 _settings = Settings.from_env()
 
 bind = _settings.bind
-_default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url else 1
+# Embedded ClickHouse (chdb://) is open in one process at a time: one worker (service/backend.py).
+_default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url and not _embedded(_settings) else 1
 workers = _settings.web_concurrency or _default_workers
 
 
 def on_starting(server) -> None:
-    """Several workers without Redis is allowed (WEB_CONCURRENCY), but not what it seems."""
+    """Several workers without Redis is allowed (WEB_CONCURRENCY), but not what it seems. Several
+    workers on embedded ClickHouse (chdb://) are refused: only one process can open its directory."""
     count = server.cfg.workers  # what gunicorn will run, after -w or GUNICORN_CMD_ARGS
+    refusal = web_workers_refusal(_settings, count)
+    if refusal:
+        server.log.error(refusal)
+        raise SystemExit(refusal)
     if not _settings.redis_url and count > 1:
         server.log.warning(
             "REDIS_URL is not set but %d workers are configured: each keeps its own rate limits and "

@@ -1,7 +1,8 @@
-"""Cold latency of every API endpoint: our engine in-process, over HTTP, and DuckDB on the same Parquet.
+"""Cold latency of every API endpoint: our engine in-process, over HTTP, DuckDB on the same Parquet,
+and the ClickHouse engine on the same rows in embedded ClickHouse (chdb).
 
 For each case (one endpoint with one set of parameters: the largest window of every endpoint plus
-a few representative variants) three things are timed:
+a few representative variants) four things are timed:
 
 - engine: `Engine.<endpoint>(frames, as_of, request)` in this process, on a snapshot loaded by
   `EventStore` from the data directory, with the privacy stage as served (the settings' budget,
@@ -32,6 +33,13 @@ a few representative variants) three things are timed:
   Window [as_of - window, as_of), zero-filled buckets (generate_series + left join), the growth
   formula, the same ordering, tie-breaks and limit. The engine additionally draws the noise (an
   HMAC per cell) and adds it: that work is part of its time. Geographic labels are not computed.
+- ClickHouse: `ClickHouseEngine.<endpoint>(snapshot, as_of, request)` (SIGNALS_ENGINE=clickhouse)
+  in this process on embedded ClickHouse (chdb, `chdb://bench/out/chdb-<events>-<days>-<seed>`),
+  whose tables hold the same rows (loaded once from the Parquet files, with their generation): the
+  per-user and per-cell stages in SQL, the answer back as Arrow, then the same privacy and
+  publication stages as the engine. Its published frame must equal the engine's, noise included
+  (same secret, same data versions); a difference is a warning. Not over HTTP: chdb opens its
+  directory in one process at a time, and this one holds it.
 
 Cold means that no response cache is involved: the server runs with SIGNALS_CACHE_RESPONSES=false
 and no Redis, so every request is computed, and neither the engine nor DuckDB caches results. It
@@ -88,6 +96,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from service.app import privacy_params  # noqa: E402
+from service.clickhouse import schema as ch_schema  # noqa: E402
+from service.clickhouse.connection import ClickHouse  # noqa: E402
+from service.clickhouse.store import ClickHouseSnapshot, ClickHouseStore  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.endpoints import BY_NAME  # noqa: E402
 from service.engine import (  # noqa: E402
@@ -100,6 +111,7 @@ from service.engine import (  # noqa: E402
     TopKeywords,
     Trending,
 )
+from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
@@ -139,6 +151,7 @@ class Timings:
     engine: list[float] = dataclasses.field(default_factory=list)
     http: list[float] = dataclasses.field(default_factory=list)
     duckdb: list[float] = dataclasses.field(default_factory=list)
+    clickhouse: list[float] = dataclasses.field(default_factory=list)
     rows: int = 0
 
 
@@ -176,6 +189,31 @@ def ensure_data(events: int, days: int, seed: int) -> tuple[Path, dict[str, Any]
             "generation_seconds": round(report.seconds, 1), "generated_at": iso_z(SystemClock().now())}
     marker.write_text(json.dumps(info, indent=2) + "\n")
     return data_dir, info
+
+
+def ensure_clickhouse(data_dir: Path, events: int, days: int, seed: int) -> tuple[ClickHouseSnapshot, float]:
+    """The same rows in embedded ClickHouse (bench/out/chdb-...), loaded once from the Parquet files
+    (each row with its file's generation); its snapshot and the seconds the load took (0: reused)."""
+    directory = OUT / f"chdb-{events}-{days}-{seed}"
+    marker = OUT / f"chdb-{events}-{days}-{seed}.json"
+    ch = ClickHouse(f"chdb://{directory}")
+    seconds = 0.0
+    if not (marker.is_file() and json.loads(marker.read_text()).get("data_dir") == str(data_dir)):
+        print(f"Loading the events into ClickHouse (chdb) in {directory} ...", file=sys.stderr)
+        started = time.perf_counter()
+        for table in ("suppressions", "keyword_changes", ch_schema.LANDINGS):
+            ch.command(f"DROP TABLE IF EXISTS {table}")
+        ch_schema.initialise(ch)
+        for table in ("suppressions", "keyword_changes"):
+            ch.command(
+                f"INSERT INTO {table} SELECT * EXCEPT (date), toUInt32(extract(_file, 'part-g(\\d+)-')) AS generation "
+                f"FROM file('{data_dir / table}/date=*/*.parquet', Parquet)")
+        generation = int(ch.frame("SELECT max(generation) AS g FROM suppressions").item())
+        ch.command(f"INSERT INTO {ch_schema.LANDINGS} VALUES ({generation}, 1, '', '[]', [])")
+        seconds = time.perf_counter() - started
+        marker.write_text(json.dumps({"data_dir": str(data_dir), "load_seconds": seconds}) + "\n")
+    store = ClickHouseStore(ch)
+    return store.snapshot(), seconds
 
 
 def load_snapshot(data_dir: Path) -> tuple[EventFrames, list[float]]:
@@ -676,28 +714,34 @@ def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) 
 
 
 def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFrames, as_of: dt.datetime,
-            con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int) -> tuple[list[Timings], list[str]]:
+            con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int, clickhouse: ClickHouseEngine,
+            snapshot: ClickHouseSnapshot) -> tuple[list[Timings], list[str]]:
     """Times `engine` (the privacy stage as served); checks `checked` (the same stage without
-    noise) against DuckDB, which computes the same capped aggregates from true values."""
+    noise) against DuckDB, which computes the same capped aggregates from true values, and the
+    ClickHouse engine's answer against `engine`'s (equal, noise included)."""
     pacer = Pacer(REQUESTS_PER_MINUTE)
     results, warnings = [], []
     with tqdm(total=len(cases) * (runs + 1), desc="cases x runs", unit="run", file=sys.stderr) as bar:
         for case in cases:
             run_engine = getattr(engine, case.endpoint)
+            run_clickhouse = getattr(clickhouse, case.endpoint)
             sides: dict[str, Callable[[], Any]] = {
                 "engine": lambda run_engine=run_engine, case=case: run_engine(frames, as_of, case.request),
                 "duckdb": lambda case=case: con.sql(case.sql).to_arrow_table(),
+                "clickhouse": lambda run_ch=run_clickhouse, case=case: run_ch(snapshot, as_of, case.request),
             }
             request = http_request(case)
             # Warm-up (not timed): code paths, page cache; and the sanity checks.
             ours, theirs = sides["engine"](), pl.from_arrow(sides["duckdb"]())
             warnings += compare(case, getattr(checked, case.endpoint)(frames, as_of, case.request), theirs)
+            if not sides["clickhouse"]().equals(ours):
+                warnings.append(f"{case.name}: the ClickHouse engine's frame differs from the engine's")
             _, resp = send(client, pacer, request)
             warnings += check_http(case, resp, ours.height, as_of)
             bar.update(1)
             timings = Timings(rows=ours.height)
             for run in range(runs):
-                for side in ("engine", "duckdb") if run % 2 == 0 else ("duckdb", "engine"):
+                for side in ("engine", "duckdb", "clickhouse") if run % 2 == 0 else ("clickhouse", "duckdb", "engine"):
                     getattr(timings, side).append(timed(sides[side])[0])
                 timings.http.append(send(client, pacer, request)[0])
                 bar.update(1)
@@ -713,18 +757,21 @@ def ms(seconds: list[float]) -> float:
 
 
 def table(cases: list[Case], results: list[Timings]) -> str:
-    lines = ["| case | rows | engine ms | HTTP ms | DuckDB ms | DuckDB/engine | DuckDB/HTTP |",
-             "|---|---:|---:|---:|---:|---:|---:|"]
+    lines = ["| case | rows | engine ms | HTTP ms | DuckDB ms | ClickHouse (chdb) ms | DuckDB/engine | DuckDB/HTTP "
+             "| ClickHouse/engine |",
+             "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for case, t in zip(cases, results, strict=True):
-        e, h, d = ms(t.engine), ms(t.http), ms(t.duckdb)
-        lines.append(f"| {case.name} | {t.rows:,} | {e:.1f} | {h:.1f} | {d:.1f} | {d / e:.2f} | {d / h:.2f} |")
+        e, h, d, c = ms(t.engine), ms(t.http), ms(t.duckdb), ms(t.clickhouse)
+        lines.append(f"| {case.name} | {t.rows:,} | {e:.1f} | {h:.1f} | {d:.1f} | {c:.1f} | {d / e:.2f} | {d / h:.2f} "
+                     f"| {c / e:.2f} |")
     return "\n".join(lines)
 
 
 def header(command: str, data_info: dict[str, Any], frames: EventFrames, as_of: dt.datetime,
            loads: list[float], runs: int, params: PrivacyParams) -> list[str]:
     return [
-        "# Endpoint latency: engine vs HTTP (gunicorn, 1 worker) vs DuckDB, cold (no response cache)",
+        "# Endpoint latency: engine vs HTTP (gunicorn, 1 worker) vs DuckDB vs ClickHouse engine (chdb), cold "
+        "(no response cache)",
         "",
         f"- command: `{command}`",
         f"- data: {frames.suppressions.height:,} suppressions, {frames.keyword_changes.height:,} keyword changes "
@@ -737,10 +784,18 @@ def header(command: str, data_info: dict[str, Any], frames: EventFrames, as_of: 
         f"in [1, {params.max_cap}], mean = (pilot - {params.pilot_shrink:g} x pilot noise sd) / n in "
         f"[1, {params.pilot_cap}]) and publish cells with at least {params.min_users} users; the engine from "
         f"noisy pilot sums and user counts, adding noise, DuckDB from true ones",
-        f"- median of {runs} runs per case after one warm-up; ms; ratio > 1: we are faster than DuckDB",
+        f"- median of {runs} runs per case after one warm-up; ms; DuckDB/engine > 1: we are faster than DuckDB; "
+        f"ClickHouse/engine < 1: the ClickHouse engine is faster than the polars engine",
         f"- Python {platform.python_version()}, polars {pl.__version__}, duckdb {duckdb.__version__}, "
+        f"chdb {chdb_version()}, "
         f"{os.cpu_count()} cores",
     ]
+
+
+def chdb_version() -> str:
+    import chdb
+
+    return f"{chdb.__version__} (ClickHouse {chdb.engine_version})"
 
 
 def write_reports(md: str, payload: dict[str, Any]) -> None:
@@ -775,10 +830,13 @@ def main() -> None:
     checked = Engine(Noiseless(settings.secret, privacy_params(settings)))
     cases = build_cases(checked, frames, as_of, Sources.of(data_dir, checked.privacy.params))
     con = duckdb_connection()
+    snapshot, clickhouse_load = ensure_clickhouse(data_dir, args.events, args.days, args.seed)
+    clickhouse = ClickHouseEngine(Privacy(settings.secret, privacy_params(settings)))
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
         served_generation = ready["checks"]["data"]["generation"]
-        results, warnings = measure(cases, engine, checked, frames, as_of, con, client, args.runs)
+        results, warnings = measure(cases, engine, checked, frames, as_of, con, client, args.runs, clickhouse,
+                                    snapshot)
     if served_generation != frames.generation:
         warnings.append(f"server loaded data generation {served_generation}, engine {frames.generation}")
 
@@ -791,12 +849,16 @@ def main() -> None:
         "command": command, "args": vars(args), "data_dir": str(data_dir), "data": data_info,
         "suppressions": frames.suppressions.height, "keyword_changes": frames.keyword_changes.height,
         "as_of": iso_z(as_of), "load_seconds": loads, "load_seconds_median": statistics.median(loads),
-        "versions": {"python": platform.python_version(), "polars": pl.__version__, "duckdb": duckdb.__version__},
+        "versions": {"python": platform.python_version(), "polars": pl.__version__, "duckdb": duckdb.__version__,
+                     "chdb": chdb_version()},
+        "clickhouse_load_seconds": clickhouse_load,
         "cpu_count": os.cpu_count(), "warnings": warnings,
         "cases": [{"name": c.name, "endpoint": c.endpoint, "http": http_request(c), "sql": " ".join(c.sql.split()),
                    "rows": t.rows, "engine_s": t.engine, "http_s": t.http, "duckdb_s": t.duckdb,
                    "engine_ms": ms(t.engine), "http_ms": ms(t.http), "duckdb_ms": ms(t.duckdb),
-                   "duckdb_over_engine": ms(t.duckdb) / ms(t.engine), "duckdb_over_http": ms(t.duckdb) / ms(t.http)}
+                   "duckdb_over_engine": ms(t.duckdb) / ms(t.engine), "duckdb_over_http": ms(t.duckdb) / ms(t.http),
+                   "clickhouse_s": t.clickhouse, "clickhouse_ms": ms(t.clickhouse),
+                   "clickhouse_over_engine": ms(t.clickhouse) / ms(t.engine)}
                   for c, t in zip(cases, results, strict=True)],
     })
     print(f"\nWrote {OUT / 'endpoints.md'} and {OUT / 'endpoints.json'}", file=sys.stderr)

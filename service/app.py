@@ -8,7 +8,7 @@ import logging
 import falcon
 
 import cache
-from service import __version__
+from service import __version__, backend
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
 from service.cache_entry import DecodedEntries
@@ -62,9 +62,9 @@ def create_app(
 ) -> falcon.App:
     settings = settings or Settings.from_env()
     clock = clock or SystemClock()
-    store = store or EventStore(settings.data_dir)
+    store = store or backend.event_store(settings)
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
-    engine = engine or Engine(Privacy(settings.secret, privacy_params(settings)))
+    engine = engine or backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                                  settings.process_cache_mb << 20)
 

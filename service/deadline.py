@@ -18,6 +18,10 @@ computation would keep its CPU and memory until it finished by itself, and sever
 pile up in one worker. Why a BaseException: the computation's own `except Exception` blocks must
 not swallow it (like KeyboardInterrupt). Only the code inside the `with` block is interrupted:
 leaving the block disarms the timer and withdraws an exception that fired but was not yet raised.
+
+A call into native code that does not return to Python (a query in embedded ClickHouse, chdb) is
+not interrupted by the exception: such callers ask `remaining()` and hand the time left to the
+database (ClickHouse's max_execution_time, service/clickhouse/connection.py), which stops the query.
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import threading
+import time
 from collections.abc import Iterator
 
 # int PyThreadState_SetAsyncExc(unsigned long id, PyObject *exc): exc NULL withdraws a pending one.
@@ -32,6 +37,24 @@ _set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_objec
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
 _clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
     ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+
+
+# Per thread: when its active time limits expire (time.monotonic), innermost last.
+_limits = threading.local()
+
+
+def _expiries() -> list[float]:
+    if not hasattr(_limits, "expires_at"):
+        _limits.expires_at = []
+    return _limits.expires_at
+
+
+def remaining() -> float | None:
+    """Seconds left before this thread's innermost active time limit (None when none is active)."""
+    expiries = _expiries()
+    if not expiries:
+        return None
+    return max(expiries[-1] - time.monotonic(), 0.001)
 
 
 class DeadlineExceeded(BaseException):  # like KeyboardInterrupt: not an Exception, on purpose
@@ -64,6 +87,8 @@ def time_limit(seconds: float | None) -> Iterator[None]:
 
     timer = threading.Timer(seconds, expire)
     timer.daemon = True
+    expiries = _expiries()
+    expiries.append(time.monotonic() + seconds)
     timer.start()
     try:
         yield
@@ -73,3 +98,4 @@ def time_limit(seconds: float | None) -> Iterator[None]:
             if state["fired"]:
                 _raise_in(target, None)  # fired but not yet raised: the block finished first
         timer.cancel()
+        expiries.pop()

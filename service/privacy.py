@@ -98,6 +98,13 @@ class PrivacyParams:
         return cls(epsilon_suppressions=math.inf, epsilon_events=math.inf, epsilon_users=math.inf,
                    max_cap=2**62, keyword_rows_per_user=2**62, min_users=0)
 
+    def smallest_cap(self) -> int:
+        """No cell's cap is below this (`Privacy._caps`: multiplier x a mean of at least 1 x a growth of
+        at least 1, rounded up, within [1, max_cap]; exact: max_cap). Users whose total in a cell is
+        at most this lose nothing to any cap, so an engine may leave them out of `Contributions`
+        when it also gives the cells' exact totals."""
+        return min(self.max_cap, max(1, math.ceil(self.cap_multiplier)))
+
     def epsilon(self, measure: str) -> float:
         return {SUPPRESSIONS: self.epsilon_suppressions, EVENTS: self.epsilon_events}.get(measure, self.epsilon_users)
 

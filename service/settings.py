@@ -21,6 +21,8 @@ QUERY_MAX_CELLS = 1_000_000
 COMPUTE_DEADLINE_SECONDS = 20.0
 MAX_COMPUTE_DEADLINE_SECONDS = 600.0
 
+ENGINES = ("polars", "clickhouse")
+
 # Used only in development mode, and announced as such at start-up.
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
 
@@ -92,6 +94,10 @@ class Settings:
     worker_interval_seconds: float = 60.0
     # Development only: webhook URLs may be http and reach loopback/private addresses.
     webhook_allow_private: bool = False
+    # Where events live and what computes on them: polars over the Parquet store in data_dir, or
+    # ClickHouse at clickhouse_url (service/clickhouse/; docs/architecture.md "ClickHouse").
+    engine: str = "polars"  # polars | clickhouse
+    clickhouse_url: str = ""  # clickhouse-connect DSN: http(s)://user:password@host:8123/database or chdb://<dir>
 
     def __post_init__(self) -> None:
         if not self.accounts_url:
@@ -125,6 +131,11 @@ class Settings:
         if self.webhook_allow_private and self.environment == "production":
             raise SettingsError("SIGNALS_WEBHOOK_ALLOW_PRIVATE is a development setting; production refuses it "
                                 "(webhooks may only reach public https addresses)")
+        if self.engine not in ENGINES:
+            raise SettingsError(f"SIGNALS_ENGINE must be one of {', '.join(ENGINES)}, got {self.engine!r}")
+        if self.engine == "clickhouse" and not self.clickhouse_url.startswith(("http://", "https://", "chdb://")):
+            raise SettingsError("SIGNALS_ENGINE=clickhouse needs SIGNALS_CLICKHOUSE_URL: "
+                                "http(s)://user:password@host:8123/database or chdb://<directory>")
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
@@ -132,6 +143,10 @@ class Settings:
     @property
     def uses_development_secret(self) -> bool:
         return self.secret == DEVELOPMENT_SECRET
+
+    @property
+    def uses_clickhouse(self) -> bool:
+        return self.engine == "clickhouse"
 
     @property
     def bind(self) -> str:
@@ -209,4 +224,6 @@ class Settings:
             log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
             worker_interval_seconds=number("SIGNALS_WORKER_INTERVAL_SECONDS", 60.0),
             webhook_allow_private=boolean("SIGNALS_WEBHOOK_ALLOW_PRIVATE", False),
+            engine=text("SIGNALS_ENGINE", "polars").lower(),
+            clickhouse_url=text("SIGNALS_CLICKHOUSE_URL", ""),
         )

@@ -126,3 +126,20 @@ def rclient(redis_url, redis_prefix, fixture_data_dir, fixture_store, accounts):
     yield client
     gate.close()
     delete_prefix(redis_url, prefix)
+
+
+@pytest.fixture(scope="session")
+def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The session's embedded ClickHouse directory (chdb opens one directory per process); each
+    test that lands data uses a database of its own in it."""
+    return tmp_path_factory.mktemp("chdb")
+
+
+@pytest.fixture(params=["polars", "clickhouse"])
+def engine_kind(request: pytest.FixtureRequest, chdb_dir: Path) -> str:
+    """Runs a test once per engine: tests.support.engines.Engine builds the engine of this kind."""
+    from tests.support import engines
+
+    engines.current.update(kind=request.param, chdb=chdb_dir)
+    yield request.param
+    engines.current.update(kind="polars")

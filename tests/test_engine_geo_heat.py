@@ -10,11 +10,15 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import service.geo
-from service.engine import Engine, GeoHeat
+from service.engine import GeoHeat
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from service.windows import window_range
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 SCHEMA = {
     "geo_key": pl.String,

@@ -8,10 +8,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import Engine, KeywordActivity
+from service.engine import KeywordActivity
 from service.privacy import Privacy
 from service.windows import window_range
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 COLUMNS = ("keyword", "adds", "removes", "edits", "total_events", "unique_users", "net_adds")
 SCHEMA = {column: (pl.String if column == "keyword" else pl.Int64) for column in COLUMNS}

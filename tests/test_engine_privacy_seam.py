@@ -11,7 +11,6 @@ import pytest
 
 from service.engine import (
     DomainTimeseries,
-    Engine,
     FlexibleQuery,
     GeoHeat,
     KeywordActivity,
@@ -22,6 +21,10 @@ from service.engine import (
 from service.privacy import PILOT, SUMMED, CellContext, Contributions, Privacy, PrivacyParams
 from service.windows import trending_periods, window_range
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 UTC = dt.UTC
 AS_OF = fx.FIXTURE_AS_OF

@@ -10,11 +10,15 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import service.geo
-from service.engine import Engine, FlexibleQuery
+from service.engine import FlexibleQuery
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS
 from service.privacy import Privacy
 from service.windows import bucket_start, window_range
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 UTC = dt.UTC
 MEASURES = ("suppressions", "unique_users", "events")

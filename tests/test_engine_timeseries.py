@@ -9,10 +9,14 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import DomainTimeseries, Engine, KeywordTimeseries
+from service.engine import DomainTimeseries, KeywordTimeseries
 from service.privacy import Privacy
 from service.windows import bucket_start, bucket_starts, window_range
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 UTC = dt.UTC
 SCHEMA = {"ts": pl.Datetime("us", "UTC"), "suppressions": pl.Int64, "users_est": pl.Int64, "events": pl.Int64}

@@ -9,11 +9,15 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import Engine, TopKeywords
+from service.engine import TopKeywords
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from service.windows import window_range
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 SCHEMA = {"keyword_raw": pl.String, "suppressions": pl.Int64, "users_est": pl.Int64, "rank": pl.Int64}
 

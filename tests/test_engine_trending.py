@@ -9,11 +9,15 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import Engine, Trending
+from service.engine import Trending
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from service.windows import TimeRange, growth_pct, trending_periods
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 SCHEMA = {"value": pl.String, "recent": pl.Int64, "baseline": pl.Int64, "growth_pct": pl.Float64}
 

@@ -9,11 +9,15 @@ import random
 import polars as pl
 import pytest
 
-from service.engine import Engine, Trending
+from service.engine import Trending
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z, with_growth_lower_bound
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from tests.support import fixture_data as fx
+from tests.support.engines import Engine
+
+# Every test here runs against both engines (tests/conftest.py engine_kind).
+pytestmark = pytest.mark.usefixtures("engine_kind")
 
 AS_OF = fx.FIXTURE_AS_OF
 

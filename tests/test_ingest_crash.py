@@ -49,6 +49,10 @@ def _suppressions(n: int, first_day: int, days: int, user: str) -> list[dict[str
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, Path]:
+    return write_files(tmp_path)
+
+
+def write_files(tmp_path: Path) -> dict[str, Path]:
     """A: the store's old data. B (NDJSON, six days, one bad line) and C (CSV, keyword changes,
     two days): the ingest that gets killed. Days of A and B overlap."""
     a = tmp_path / "a.ndjson"

@@ -126,10 +126,8 @@ def true_cells(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery) -> i
 
 # -- the estimate ---------------------------------------------------------------------------------
 
-def test_the_estimate_is_an_upper_bound_of_the_cells_for_random_queries():
-    """Random data with nulls and partial geography, random queries: never below the true count."""
-    rng = random.Random(12)
-    n = 4_000
+def random_frames(rng: random.Random, n: int = 4_000) -> EventFrames:
+    """Random data with nulls and partial geography over 100 days."""
     start = AS_OF - dt.timedelta(days=100)
     places = [("US", "US-CA", "06037", "5368361"), ("US", "US-CA", "06059", None), ("US", "US-NY", "36061", "5128581"),
               ("DE", "DE-BE", None, "2950159"), ("DE", None, None, None), ("GB", "GB-ENG", None, "2643743"),
@@ -144,18 +142,31 @@ def test_the_estimate_is_an_upper_bound_of_the_cells_for_random_queries():
             "page_context": rng.choice(schema.PAGE_CONTEXTS), "country": place[0], "region": place[1],
             "county": place[2], "city": place[3], "suppressions": rng.randint(1, 5),
         })
-    frames = build_frames(pl.DataFrame(rows, schema=schema.SUPPRESSIONS_SCHEMA),
-                          pl.DataFrame(schema=schema.KEYWORD_CHANGES_SCHEMA), generation=1)
+    return build_frames(pl.DataFrame(rows, schema=schema.SUPPRESSIONS_SCHEMA),
+                        pl.DataFrame(schema=schema.KEYWORD_CHANGES_SCHEMA), generation=1)
+
+
+def random_bodies(rng: random.Random, count: int) -> list[dict]:
+    """Random /query bodies over random_frames' values."""
     filter_values = {"keywords": ["k1", "k2", "k40", "nope"], "domains": ["a.com", "c.org"], "platforms": ["chrome"],
                      "page_contexts": ["feed", "video"], "countries": ["US", "GB"], "regions": ["US-CA"],
                      "counties": ["06037"], "cities": ["2950159", "5128581"]}
-    tight = 0
-    for _ in range(300):
+    bodies = []
+    for _ in range(count):
         group_by = rng.sample(GROUP_BY_DIMENSIONS, rng.randint(0, 5))
-        body = {"window": rng.choice(["1h", "24h", "7d", "30d", "90d"]), "group_by": group_by,
-                "bucket": rng.choice(["hour", "day", "week"]) if "time" in group_by else None,
-                "filters": {key: rng.sample(values, rng.randint(1, len(values)))
-                            for key, values in filter_values.items() if rng.random() < 0.25}}
+        bodies.append({"window": rng.choice(["1h", "24h", "7d", "30d", "90d"]), "group_by": group_by,
+                       "bucket": rng.choice(["hour", "day", "week"]) if "time" in group_by else None,
+                       "filters": {key: rng.sample(values, rng.randint(1, len(values)))
+                                   for key, values in filter_values.items() if rng.random() < 0.25}})
+    return bodies
+
+
+def test_the_estimate_is_an_upper_bound_of_the_cells_for_random_queries():
+    """Random data with nulls and partial geography, random queries: never below the true count."""
+    rng = random.Random(12)
+    frames = random_frames(rng)
+    tight = 0
+    for body in random_bodies(rng, 300):
         req = request(body)
         estimate = query_cost.estimate(frames, AS_OF, req)
         true = true_cells(frames, AS_OF, req)

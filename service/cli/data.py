@@ -2,6 +2,11 @@
 
     data demo [--events N] [--days D] [--seed S] [--replace] [--no-progress]
     data ingest FILE... [--table suppressions|keyword_changes] [--force] [--no-progress]
+    data clickhouse-init [--cluster NAME] [--print]
+
+With SIGNALS_ENGINE=clickhouse, demo and ingest land rows in the ClickHouse tables of
+SIGNALS_CLICKHOUSE_URL (set up once with `data clickhouse-init`); quarantine files still go to
+the data directory.
 
 Exit codes: 0 done; 1 the command ran but failed (data already present without --replace, a
 file refused as a whole, a write error, a store in a state no crash leaves); 2 bad usage
@@ -16,16 +21,21 @@ import argparse
 import sys
 from pathlib import Path
 
+from service import backend
+from service.clickhouse import schema as ch_schema
+from service.clickhouse.connection import ClickHouseUnavailable
+from service.clickhouse.schema import SchemaMissing
 from service.clock import SystemClock
 from service.settings import Settings
 from service.store import demo, ingest, layout, schema, writer
+from service.store.target import LandingTarget
 from service.windows import floor_hour, iso_z
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `data` command and its subcommands to the top-level parser's subparsers."""
     data = subparsers.add_parser("data", help="load event data into the data directory")
-    commands = data.add_subparsers(dest="data_command", required=True, metavar="{demo,ingest}")
+    commands = data.add_subparsers(dest="data_command", required=True, metavar="{demo,ingest,clickhouse-init}")
 
     demo_parser = commands.add_parser(
         "demo",
@@ -60,6 +70,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     ingest_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     ingest_parser.set_defaults(func=run_ingest)
 
+    init_parser = commands.add_parser(
+        "clickhouse-init",
+        help="create the ClickHouse tables (SIGNALS_CLICKHOUSE_URL); running it again changes nothing",
+        description="Create the database and tables the service needs in ClickHouse, where missing.",
+    )
+    init_parser.add_argument("--cluster", help="a cluster name: replicated local tables and Distributed tables "
+                             "sharded by cityHash64(user_id), ON CLUSTER (docs/architecture.md)")
+    init_parser.add_argument("--print", dest="print_only", action="store_true",
+                             help="print the statements instead of running them")
+    init_parser.set_defaults(func=run_clickhouse_init)
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -71,9 +92,41 @@ def _positive_int(text: str) -> int:
     return value
 
 
+def _target(settings: Settings) -> LandingTarget | None:
+    """Where rows land; None (after saying why) when ClickHouse cannot take them."""
+    try:
+        return backend.landing_target(settings)
+    except (ClickHouseUnavailable, SchemaMissing) as exc:
+        print(f"error: {exc}; nothing was loaded", file=sys.stderr)
+        return None
+
+
+def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
+    if not settings.clickhouse_url:
+        print("error: set SIGNALS_CLICKHOUSE_URL (http(s)://user:password@host:8123/database or "
+              "chdb://<directory>)", file=sys.stderr)
+        return 2
+    ch = backend.clickhouse(settings, deadline=False)
+    if args.print_only:
+        print(";\n\n".join(ch_schema.statements(ch.database, args.cluster)) + ";")
+        return 0
+    try:
+        ch_schema.initialise(ch, args.cluster)
+    except ClickHouseUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        ch.close()
+    print(f"ClickHouse tables ready in {ch.describe()}" + (f" on cluster {args.cluster}" if args.cluster else ""))
+    return 0
+
+
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     data_dir = settings.data_dir
     end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour
+    target = _target(settings)
+    if target is None:
+        return 1
     try:
         report = demo.generate_demo(
             data_dir,
@@ -84,10 +137,12 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             secret=settings.secret,
             progress=args.progress,
             replace=args.replace,
+            target=target,
         )
     except demo.DemoDataExistsError:
+        where = "ClickHouse" if settings.uses_clickhouse else data_dir
         print(
-            f"error: {data_dir} already holds event data; use `data demo --replace` to replace it",
+            f"error: {where} already holds event data; use `data demo --replace` to replace it",
             file=sys.stderr,
         )
         return 1
@@ -95,7 +150,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
         print(f"error: could not write the demo data to {data_dir}: {exc}", file=sys.stderr)
         return 1
     print(
-        f"Demo data in {data_dir}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
+        f"Demo data in {'ClickHouse' if settings.uses_clickhouse else data_dir}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
         f"keyword changes from {report.users:,} users, {iso_z(report.start)} to {iso_z(report.end)}, "
         f"{len(report.files)} files in {report.seconds:.1f} s; data generation {report.generation}."
     )
@@ -116,6 +171,9 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {problem}", file=sys.stderr)
         print("nothing was ingested", file=sys.stderr)
         return 2
+    target = _target(settings)
+    if target is None:
+        return 1
     try:
         report = ingest.ingest_files(
             settings.data_dir,
@@ -125,6 +183,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             table=args.table,
             progress=args.progress,
             force=args.force,
+            target=target,
         )
     except writer.StoreInconsistent as exc:
         print(f"error: {exc}; nothing was ingested", file=sys.stderr)
@@ -143,7 +202,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         if file.rejected:
             line += f", {file.rejected:,} rejected (see {file.quarantine})"
         print(line)
-    landed = "landed" if report.written else "nothing landed"
+    landed = "landed" if report.landed else "nothing landed"
     skipped = f", {_count(len(report.skipped), 'file')} skipped" if report.skipped else ""
     print(
         f"Total: {report.accepted:,} accepted, {report.rejected:,} rejected, {_count(len(report.failed), 'file')} "

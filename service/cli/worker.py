@@ -5,16 +5,16 @@ from __future__ import annotations
 import argparse
 import logging
 import signal
+import sys
 import threading
 from typing import Any
 
+from service import backend
 from service.accounts import AccountStore
 from service.app import privacy_params
-from service.engine import Engine
 from service.logging_setup import configure_logging
 from service.privacy import Privacy
 from service.settings import Settings
-from service.store.reader import EventStore
 from service.webhooks.store import WebhookStore
 from service.webhooks.worker import Worker
 
@@ -31,8 +31,8 @@ def register(subparsers: Any) -> None:
 
 def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
     accounts = AccountStore(settings.accounts_url)
-    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
-    worker = Worker(EventStore(settings.data_dir), WebhookStore(accounts.engine), engine,
+    engine = backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
+    worker = Worker(backend.event_store(settings), WebhookStore(accounts.engine), engine,
                     interval_seconds=settings.worker_interval_seconds,
                     allow_private=settings.webhook_allow_private)
     return worker, accounts
@@ -45,6 +45,16 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         log.warning("SIGNALS_WEBHOOK_ALLOW_PRIVATE: webhooks may reach http, loopback and private addresses "
                     "(development only)")
     worker, accounts = build_worker(settings)
+    if settings.uses_clickhouse:
+        from service.clickhouse.connection import ClickHouseUnavailable
+        from service.clickhouse.schema import SchemaMissing
+
+        try:
+            worker.store.snapshot()  # ClickHouse reachable, tables there, a chdb directory not held elsewhere
+        except (ClickHouseUnavailable, SchemaMissing) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            accounts.close()
+            return 1
     try:
         if args.once:
             report = worker.run_once()

@@ -39,6 +39,7 @@ import datetime as dt
 import threading
 import weakref
 from collections.abc import Iterator, Mapping
+from typing import Any, Protocol
 
 import polars as pl
 
@@ -197,16 +198,49 @@ def index_for(frames: EventFrames) -> CardinalityIndex:
     return index
 
 
+class EventCounts(Protocol):
+    """The two counts a bound is made of, from whatever holds the events."""
+
+    def grouped_rows(self, window: TimeRange, filters: Mapping[str, tuple[str, ...]], grouped: list[str]) -> int:
+        """Events in the window that match the filters and have every grouped column known."""
+
+    def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
+               filters: Mapping[str, tuple[str, ...]]) -> Factor:
+        """`CardinalityIndex.factor`."""
+
+
+class FrameCounts:
+    """EventCounts of an in-memory snapshot (the polars engine's)."""
+
+    def __init__(self, frames: EventFrames) -> None:
+        self.frames = frames
+
+    def grouped_rows(self, window: TimeRange, filters: Mapping[str, tuple[str, ...]], grouped: list[str]) -> int:
+        rows = time_slice(self.frames.suppressions, window)
+        conditions = [pl.col(FILTER_COLUMNS[key]).is_in(list(values)) for key, values in filters.items()]
+        conditions += key_guards(rows, grouped)
+        count = rows.select(pl.all_horizontal(conditions).sum()).item() if conditions else rows.height
+        return int(count or 0)
+
+    def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
+               filters: Mapping[str, tuple[str, ...]]) -> Factor:
+        return index_for(self.frames).factor(dimensions, days, filters)
+
+
+def counts_for(frames: Any) -> EventCounts:
+    """A snapshot's EventCounts: its own when it has them (a ClickHouse snapshot counts in SQL),
+    else those of the in-memory frames."""
+    own = getattr(frames, "event_counts", None)
+    return own() if own is not None else FrameCounts(frames)
+
+
 def estimate(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, enough: int | None = None) -> QueryCost:
     """The bound on `req`'s cells. With `enough`: when the events alone show the cells are at most
     that, the dimensions are not counted (and no index is built)."""
     window = window_range(req.window, as_of)
-    rows = time_slice(frames.suppressions, window)
+    counts = counts_for(frames)
     grouped = [d for d in req.group_by if d != TIME]
-    conditions = [pl.col(FILTER_COLUMNS[key]).is_in(list(values)) for key, values in req.filters.items()]
-    conditions += key_guards(rows, grouped)
-    count = rows.select(pl.all_horizontal(conditions).sum()).item() if conditions else rows.height
-    count = int(count or 0)
+    count = counts.grouped_rows(window, req.filters, grouped)
     if not req.group_by:
         return QueryCost(cells=1, rows=count)
     timed = TIME in req.group_by and req.bucket is not None
@@ -214,9 +248,8 @@ def estimate(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, enough
     bucket = req.bucket if timed else None
     if count == 0 or (enough is not None and count <= enough):
         return QueryCost(cells=count, rows=count, buckets=buckets, bucket=bucket)
-    index = index_for(frames)
     days = _days(window)
-    factors = tuple(index.factor(group, days, req.filters) for group in _groups(req.group_by))
+    factors = tuple(counts.factor(group, days, req.filters) for group in _groups(req.group_by))
     product = buckets
     for factor in factors:
         product *= factor.values

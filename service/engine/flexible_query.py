@@ -18,10 +18,10 @@ from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy
+from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames
-from service.windows import window_range
+from service.windows import TimeRange, window_range
 
 TIME = "time"
 
@@ -54,7 +54,6 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     if TIME in req.group_by and req.bucket is None:
         raise ValueError("a bucket is required to group by time")
     window = window_range(req.window, as_of)
-    dims = tuple(_cell_column(dimension) for dimension in req.group_by)
     categorical = [dimension for dimension in req.group_by if dimension != TIME]
     sliced = time_slice(frames.suppressions, window)
     # A null in a grouped dimension is not a unit of it: those rows are left out of the groups
@@ -63,6 +62,16 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     rows = sliced.lazy().filter(conditions) if conditions else sliced.lazy()
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     cells, contributions = cell_contributions(rows, keys, privacy.params)  # no keys: one row of totals
+    return publish_query(cells, contributions, window, frames.versions, req, privacy, noise)
+
+
+def publish_query(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,
+                  versions: Mapping[str, Mapping[dt.date, int]], req: FlexibleQuery,
+                  privacy: Privacy, noise: bool = False) -> pl.DataFrame:
+    """The publication stage of any engine: the cells of req.group_by (`cell_contributions`' shape;
+    with no group_by one row, which may carry a key column of its own) -> the endpoint's frame."""
+    dims = tuple(_cell_column(dimension) for dimension in req.group_by)
+    categorical = [dimension for dimension in req.group_by if dimension != TIME]
     shown = privacy.publish(
         as_strings(cells, categorical),
         CellContext(
@@ -71,7 +80,7 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
             # With no group_by the answer is one row of totals, always: shown as zeros when suppressed.
             published=published(*CELL_MEASURES, when_suppressed="drop" if req.group_by else "zero"),
             time_range=window,
-            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
+            versions=versions.get(schema.SUPPRESSIONS, {}),
             bucket=req.bucket if TIME in req.group_by else None,
             # Filters are part of a cell's identity: platform in {chrome} is another cell than all platforms.
             fixed={FILTER_COLUMNS[key]: values for key, values in req.filters.items()},

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -11,10 +12,10 @@ from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell
 from service.engine.noise import std_columns
 from service.engine.requests import GeoHeat
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy
+from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames
-from service.windows import window_range
+from service.windows import TimeRange, window_range
 
 KEYWORD_COUNT = "keyword_count"
 
@@ -33,6 +34,13 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     first_rows = pl.col("keyword").head(privacy.params.keyword_rows_per_user).alias("_keywords")
     keyword_count = pl.col("_keywords").explode().n_unique().cast(pl.Int64).alias(KEYWORD_COUNT)
     cells, contributions = cell_contributions(kept, [level], privacy.params, [first_rows], [keyword_count])
+    return publish_geo_heat(cells, contributions, level, window, frames.versions, privacy, noise)
+
+
+def publish_geo_heat(cells: pl.DataFrame, contributions: Contributions, level: str, window: TimeRange,
+                     versions: Mapping[str, Mapping[dt.date, int]], privacy: Privacy, noise: bool = False) -> pl.DataFrame:
+    """The publication stage of any engine: per-unit cells (`cell_contributions`' shape plus
+    keyword_count) -> the endpoint's frame."""
     shown = privacy.publish(
         as_strings(cells, [level]),
         CellContext(
@@ -40,7 +48,7 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
             dims=(level,),
             published=published(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT),
             time_range=window,
-            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
+            versions=versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
         noise_std=noise,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -14,7 +15,7 @@ from service.engine.slicing import time_slice
 from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
 from service.store import schema
 from service.store.reader import EventFrames
-from service.windows import window_range
+from service.windows import TimeRange, window_range
 
 ADDS, REMOVES, EDITS = "adds", "removes", "edits"
 _ACTION_COUNTS = {ADDS: "add", REMOVES: "remove", EDITS: "edit"}
@@ -50,6 +51,15 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
         )
         .drop_nulls("keyword")
     )
+    return publish_keyword_activity(cells, Contributions(per_user, ("keyword",)), window, frames.versions, req,
+                                    privacy, noise)
+
+
+def publish_keyword_activity(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,
+                             versions: Mapping[str, Mapping[dt.date, int]], req: KeywordActivity,
+                             privacy: Privacy, noise: bool = False) -> pl.DataFrame:
+    """The publication stage of any engine: per-keyword cells (action counts' pilot sums and users,
+    unique_users) -> the endpoint's frame."""
     shown = privacy.publish(
         as_strings(cells, ["keyword"]),
         CellContext(
@@ -62,9 +72,9 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
                   for name, action in _ACTION_COUNTS.items()),
             ),
             time_range=window,
-            versions=frames.versions.get(schema.KEYWORD_CHANGES, {}),
+            versions=versions.get(schema.KEYWORD_CHANGES, {}),
         ),
-        Contributions(per_user, ("keyword",)),
+        contributions,
         noise_std=noise,
     )
     # Derived from the published counts, so total = adds + removes + edits and

@@ -8,6 +8,7 @@ window are counted in them.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -25,10 +26,10 @@ from service.engine.measures import (
 from service.engine.noise import std_columns
 from service.engine.requests import DomainTimeseries, KeywordTimeseries
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy
+from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames
-from service.windows import bucket_starts, window_range
+from service.windows import TimeRange, bucket_starts, window_range
 
 
 def keyword_timeseries(frames: EventFrames, as_of: dt.datetime, req: KeywordTimeseries, privacy: Privacy,
@@ -54,9 +55,17 @@ def value_timeseries(
     """ts, suppressions, users_est, events of the rows where `column == value`, zero-filled (with
     `noise`, also each count's noise standard deviation, `<count>_std`)."""
     window = window_range(window_name, as_of)
-    buckets = pl.DataFrame({"ts": pl.Series(bucket_starts(window, bucket), dtype=schema.TS)})
     rows = time_slice(frames.suppressions, window).lazy().filter(pl.col(column) == value)
     counts, contributions = cell_contributions(rows, [bucket_key(bucket)], privacy.params)
+    return publish_timeseries(counts, contributions, column, value, window, bucket, frames.versions, privacy, noise)
+
+
+def publish_timeseries(counts: pl.DataFrame, contributions: Contributions, column: str, value: str,
+                       window: TimeRange, bucket: str, versions: Mapping[str, Mapping[dt.date, int]],
+                       privacy: Privacy, noise: bool = False) -> pl.DataFrame:
+    """The publication stage of any engine: per-bucket cells (`ts`, `cell_contributions`' shape)
+    -> the endpoint's frame, every bucket listed."""
+    buckets = pl.DataFrame({"ts": pl.Series(bucket_starts(window, bucket), dtype=schema.TS)})
     # Every bucket is a cell, empty or not: the privacy stage decides what an empty one shows.
     inputs = [UNIQUE_USERS, *pilot_columns(SUPPRESSIONS, EVENTS)]
     cells = zero_filled(buckets.join(counts, on="ts", how="left", maintain_order="left"), inputs)
@@ -67,7 +76,7 @@ def value_timeseries(
             dims=(column, "ts"),
             published=published(*CELL_MEASURES, when_suppressed="zero"),
             time_range=window,
-            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
+            versions=versions.get(schema.SUPPRESSIONS, {}),
             bucket=bucket,
         ),
         contributions,

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -11,10 +12,10 @@ from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import TopKeywords
 from service.engine.slicing import time_slice
-from service.privacy import CellContext, Privacy
+from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames
-from service.windows import window_range
+from service.windows import TimeRange, window_range
 
 
 def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy,
@@ -23,6 +24,14 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
     `noise`, also each count's noise standard deviation (`<count>_std`, engine/noise.py)."""
     window = window_range(req.window, as_of)
     cells, contributions = cell_contributions(time_slice(frames.suppressions, window), ["keyword"], privacy.params)
+    return publish_top_keywords(cells, contributions, window, frames.versions, req, privacy, noise)
+
+
+def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,
+                         versions: Mapping[str, Mapping[dt.date, int]], req: TopKeywords,
+                         privacy: Privacy, noise: bool = False) -> pl.DataFrame:
+    """The publication stage of any engine: per-keyword cells (`cell_contributions`' shape) ->
+    the endpoint's frame."""
     shown = privacy.publish(
         as_strings(cells.drop_nulls("keyword"), ["keyword"]),
         CellContext(
@@ -30,7 +39,7 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
             dims=("keyword",),
             published=published(SUPPRESSIONS, UNIQUE_USERS),
             time_range=window,
-            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
+            versions=versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
         noise_std=noise,

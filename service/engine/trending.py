@@ -7,6 +7,7 @@ For each value: `recent` and `baseline` are the metric's totals in the two perio
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 
 import polars as pl
 
@@ -65,6 +66,17 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
     periods = trending_periods(req.window, as_of)
     recent, recent_contributions = _period_cells(frames, periods.recent, dimension, req.metric, RECENT, privacy)
     baseline, baseline_contributions = _period_cells(frames, periods.baseline, dimension, req.metric, BASELINE, privacy)
+    return publish_trending(recent, baseline, _both_periods(recent_contributions, baseline_contributions),
+                            frames.versions, as_of, req, privacy, confidence)
+
+
+def publish_trending(recent: pl.DataFrame, baseline: pl.DataFrame, contributions: Contributions | None,
+                     versions: Mapping[str, Mapping[dt.date, int]], as_of: dt.datetime, req: Trending,
+                     privacy: Privacy, confidence: float = CONFIDENCE_Z) -> pl.DataFrame:
+    """The publication stage of any engine: each period's cells (`_period_cells`' shape) and the
+    contributions of both (`_both_periods`) -> the endpoint's frame."""
+    dimension = req.dimension
+    periods = trending_periods(req.window, as_of)
     cells = baseline.join(recent, on=dimension, how="full", coalesce=True)
     cells = cells.with_columns(pl.col(c).fill_null(0) for c in cells.columns if c != dimension)
     # Recent and baseline are two cells of their own (their periods): each gets its own noise and
@@ -79,9 +91,9 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
                 Published(BASELINE, req.metric, f"{BASELINE}_users", period=periods.baseline),
             ),
             time_range=window_range(req.window, as_of),
-            versions=frames.versions.get(schema.SUPPRESSIONS, {}),
+            versions=versions.get(schema.SUPPRESSIONS, {}),
         ),
-        _both_periods(recent_contributions, baseline_contributions),
+        contributions,
         noise_std=True,
     )
     # Filters and growth use the published numbers, so every row satisfies them as shown; the order

@@ -36,7 +36,7 @@ class ReadinessResource:
             frames = self._store.snapshot()
             # No row counts: exact numbers must not leave the service outside the privacy stage.
             checks["data"] = {"ok": True, "generation": frames.generation,
-                              "loaded": frames.suppressions.height + frames.keyword_changes.height > 0}
+                              "loaded": frames.last_event is not None}
         except Exception as exc:  # readiness reports every failure instead of raising
             log.warning("readiness: data not loaded: %s", exc)
             checks["data"] = {"ok": False, "error": type(exc).__name__}

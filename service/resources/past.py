@@ -16,10 +16,9 @@ PAST_AS_OF_SECONDS = 24 * 3600
 
 
 def first_event(frames: EventFrames) -> dt.datetime | None:
-    """The first event over both tables (None without data): where the earliest window may start."""
-    firsts = [frame.get_column("ts").min() for frame in (frames.suppressions, frames.keyword_changes)
-              if frame.height]
-    return min(firsts) if firsts else None
+    """The first event over both tables (None without data): where the earliest window may start.
+    Any engine's snapshot knows it (EventFrames, ClickHouseSnapshot)."""
+    return frames.first_event
 
 
 def covered_start(request: Any, as_of: dt.datetime) -> dt.datetime:

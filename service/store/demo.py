@@ -57,7 +57,8 @@ import pyarrow.compute as pc
 from tqdm import tqdm
 
 from service import geo, windows
-from service.store import contract, layout, schema, writer
+from service.store import contract, layout, schema
+from service.store.target import LandingTarget, ParquetTarget
 
 VOCABULARY_FILE = Path(__file__).with_name("demo_vocabulary.txt")
 EVENTS_PER_USER = 20
@@ -198,10 +199,6 @@ def load_vocabulary(path: Path = VOCABULARY_FILE) -> tuple[str, ...]:
     return tuple(dict.fromkeys(line for line in lines if line and not line.startswith("#")))
 
 
-def has_event_data(data_dir: Path) -> bool:
-    return any(any(layout.table_dir(data_dir, table).glob("date=*/*.parquet")) for table in schema.TABLES)
-
-
 def generate_demo(
     data_dir: Path,
     *,
@@ -212,6 +209,7 @@ def generate_demo(
     secret: str,
     progress: bool = True,
     replace: bool = False,
+    target: LandingTarget | None = None,
 ) -> DemoReport:
     """Generate and land the demo data set; see the module docstring for the model.
 
@@ -219,7 +217,8 @@ def generate_demo(
     top (~7 %). Refuses
     (DemoDataExistsError) when the data directory already holds event data, unless `replace`:
     then the two table directories are moved aside, the demo lands, and the old data is deleted
-    (or moved back if landing fails). Either way the generation is bumped once.
+    (or moved back if landing fails). Either way the generation is bumped once. `target`: where
+    the rows land (default: the Parquet store in `data_dir`; service/store/target.py).
     """
     if events < 1:
         raise ValueError("events must be at least 1")
@@ -228,7 +227,8 @@ def generate_demo(
     if end.tzinfo is None:
         raise ValueError("end must be timezone-aware")
     data_dir = Path(data_dir)
-    if has_event_data(data_dir) and not replace:
+    target = target or ParquetTarget(data_dir)
+    if target.has_event_data() and not replace:
         raise DemoDataExistsError(f"{data_dir} already holds event data")
     started = time.perf_counter()
     end = end.astimezone(dt.UTC)
@@ -263,8 +263,8 @@ def generate_demo(
         n_files = sum(f.get_column("ts").dt.date().n_unique() for f in frames.values())
         bar.total = 4 + n_files
         bar.refresh()
-        with _replacing(data_dir) if replace else contextlib.nullcontext():
-            result = writer.write_tables(data_dir, frames, on_file=lambda: bar.update(1))
+        with target.replacing() if replace else contextlib.nullcontext():
+            result = target.write_tables(frames, on_file=lambda: bar.update(1))
 
     return DemoReport(
         suppressions=frames[schema.SUPPRESSIONS].height,
@@ -274,7 +274,7 @@ def generate_demo(
         end=end,
         bursts=tuple(bursts),
         files=result.paths,
-        generation=result.generation if result.generation is not None else layout.read_generation(data_dir),
+        generation=result.generation if result.generation is not None else target.read_generation(),
         seconds=time.perf_counter() - started,
     )
 

@@ -66,6 +66,7 @@ import pyarrow.json as pa_json
 from tqdm import tqdm
 
 from service.store import contract, layout, schema, writer
+from service.store.target import LandingTarget, ParquetTarget
 
 log = logging.getLogger(__name__)
 
@@ -95,8 +96,9 @@ class FileReport:
 class IngestReport:
     files: tuple[FileReport, ...]
     generation: int  # the data generation after the call (unchanged when nothing landed)
-    written: tuple[Path, ...]  # partition files that landed
+    written: tuple[Path, ...]  # partition files that landed (none in ClickHouse: rows land in tables)
     swept: writer.Swept | None = None  # leftovers of an unfinished landing removed first
+    landed: bool = False  # a new generation was published
 
     @property
     def accepted(self) -> int:
@@ -138,8 +140,13 @@ def ingest_files(
     progress: bool = True,
     force: bool = False,
     on_stage: writer.StageCallback | None = None,
+    target: LandingTarget | None = None,
 ) -> IngestReport:
     """Ingest files into the store; see the module docstring for formats and failure handling.
+
+    `target`: where the good rows land (default: the Parquet store in `data_dir`; the ClickHouse
+    tables with SIGNALS_ENGINE=clickhouse: service/store/target.py). Quarantine files land in
+    `data_dir` either way.
 
     `force` loads files whose content is already in the store. `on_stage(stage, done, total)` is
     called before each step: "parsing" before each file, then the landing's steps
@@ -150,15 +157,16 @@ def ingest_files(
     if now.tzinfo is None:
         raise ValueError("now must be timezone-aware")
     data_dir = Path(data_dir)
+    target = target or ParquetTarget(data_dir)
 
     def waiting() -> None:
         log.warning("another process is writing to %s; waiting for it to finish", data_dir)
 
-    with writer.lock(data_dir, on_wait=waiting):
-        swept = writer.sweep(data_dir)
-        landed_before = {} if force else writer.landed_sources(data_dir)
+    with target.lock(on_wait=waiting):
+        swept = target.sweep()
+        landed_before = {} if force else target.landed_sources()
         outcomes = _read_all(paths, table, now, secret, landed_before, force, progress, on_stage)
-        return _land(data_dir, outcomes, now, swept, on_stage)
+        return _land(target, outcomes, now, swept, on_stage)
 
 
 @dataclasses.dataclass
@@ -242,7 +250,7 @@ def _validate(outcome: _Outcome, read: _Read, now: dt.datetime, secret: str) -> 
 
 
 def _land(
-    data_dir: Path,
+    landing: LandingTarget,
     outcomes: list[_Outcome],
     now: dt.datetime,
     swept: writer.Swept,
@@ -256,6 +264,7 @@ def _land(
     # Quarantine files land with the rows, as part of the same generation: a failure (or a kill)
     # leaves neither behind, so the report never says "nothing landed" about data that did, and
     # running the ingest again quarantines each row once.
+    data_dir = landing.data_dir
     used_names: set[str] = set()
     quarantine: dict[int, Path] = {}
     contents: dict[Path, bytes] = {}
@@ -269,8 +278,8 @@ def _land(
         for o in outcomes
         if o.error is None and o.skipped is None and o.sha256 is not None
     ]
-    landed = writer.write_tables(data_dir, frames, on_stage=on_stage, sources=sources, other_files=contents, now=now)
-    generation = landed.generation if landed.generation is not None else layout.read_generation(data_dir)
+    landed = landing.write_tables(frames, on_stage=on_stage, sources=sources, other_files=contents, now=now)
+    generation = landed.generation if landed.generation is not None else landing.read_generation()
     reports = [
         FileReport(
             path=o.path,
@@ -284,7 +293,8 @@ def _land(
         )
         for index, o in enumerate(outcomes)
     ]
-    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths, swept=swept)
+    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths, swept=swept,
+                        landed=landed.generation is not None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ reads the same GENERATION serves the same rows under the same cache keys.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import threading
 import time
@@ -49,6 +50,12 @@ class EventFrames:
     versions: Mapping[str, Mapping[date, int]] = dataclasses.field(default_factory=dict)
     # The cost index's day spans (`day_spans`), when the snapshot carries them; else built on use.
     spans: Mapping[str, pl.DataFrame] | None = None
+
+    @functools.cached_property
+    def first_event(self) -> datetime | None:
+        """The first event over both tables (None without data): where the earliest window may start."""
+        firsts = [frame.get_column("ts").min() for frame in (self.suppressions, self.keyword_changes) if frame.height]
+        return min(firsts) if firsts else None
 
 
 class GenerationMoved(Exception):

@@ -1,0 +1,134 @@
+"""The per-user and per-cell stages in one SQL query: what `measures.cell_contributions` computes in
+polars, computed by ClickHouse, and handed to the privacy stage in the same shape.
+
+    SELECT <keys>, count() users, sum(least(m, pilot_cap)) m_pilot, sum(m) m_total,
+           groupArrayIf(m, <a user above the smallest cap>) m_heavy, ...
+    FROM (SELECT <keys>, user_id, <m per user> ... FROM <table>
+          WHERE generation <= G AND ts in the window AND <filters> GROUP BY <keys>, user_id)
+    GROUP BY <keys>
+
+Per cell: the number of users (exact: one inner row per user), the pilot sums, the exact sums, and
+the totals of the users above the smallest cap the privacy stage can choose
+(`PrivacyParams.smallest_cap`). Those users are all a capped sum needs besides the exact total
+(`Contributions.capped_sums` with `totals`: total - what the users above the cap bring beyond it),
+so only a few per cent of the (cell, user) rows cross the wire, as Arrow. Filters, windows and
+buckets are SQL; no event row leaves ClickHouse.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import polars as pl
+
+from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
+from service.privacy import PILOT, Contributions, PrivacyParams
+from service.windows import TimeRange
+
+HEAVY = "_heavy"
+NO_KEYS = "_cell"  # the one key of a frame with no grouping: a constant (see `cells`)
+
+# The measures of each table, as the per-user stage computes them.
+SUPPRESSION_MEASURES = {SUPPRESSIONS: "sum(toInt64(suppressions))", EVENTS: "toInt64(count())"}
+
+_BUCKETS = {
+    "hour": "toDateTime64(toStartOfHour(ts), 6, 'UTC')",
+    "day": "toDateTime64(toStartOfDay(ts), 6, 'UTC')",
+    "week": "toDateTime64(toMonday(ts), 6, 'UTC')",  # ISO week: Monday 00:00 UTC
+}
+
+
+def bucket_sql(bucket: str) -> str:
+    """Start of the time bucket each row falls in (as `measures.bucket_key`)."""
+    return _BUCKETS[bucket]
+
+
+def time_literal(moment: dt.datetime) -> str:
+    return f"toDateTime64('{moment.astimezone(dt.UTC).strftime('%Y-%m-%d %H:%M:%S.%f')}', 6, 'UTC')"
+
+
+def in_range(time_range: TimeRange) -> str:
+    return f"ts >= {time_literal(time_range.start)} AND ts < {time_literal(time_range.end)}"
+
+
+@dataclasses.dataclass(frozen=True)
+class Key:
+    """A cell key: its name in the frame and the SQL that computes it from an event row."""
+
+    name: str
+    sql: str
+    string: bool = True  # a dimension (String in the frame); else a bucket start (kept as is)
+
+
+def dimension(column: str) -> Key:
+    return Key(column, f"CAST({column} AS String)")
+
+
+@dataclasses.dataclass
+class Query:
+    """One two-stage aggregation; `cells` runs it."""
+
+    table: str
+    keys: Sequence[Key]
+    time_range: TimeRange
+    where: Sequence[str] = ()              # extra conditions on event rows (filters, guards)
+    parameters: Mapping[str, Any] = dataclasses.field(default_factory=dict)
+    measures: Mapping[str, str] = dataclasses.field(default_factory=lambda: dict(SUPPRESSION_MEASURES))
+    per_user_extra: Sequence[str] = ()     # "<sql> AS <name>" in the per-user stage (not contributions)
+    per_cell_extra: Sequence[str] = ()     # "<sql> AS <name>" in the per-cell stage (columns of the cells)
+
+    def sql(self, generation: int, smallest_cap: int, pilot_cap: int) -> str:
+        keys = list(self.keys) or [Key(NO_KEYS, "toUInt8(0)", string=False)]
+        inner_keys = [f"{key.sql} AS _k{i}" for i, key in enumerate(keys)]
+        inner_names = [f"_k{i}" for i in range(len(keys))]
+        per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
+        where = [f"generation <= {int(generation)}", in_range(self.time_range), *self.where]
+        heavy = " OR ".join(f"_m_{name} > {int(smallest_cap)}" for name in self.measures)  # "" without measures
+        per_cell = [f"toInt64(count()) AS {UNIQUE_USERS}"]
+        for name in self.measures:
+            per_cell += [f"sum(least(_m_{name}, {int(pilot_cap)})) AS `{name}{PILOT}`",
+                         f"sum(_m_{name}) AS `{name}{TOTAL}`",
+                         f"groupArrayIf(_m_{name}, {heavy}) AS `{name}{HEAVY}`"]
+        outer_keys = [f"_k{i} AS `{key.name}`" for i, key in enumerate(keys)]
+        return (
+            f"SELECT {', '.join(outer_keys + per_cell + list(self.per_cell_extra))}\n"
+            f"FROM (SELECT {', '.join(inner_keys + ['user_id'] + per_user + list(self.per_user_extra))}\n"
+            f"      FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}\n"
+            f"      GROUP BY {', '.join(inner_names)}, user_id)\n"
+            f"GROUP BY {', '.join(inner_names)}"
+        )
+
+
+def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
+    """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them,
+    in `measures.cell_contributions`' shape. With no keys: one row (zeros when nothing matched) keyed
+    by a constant column `_cell`, which the publication stages pass through and leave out. With no
+    measures: the users per cell only."""
+    sql = query.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
+    result = snapshot.ch.frame(sql, query.parameters)
+    names = [key.name for key in query.keys] or [NO_KEYS]
+    measures = list(query.measures)
+    result = result.with_columns(
+        *(pl.col(key.name).cast(pl.String) for key in query.keys if key.string),
+        pl.col(UNIQUE_USERS).cast(pl.Int64),
+        *(pl.col(f"{m}{suffix}").cast(pl.Int64) for m in measures for suffix in (PILOT, TOTAL)),
+    )
+    if not query.keys and result.is_empty():
+        zero = {NO_KEYS: 0, UNIQUE_USERS: 0, **{f"{m}{s}": 0 for m in measures for s in (PILOT, TOTAL)},
+                **{f"{m}{HEAVY}": [] for m in measures}}
+        result = pl.DataFrame([zero], schema={**result.schema})
+    heavy = [f"{m}{HEAVY}" for m in measures]
+    if not measures:  # users only: no sums, nothing to cap
+        return result, Contributions(result.select(names).clear(), tuple(names), None)
+    per_user = (
+        result.select(*names, *(pl.col(h).cast(pl.List(pl.Int64)).alias(m) for h, m in zip(heavy, measures, strict=True)))
+        .explode(measures)
+        .drop_nulls(measures[0])
+    )
+    totals = result.select(*names, *(pl.col(f"{m}{TOTAL}").alias(m) for m in measures))
+    frame = result.drop(*heavy, *(f"{m}{TOTAL}" for m in measures))
+    return frame, Contributions(per_user, tuple(names), totals)

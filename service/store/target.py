@@ -1,0 +1,69 @@
+"""Where validated rows land: the hand-off point between ingest (and the demo) and a store.
+
+Ingest reads, validates and quarantines the same way whatever the store (service/store/ingest.py);
+what differs is only where a generation lands, how a landing cut short is swept, and how "is this
+file already in?" is answered. `LandingTarget` is that seam: `ParquetTarget` is the Parquet store
+in the data directory (service/store/writer.py), `ClickHouseTarget` (service/clickhouse/landing.py)
+the ClickHouse tables. Quarantine files always land in the data directory, with the generation.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Protocol
+
+import polars as pl
+
+from service.store import layout, schema, writer
+
+
+class LandingTarget(Protocol):
+    data_dir: Path  # quarantine files land here, whatever the target
+
+    def lock(self, *, on_wait: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]: ...
+
+    def sweep(self) -> writer.Swept: ...
+
+    def landed_sources(self) -> dict[str, writer.LandedSource]: ...
+
+    def write_tables(self, frames: Mapping[str, pl.DataFrame], *, on_file: Callable[[], None] | None = None,
+                     on_stage: writer.StageCallback | None = None, sources: Sequence[writer.SourceRecord] = (),
+                     other_files: Mapping[Path, bytes] | None = None, now=None) -> writer.WriteResult: ...
+
+    def read_generation(self) -> int: ...
+
+    def has_event_data(self) -> bool: ...
+
+    def replacing(self) -> contextlib.AbstractContextManager[None]: ...
+
+
+class ParquetTarget:
+    """The Parquet store in `data_dir` (the polars engine's)."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = Path(data_dir)
+
+    def lock(self, *, on_wait: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]:
+        return writer.lock(self.data_dir, on_wait=on_wait)
+
+    def sweep(self) -> writer.Swept:
+        return writer.sweep(self.data_dir)
+
+    def landed_sources(self) -> dict[str, writer.LandedSource]:
+        return writer.landed_sources(self.data_dir)
+
+    def write_tables(self, frames: Mapping[str, pl.DataFrame], **kwargs) -> writer.WriteResult:
+        return writer.write_tables(self.data_dir, frames, **kwargs)
+
+    def read_generation(self) -> int:
+        return layout.read_generation(self.data_dir)
+
+    def has_event_data(self) -> bool:
+        return any(any(layout.table_dir(self.data_dir, table).glob("date=*/*.parquet")) for table in schema.TABLES)
+
+    def replacing(self) -> contextlib.AbstractContextManager[None]:
+        from service.store import demo  # imported here: demo imports this module
+
+        return demo._replacing(self.data_dir)
