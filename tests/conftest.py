@@ -23,7 +23,10 @@ from service.tiers import Tier
 from tests.support import redis_server
 from tests.support.fixture_data import FIXTURE_NOW, write_fixture_store
 
-pytest_plugins = ["tests.support.tiers"]  # the quick tier's `slow` marker
+pytest_plugins = [
+    "tests.support.tiers",     # the quick tier's `slow` marker
+    "tests.support.postgres",  # postgres_database: the session's PostgreSQL database
+]
 
 
 @pytest.fixture(scope="session")

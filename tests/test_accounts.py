@@ -9,9 +9,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import hashlib
-import os
 import re
-import secrets
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -39,47 +37,10 @@ from service.accounts.tables import metadata
 from service.clock import FixedClock
 from service.tiers import Tier
 
-POSTGRES_URL = os.environ.get("SIGNALS_TEST_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test")
 START = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 
 
 # -- fixtures ------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="session")
-def postgres_database() -> Iterator[str]:
-    """URL of a database created for this test session (and dropped after it)."""
-    if os.environ.get("SIGNALS_TEST_SKIP_POSTGRES") == "1":
-        pytest.skip("SIGNALS_TEST_SKIP_POSTGRES=1: PostgreSQL tests skipped")
-    server = sa.make_url(POSTGRES_URL)
-    admin = sa.create_engine(
-        server, isolation_level="AUTOCOMMIT", poolclass=NullPool, connect_args={"connect_timeout": 3}
-    )
-    name = f"signals_test_{secrets.token_hex(6)}"
-    try:
-        with admin.connect() as connection:
-            connection.exec_driver_sql(f'CREATE DATABASE "{name}"')
-    except sa.exc.OperationalError as error:
-        admin.dispose()
-        pytest.fail(
-            f"PostgreSQL is not reachable at {server.render_as_string(hide_password=True)}: {error.orig}\n"
-            "Start it, point SIGNALS_TEST_POSTGRES_URL at a server, "
-            "or set SIGNALS_TEST_SKIP_POSTGRES=1 to skip the PostgreSQL tests.",
-            pytrace=False,
-        )
-    try:
-        yield server.set(database=name).render_as_string(hide_password=False)
-    finally:
-        with admin.connect() as connection:
-            connection.execute(
-                sa.text(
-                    "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
-                    "WHERE datname = :name AND pid <> pg_backend_pid()"
-                ),
-                {"name": name},
-            )
-            connection.exec_driver_sql(f'DROP DATABASE IF EXISTS "{name}"')
-        admin.dispose()
 
 
 @pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])

@@ -23,7 +23,6 @@ from tests.spec_table import BASE
 from tests.support.fixture_data import write_fixture_store
 from tests.support.processes import gunicorn
 from tests.support.tcp_proxy import TcpProxy
-from tests.test_accounts import postgres_database  # noqa: F401 (fixture)
 
 
 class Unreachable:
@@ -85,7 +84,7 @@ def test_no_stale_answers_without_the_setting(accounts):
 
 @pytest.mark.process
 @pytest.mark.postgres
-def test_the_real_service_through_a_cut_database(tmp_path, postgres_database):  # noqa: F811
+def test_the_real_service_through_a_cut_database(tmp_path, postgres_database):
     url = sa.make_url(postgres_database)
     proxy = TcpProxy((url.host or "127.0.0.1", url.port or 5432))
     through_proxy = url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False)

@@ -26,7 +26,6 @@ from service.tiers import Tier
 from service.webhooks.store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.webhook_receiver import Answer, receiver
-from tests.test_accounts import postgres_database  # noqa: F401 (fixture)
 
 BASE = "/api/v1/account/webhooks"
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.UTC)

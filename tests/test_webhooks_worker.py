@@ -37,7 +37,6 @@ from service.webhooks.worker import Worker
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.processes import ROOT, service_env
 from tests.support.webhook_receiver import Answer, receiver
-from tests.test_accounts import postgres_database  # noqa: F401 (fixture)
 
 BASE = "/api/v1/account/webhooks"
 

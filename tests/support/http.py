@@ -34,7 +34,8 @@ def post_query(client: falcon.testing.TestClient, key: str | None, body: Any, he
 
 
 def assert_problem(result: falcon.testing.Result, status: int, *names: str) -> dict:
-    """The response is problem+json with the common fields; `names` are the bad parameters."""
+    """The response is problem+json with the common fields; `names` are the bad parameters, all of
+    them, in the order the problem lists them."""
     assert result.status_code == status, (result.status_code, result.text)
     assert result.headers["content-type"].startswith("application/problem+json")
     body = result.json
@@ -43,8 +44,8 @@ def assert_problem(result: falcon.testing.Result, status: int, *names: str) -> d
     for field in ("title", "detail", "request_id", "disclaimer"):
         assert isinstance(body[field], str) and body[field], field
     if names:
-        reported = {error["name"] for error in body.get("errors", [])}
-        assert set(names) <= reported, (names, body)
+        reported = [error["name"] for error in body.get("errors", [])]
+        assert reported == list(names), (names, body)
         for error in body["errors"]:
             assert error["reason"], error
     return body
