@@ -10,6 +10,11 @@ data (about 60 bytes an event), so fewer workers use less memory; on a small mac
 store lower WEB_CONCURRENCY further. The app is NOT preloaded: every worker
 imports it, and so loads the data, after the fork (polars must not run in the master).
 
+Threads: each worker serves SIGNALS_WEB_THREADS requests at once (service/gunicorn_worker.py:
+gunicorn's threaded worker whose client sockets time out after SIGNALS_CLIENT_TIMEOUT_SECONDS
+without progress). A slow or unfinished request costs its client a connection and, for at most
+that timeout, a thread; never a worker. Kept-alive connections wait in the worker's poller.
+
 Listens on SIGNALS_HOST (default 127.0.0.1: this machine only; set 0.0.0.0 to expose it).
 
 Request limits: the app answers a URL (path and query string) over 4096 bytes with 414 itself
@@ -48,17 +53,19 @@ def post_worker_init(worker) -> None:
     gunicorn_errors.install()
 
 
-worker_class = "sync"
+worker_class = "service.gunicorn_worker.Worker"
+threads = _settings.web_threads
+worker_connections = 1000  # open connections per worker (kept-alive ones included), gunicorn's default
 preload_app = False
-# A worker silent this long is killed (its client gets no answer). Computations stop at
-# SIGNALS_COMPUTE_DEADLINE_SECONDS with a 503 (service/deadline.py), so this stays 40 s above it:
-# room for waiting on another worker's fill (10 s), the polars call in progress at the deadline
-# (the exception comes when it returns) and a data reload.
+# A worker whose main loop is silent this long is killed. Requests run in the worker's threads and
+# stop at SIGNALS_COMPUTE_DEADLINE_SECONDS with a 503 (service/deadline.py); the main loop only
+# polls connections, so this is a last resort for a wedged process, kept 40 s above the deadline.
 timeout = max(60, math.ceil(_settings.compute_deadline_seconds) + 40)
 graceful_timeout = 20
 keepalive = 5
 max_requests = 0       # workers keep their loaded data; no periodic recycling
 accesslog = "-"        # the default access log format has no Authorization header and no body
+logger_class = "service.gunicorn_logging.Logger"  # and keys put in the URL are redacted
 errorlog = "-"
 loglevel = _settings.log_level
 forwarded_allow_ips = "127.0.0.1"

@@ -1,41 +1,29 @@
--- One round trip per request: the moving-window rate limit of a subscription, the block of a
--- client address after repeated authentication failures, and the cached response body.
+-- One round trip per request of an authenticated caller: the moving-window rate limit of a
+-- subscription and the cached response body. (A valid key is never refused for other keys'
+-- failures from its address: the address block of fail.lua answers wrong keys only.)
 --
 -- KEYS[1] rate window (sorted set of request ids scored by server time in microseconds)
--- KEYS[2] auth-failure window of the client address (sorted set), or "" to skip
--- KEYS[3] cached response body, or "" to skip
+-- KEYS[2] cached response body, or "" to skip
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
--- ARGV[3] request id (unique member)    ARGV[4] auth-failure limit
--- ARGV[5] absent: count the request if it is accepted;
+-- ARGV[3] request id (unique member)
+-- ARGV[4] absent: count the request if it is accepted;
 --         "replay": sent again after a lost answer (a request already counted is accepted);
 --         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
 --
 -- Returns {allowed (1|0), remaining, micros until a slot frees (until the oldest counted request
 --          leaves the window; refused: until a request would be accepted),
---          blocked_by ("" | "rate" | "auth"), body or false, milliseconds the body has left}
--- A blocked address gets the answer fail.lua gives a wrong key (no remaining, the block's end).
+--          blocked_by ("" | "rate"), body or false, milliseconds the body has left}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
-local mode = ARGV[5]
+local mode = ARGV[4]
 
 -- Micros until a window holding `count` entries has fewer than `most`: until its
 -- (count - most)-th oldest entry leaves it.
 local function freeing(key, count, most)
   local entry = redis.call('ZRANGE', key, count - most, count - most, 'WITHSCORES')
   return tonumber(entry[2]) + window - now
-end
-
-if KEYS[2] ~= '' then
-  redis.call('ZREMRANGEBYSCORE', KEYS[2], '-inf', now - window)
-  local failures = redis.call('ZCARD', KEYS[2])
-  local most = tonumber(ARGV[4])
-  if failures >= most then
-    -- The answer fail.lua gives a wrong key from this address, and nothing about the
-    -- subscription: a blocked address must not learn which of its keys are valid.
-    return {0, 0, freeing(KEYS[2], failures, most), 'auth', false, 0}
-  end
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[1], '-inf', now - window)
@@ -62,10 +50,10 @@ redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local body = false
 local ttl = 0
-if KEYS[3] ~= '' then
-  body = redis.call('GET', KEYS[3])
+if KEYS[2] ~= '' then
+  body = redis.call('GET', KEYS[2])
   if body then
-    ttl = redis.call('PTTL', KEYS[3])
+    ttl = redis.call('PTTL', KEYS[2])
   end
 end
 return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body, ttl}

@@ -2,10 +2,13 @@
 -- KEYS[1] auth-failure window (sorted set)   ARGV[1] limit   ARGV[2] window (us)   ARGV[3] member
 -- Returns {blocked (1|0), micros until the address is unblocked (or the oldest failure leaves)}
 --
--- An address with `limit` failures in the window is blocked until fewer remain. Attempts while
--- blocked are refused without being counted, exactly like admit.lua refuses a valid key from a
--- blocked address: both answers are the same, so a blocked address cannot tell its valid keys
--- from wrong ones, and the block ends when the failures that caused it have aged out.
+-- An address with `limit` failures in the window is blocked until fewer remain: its wrong keys
+-- get 429 instead of 401. Attempts while blocked are refused without being counted, so the block
+-- ends when the failures that caused it have aged out. A valid key from the same address is
+-- served as usual (admit.lua does not look at the block): many clients share one address behind
+-- a NAT, a corporate proxy, the dashboard or the MCP server, and one of them sending wrong keys
+-- must not lock the others out. Keys are 238-bit random strings, so answering valid keys does
+-- not make guessing one feasible; the block only slows the attempts and their database lookups.
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local window = tonumber(ARGV[2])

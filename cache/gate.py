@@ -118,8 +118,8 @@ def _admission(limit: int, allowed: int, remaining: int, reset_us: int, blocked_
 
 
 class Gate(Protocol):
-    def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission: ...
-    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission: ...
+    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission: ...
+    def peek(self, subject: str, limit: int) -> Admission: ...
     def record_auth_failure(self, client: str) -> Admission: ...
     def get(self, cache_key: str) -> bytes | None: ...
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None: ...
@@ -265,14 +265,13 @@ class RedisGate:
 
     # -- the gate ---------------------------------------------------------------------------
 
-    def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
+    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
         known = self._bodies.get(cache_key) if cache_key else None
-        args = [limit, self._window_us, _members.next(), self._settings.auth_failure_limit]
+        args = [limit, self._window_us, _members.next()]
         allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(
             _ADMIT,
             [
                 self._key("rate", subject),
-                self._key("authfail", client) if client else "",
                 self._key("body", cache_key) if cache_key and known is None else "",
             ],
             args,
@@ -282,12 +281,10 @@ class RedisGate:
             self._bodies.put(cache_key, body, ttl_ms / 1000)
         return _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
 
-    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
-        """The subscription's window and the address's block as they stand, counting nothing."""
+    def peek(self, subject: str, limit: int) -> Admission:
+        """The subscription's window as it stands, counting nothing."""
         allowed, remaining, reset_us, blocked_by, _, _ = self._script(
-            _ADMIT,
-            [self._key("rate", subject), self._key("authfail", client) if client else "", ""],
-            [limit, self._window_us, "", self._settings.auth_failure_limit, "peek"],
+            _ADMIT, [self._key("rate", subject), ""], [limit, self._window_us, "", "peek"],
         )
         return _admission(limit, allowed, remaining, reset_us, blocked_by)
 
@@ -332,6 +329,9 @@ class RedisGate:
         self._lock = threading.Lock()
 
 
+_SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
+
+
 class LocalGate:
     """The same gate in this process's memory: exact for one process, per-process with several."""
 
@@ -343,6 +343,14 @@ class LocalGate:
         self._windows: dict[str, collections.deque[float]] = {}
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
         self._fill_locks: dict[str, tuple[float, str]] = {}
+        self._failures_recorded = 0
+
+    def _sweep(self, now: float) -> None:
+        """Drop the windows whose entries have all aged out (addresses that failed once and went
+        quiet are never looked at again otherwise). Lock held."""
+        for key in [key for key, window in self._windows.items()
+                    if not window or window[-1] <= now - self._settings.window_seconds]:
+            del self._windows[key]
 
     def _trim(self, key: str, now: float, *, create: bool = False) -> collections.deque[float]:
         """The live entries of a window; `create` for one about to grow. A window is created only
@@ -367,12 +375,9 @@ class LocalGate:
         index = max(0, len(window) - limit) if limit is not None else 0
         return _seconds((window[index] + self._settings.window_seconds - now) * _US)
 
-    def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
+    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
         now = self._clock()
         with self._lock:
-            blocked = self._blocked_for(client, now)
-            if blocked is not None:  # what a wrong key from this address hears (admit.lua)
-                return Admission(False, limit, 0, blocked, "auth")
             window = self._trim("rate:" + subject, now, create=True)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
@@ -380,29 +385,21 @@ class LocalGate:
             remaining, reset = limit - len(window), self._reset(window, now)
         return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None)
 
-    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
+    def peek(self, subject: str, limit: int) -> Admission:
         now = self._clock()
         with self._lock:
-            blocked = self._blocked_for(client, now)
-            if blocked is not None:
-                return Admission(False, limit, 0, blocked, "auth")
             window = self._trim("rate:" + subject, now)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             return Admission(True, limit, limit - len(window), self._reset(window, now), "")
 
-    def _blocked_for(self, client: str | None, now: float) -> int | None:
-        """Seconds until the address is unblocked, or None when it is not blocked. Lock held."""
-        if not client:
-            return None
-        failures = self._trim("authfail:" + client, now)
-        most = self._settings.auth_failure_limit
-        return self._reset(failures, now, most) if len(failures) >= most else None
-
     def record_auth_failure(self, client: str) -> Admission:
         now = self._clock()
         limit = self._settings.auth_failure_limit
         with self._lock:  # as fail.lua: attempts while blocked are refused, not counted
+            self._failures_recorded += 1
+            if self._failures_recorded % _SWEEP_EVERY == 0:
+                self._sweep(now)
             failures = self._trim("authfail:" + client, now, create=True)
             if len(failures) >= limit:
                 return Admission(False, limit, 0, self._reset(failures, now, limit), "auth")
@@ -483,11 +480,11 @@ class ResilientGate:
                     self._down_since = None
         return result
 
-    def admit(self, subject: str, limit: int, cache_key: str | None, client: str | None = None) -> Admission:
-        return self._call("admit", subject, limit, cache_key, client)
+    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
+        return self._call("admit", subject, limit, cache_key)
 
-    def peek(self, subject: str, limit: int, client: str | None = None) -> Admission:
-        return self._call("peek", subject, limit, client)
+    def peek(self, subject: str, limit: int) -> Admission:
+        return self._call("peek", subject, limit)
 
     def record_auth_failure(self, client: str) -> Admission:
         return self._call("record_auth_failure", client)

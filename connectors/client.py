@@ -24,6 +24,12 @@ API's own words. Otherwise it behaves as API clients are expected to:
 - every failure is a `SignalsError` with the status, the problem's title and detail, and its
   per-field `errors`.
 
+A consumer that calls the API for other people (the dashboard, the MCP server over HTTP) names
+its caller with `forwarded_for` (sent as `X-Forwarded-For`, which the API believes from the
+proxies in its SIGNALS_TRUSTED_PROXIES), so that the API's per-address throttle of failed
+authentications and its logs see each caller, not the consumer's one address;
+`forwarded_chain` computes the value from the caller's connection.
+
 The webhook methods (account management, `operations.management`) leave the checking of their
 fields to the API, whose 400 names each one; a request that changes something (POST, PATCH,
 DELETE) is retried only when it never left, so a lost answer cannot create a webhook twice.
@@ -42,10 +48,12 @@ import dataclasses
 import datetime as dt
 import hashlib
 import io
+import ipaddress
 import json
+import re
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -53,7 +61,7 @@ import tenacity
 
 from connectors import __version__
 from connectors.operations import INVALID_TITLE, FieldError, Operation, Operations, query_text, summary
-from connectors.settings import ConnectorSettings
+from connectors.settings import ConnectorSettings, Network
 
 OPENAPI_PATH = "/api/v1/openapi"
 USER_AGENT = f"signals-python-client/{__version__} httpx/{httpx.__version__}"
@@ -68,6 +76,8 @@ _RETRYABLE_TRANSPORT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemotePr
 # do it twice (or, for a DELETE, answer 404 for a webhook it had just deleted).
 _NOT_SENT = (httpx.ConnectError, httpx.ConnectTimeout, httpx.PoolTimeout)
 _READS = frozenset({"GET", "HEAD", "OPTIONS"})
+FORWARDED_HOPS = 16  # of an incoming X-Forwarded-For chain passed on (the rightmost: the API reads from the right)
+_FORWARDED_VALUE = re.compile(r"[0-9A-Za-z.:, ]{1,1000}")
 
 
 class SignalsError(Exception):
@@ -136,8 +146,14 @@ class SignalsClient:
         transport: httpx.BaseTransport | None = None,
         sleep: Callable[[float], None] = time.sleep,
         settings: ConnectorSettings | None = None,
+        forwarded_for: str | None = None,
     ) -> None:
+        """`forwarded_for`: the X-Forwarded-For sent with every request, naming the person this
+        client calls for (see `forwarded_chain`); None sends none."""
+        if forwarded_for is not None and not _FORWARDED_VALUE.fullmatch(forwarded_for):
+            raise ValueError("forwarded_for must be a comma-separated list of IP addresses (see forwarded_chain)")
         settings = settings or ConnectorSettings.from_env()
+        self.forwarded_for = forwarded_for
         self.base_url = (base_url or settings.api_url).rstrip("/")
         self._api_key = api_key if api_key is not None else settings.api_key
         self.max_retries = max_retries
@@ -147,7 +163,8 @@ class SignalsClient:
         self._http = httpx.Client(
             base_url=self.base_url, transport=transport,
             timeout=httpx.Timeout(timeout, connect=connect_timeout),
-            headers={"User-Agent": USER_AGENT, "Accept": "application/json"},
+            headers={"User-Agent": USER_AGENT, "Accept": "application/json",
+                     **({"X-Forwarded-For": forwarded_for} if forwarded_for else {})},
         )
         self._operations: Operations | None = None
         self._lock = threading.Lock()
@@ -236,7 +253,9 @@ class SignalsClient:
         self.manage("delete_webhook", {"webhook_id": webhook_id})
 
     def test_webhook(self, webhook_id: str) -> dict[str, Any]:
-        """Sends a signed test delivery now; the first attempt's outcome."""
+        """Queues a signed test delivery, which the worker process sends: its `delivery_id` (the
+        attempt appears in `webhook_deliveries` with that id) and `attempt` None (an older API
+        sent it at once and gave the attempt here)."""
         return self.manage("test_webhook", {"webhook_id": webhook_id}).body
 
     def webhook_deliveries(self, webhook_id: str, *, limit: int | None = None, before: int | None = None) -> dict[str, Any]:
@@ -428,6 +447,37 @@ def _as_of(response: httpx.Response) -> dt.datetime | None:
 
 def _copy(body: Any) -> Any:
     return json.loads(json.dumps(body)) if isinstance(body, (dict, list)) else body
+
+
+def forwarded_chain(peer: str | None, incoming: str | None, trusted: Sequence[Network]) -> str | None:
+    """The X-Forwarded-For a consumer sends the API for one caller: the caller's TCP peer address;
+    or, when that peer is one of the `trusted` proxies (SIGNALS_TRUSTED_PROXIES), the chain the
+    proxy sent (`incoming`) with the peer appended, as a proxy passes it on. From anyone else an
+    incoming X-Forwarded-For is ignored (a client can write any it likes). A hop that is not an IP
+    address becomes "unknown"; at most FORWARDED_HOPS hops are kept, the rightmost. None when the
+    peer is not an IP address (a Unix socket)."""
+    address = _address(peer or "")
+    if address is None:
+        return None
+    if not any(address in network for network in trusted):
+        return str(address)
+    hops = [hop for hop in (incoming or "").split(",") if hop.strip()]
+    kept = [str(a) if (a := _address(hop)) is not None else "unknown" for hop in hops[-(FORWARDED_HOPS - 1):]]
+    return ", ".join([*kept, str(address)])
+
+
+def _address(text: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
+    """An IP address from a hop as proxies write them: '203.0.113.7', '203.0.113.7:4711',
+    '2001:db8::1', '[2001:db8::1]:4711'; None for anything else."""
+    text = text.strip()
+    if text.startswith("["):
+        text = text[1:].partition("]")[0]
+    elif text.count(":") == 1:
+        text = text.partition(":")[0]
+    try:
+        return ipaddress.ip_address(text)
+    except ValueError:
+        return None
 
 
 def key_fingerprint(key: str | None) -> str:

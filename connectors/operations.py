@@ -20,7 +20,8 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-_INTEGER = re.compile(r"^[+-]?\d{1,18}$")  # what the API accepts as an integer in a query string
+_NUMBER = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+_INTEGER = re.compile(r"^[+-]?[0-9]{1,18}$")  # what the API accepts as an integer in a query string
 
 INVALID_TITLE = "Invalid or missing parameter"  # the title of the API's 400 problem
 
@@ -209,7 +210,9 @@ def allowed(schema: Mapping[str, Any]) -> str:
 
 
 def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """A number as the messages show it: integral ones without '.0', very long ones cut short."""
+    text = str(value) if isinstance(value, int) else (str(int(value)) if value.is_integer() else str(value))
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text.lstrip('-'))} digits)"
 
 
 def _check_text(schema: Mapping[str, Any], text: str) -> Any:
@@ -221,6 +224,8 @@ def _check_text(schema: Mapping[str, Any], text: str) -> Any:
         return _check_scalar(schema, int(text.strip()))
     if kind == "number":
         try:
+            if not _NUMBER.match(text.strip()):
+                raise ValueError(text)
             number = float(text.strip())
         except ValueError:
             raise ValueError(f"{text!r} is not valid; expected {allowed(schema)}") from None
@@ -286,7 +291,7 @@ def _check_json(schema: Mapping[str, Any], value: Any, path: str) -> list[FieldE
 
 def _check_scalar(schema: Mapping[str, Any], value: Any) -> Any:
     kind = schema.get("type")
-    if kind == "number" and not math.isfinite(value):
+    if kind == "number" and isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} is not valid; expected {allowed(schema)}")
     if kind in ("integer", "number"):
         low, high = schema.get("minimum"), schema.get("maximum")

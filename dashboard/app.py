@@ -14,6 +14,8 @@ from typing import Any
 import dash
 from dash import Input, Output, dcc, html
 
+from dashboard import edges
+
 SIGN_IN = "/sign-in"
 NAV = [("/", "Overview"), ("/keywords", "Keywords"), ("/domains", "Domains"), ("/geography", "Geography"),
        ("/trending", "Trending"), ("/activity", "Activity"), ("/query", "Query"), ("/account", "Account")]
@@ -23,6 +25,7 @@ NAV = [("/", "Overview"), ("/keywords", "Keywords"), ("/domains", "Domains"), ("
 app = dash.Dash(__name__, use_pages=True, pages_folder="pages", title="Signals", update_title="Loading…",
                 suppress_callback_exceptions=True, serve_locally=True, compress=True)
 server = app.server
+edges.install(app)  # anti-framing headers; malformed callback requests refused in JSON
 # Werkzeug's request log (the development server) names only paths; keep it quiet anyway.
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 

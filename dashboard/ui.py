@@ -96,7 +96,7 @@ def meta(reply: Reply | None = None, error: SignalsError | None = None) -> dict[
     headers = reply.headers if reply is not None else {}
     out = {"status": reply.status if reply is not None else (error.status if error else None),
            "at": time.time(), **api.Usage.from_headers(headers).as_dict()}
-    if error is not None and error.status == 429:
+    if error is not None and error.status == 429 and not api.address_blocked(error):  # the plan's limit reached
         out.update(remaining=0, reset=error.retry_after)
     return out
 

@@ -40,7 +40,9 @@ api="http://127.0.0.1:$port"
 
 echo "==> gunicorn on $api (log: $work/server.log)" >&2
 web=$(sed -n 's/^web: *//p' Procfile)
-PATH="$PWD/.venv/bin:$PATH" "${run_env[@]}" PORT="$port" $web >"$work/server.log" 2>&1 &
+# Host names resolve without DNS in this server (scripts/fuzz_resolver/sitecustomize.py says why).
+PATH="$PWD/.venv/bin:$PATH" "${run_env[@]}" PYTHONPATH="$root/scripts/fuzz_resolver" PORT="$port" $web \
+  >"$work/server.log" 2>&1 &
 server_pid=$!
 for _ in $(seq 1 300); do
   if curl -fsS "$api/readyz" >/dev/null 2>&1; then break; fi

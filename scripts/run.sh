@@ -22,6 +22,9 @@ if [ -z "${REDIS_URL:-}" ]; then
   echo "    Set REDIS_URL for shared limits and cores + 1 workers."
 fi
 echo "==> API on http://127.0.0.1:$PORT  (try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords)"
+# The dashboard and the MCP server call the API from this machine for their callers and name each
+# caller in X-Forwarded-For; the API believes it from these addresses (and they believe a proxy's).
+export SIGNALS_TRUSTED_PROXIES="${SIGNALS_TRUSTED_PROXIES:-127.0.0.1/32,::1/128}"
 # The MCP server (Procfile `mcp:`) calls the API started here, on its own port.
 export SIGNALS_API_URL="${SIGNALS_API_URL:-http://127.0.0.1:$PORT}"
 export SIGNALS_MCP_PORT="${SIGNALS_MCP_PORT:-8001}"

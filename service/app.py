@@ -15,8 +15,10 @@ from service.clock import Clock, SystemClock
 from service.endpoints import ENDPOINTS
 from service.engine import Engine
 from service.errors import handle_unexpected, serialize_problem
+from service.middleware.allow import AllowHeaderMiddleware
 from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.middleware.client_address import ClientAddress
+from service.middleware.query_encoding import QueryEncodingMiddleware
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
 from service.middleware.url_length import UrlLengthMiddleware
@@ -67,15 +69,18 @@ def create_app(
                                  settings.process_cache_mb << 20)
 
     # The order is the contract of the request path:
-    # URL too long (414) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)
+    # URL too long (414) -> query string not UTF-8 (400) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)
     # -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
     middleware = [
         RequestIdMiddleware(),
+        AllowHeaderMiddleware(),
         UrlLengthMiddleware(),
-        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds), gate, client_address),
-        TierMiddleware(gate, client_address),
-        RateLimitMiddleware(gate, client_address),
+        QueryEncodingMiddleware(),
+        AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds,
+                                                     stale_seconds=settings.auth_stale_seconds), gate, client_address),
+        TierMiddleware(gate),
+        RateLimitMiddleware(gate),
     ]
     app = falcon.App(middleware=middleware)
     app.req_options.keep_blank_qs_values = True  # '?limit=' is an error, not "use the default"

@@ -1,65 +1,75 @@
-"""A time limit on computing one answer, so that no request ends by gunicorn killing its worker.
+"""A time limit on computing one answer, so that no request runs unbounded in a worker.
 
-gunicorn's arbiter kills a sync worker that has not come back for its `timeout` (gunicorn.conf.py):
-the client gets no answer at all and the worker's loaded data is lost. The cost check in front of
-/query (engine/cost.py) refuses whatever could run that long; this is the backstop for what still
-overruns (a machine under load, a store much larger than the bound was measured on): the resource
-answers 503 problem+json instead.
+The cost check in front of /query (engine/cost.py) refuses whatever could run that long; this is
+the backstop for what still overruns (a machine under load, a store much larger than the bound
+was measured on): the resource answers 503 problem+json instead.
 
-How: `time_limit(seconds)` arms a one-shot ITIMER_REAL timer around the computation. At expiry its
-SIGALRM handler raises `DeadlineExceeded` in the main thread, which unwinds the computation: its
-frames and intermediates are released at once, and the worker takes its next request. Python runs
-signal handlers between bytecodes, so a polars call in progress (Rust, GIL released) finishes
-first and the exception comes as soon as it returns; the engine's steps each take seconds at most
-on any query the cost check lets through, which is why gunicorn's timeout leaves room after the
-deadline. The privacy stage's per-cell Python work is interrupted where it stands.
+How: `time_limit(seconds)` starts a timer; at expiry it raises `DeadlineExceeded` asynchronously
+in the thread running the computation (CPython's PyThreadState_SetAsyncExc), which unwinds it:
+its frames and intermediates are released at once, and the thread takes its next request. This
+works in any thread (the web workers serve requests from a thread pool, gunicorn_worker.py).
+Python delivers the exception between bytecodes, so a polars call in progress (Rust, GIL
+released) finishes first and the exception comes as soon as it returns; the engine's steps each
+take seconds at most on any query the cost check lets through. The privacy stage's per-cell
+Python work is interrupted where it stands.
 
-Why not a thread with a timed wait: polars cannot be cancelled, so the abandoned computation would
-keep its CPU and memory until it finished by itself (43 s and 7.4 GiB for the query of issue 12),
-and several of them could pile up in one worker. Why a BaseException: the computation's own
-`except Exception` blocks must not swallow it (like KeyboardInterrupt). Only the code inside the
-`with` block is interrupted: the timer is disarmed before anything else (a Redis call, logging)
-runs.
-
-Signals reach only the main thread: gunicorn's sync workers answer there. Elsewhere (a threaded
-server, a test calling the app from a thread) no limit is applied.
+Why not a timed wait on the computation: polars cannot be cancelled, so the abandoned
+computation would keep its CPU and memory until it finished by itself, and several of them could
+pile up in one worker. Why a BaseException: the computation's own `except Exception` blocks must
+not swallow it (like KeyboardInterrupt). Only the code inside the `with` block is interrupted:
+leaving the block disarms the timer and withdraws an exception that fired but was not yet raised.
 """
 
 from __future__ import annotations
 
 import contextlib
-import signal
+import ctypes
 import threading
 from collections.abc import Iterator
 
+# int PyThreadState_SetAsyncExc(unsigned long id, PyObject *exc): exc NULL withdraws a pending one.
+_set_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.py_object)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+_clear_async_exc = ctypes.PYFUNCTYPE(ctypes.c_int, ctypes.c_ulong, ctypes.c_void_p)(
+    ("PyThreadState_SetAsyncExc", ctypes.pythonapi))
+
 
 class DeadlineExceeded(BaseException):  # like KeyboardInterrupt: not an Exception, on purpose
-    """The computation ran past its deadline (seconds in args[0])."""
+    """The computation ran past its deadline."""
 
 
-def applies() -> bool:
-    """Whether a deadline can be enforced here (the main thread of a platform with SIGALRM)."""
-    return hasattr(signal, "setitimer") and threading.current_thread() is threading.main_thread()
+def _raise_in(thread_id: int, exc: type[BaseException] | None) -> None:
+    """Raise `exc` in the thread at its next bytecode; None withdraws one not yet raised."""
+    if exc is None:
+        _clear_async_exc(thread_id, None)
+    else:
+        _set_async_exc(thread_id, exc)
 
 
 @contextlib.contextmanager
 def time_limit(seconds: float | None) -> Iterator[None]:
     """Raise DeadlineExceeded inside the block once it has run for `seconds` (None or 0: no limit)."""
-    if not seconds or not applies():
+    if not seconds:
         yield
         return
-    armed = [True]
+    target = threading.get_ident()
+    lock = threading.Lock()
+    state = {"armed": True, "fired": False}
 
-    def on_alarm(signum: int, frame: object) -> None:
-        if armed[0]:
-            armed[0] = False
-            raise DeadlineExceeded(seconds)
+    def expire() -> None:
+        with lock:
+            if state["armed"]:
+                state["armed"], state["fired"] = False, True
+                _raise_in(target, DeadlineExceeded)
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    timer = threading.Timer(seconds, expire)
+    timer.daemon = True
+    timer.start()
     try:
         yield
     finally:
-        armed[0] = False  # first: an alarm from here on raises nothing
-        signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        with lock:
+            state["armed"] = False  # from here on the timer raises nothing
+            if state["fired"]:
+                _raise_in(target, None)  # fired but not yet raised: the block finished first
+        timer.cancel()

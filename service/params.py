@@ -14,7 +14,8 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-_INTEGER = re.compile(r"^[+-]?\d{1,18}$")
+_NUMBER = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
+_INTEGER = re.compile(r"^[+-]?[0-9]{1,18}$")
 
 # "Has a character that is not white space", read alike by JSON Schema's `pattern` (ECMA 262) and
 # Python's `re`: the class lists exactly what `str.isspace()` counts as white space (ECMA's own
@@ -105,7 +106,20 @@ class Param:
 
 
 def _num(value: float) -> str:
-    return str(int(value)) if float(value).is_integer() else str(value)
+    """A number as the messages show it: integral ones without '.0', very long ones cut short."""
+    text = str(value) if isinstance(value, int) else (str(int(value)) if value.is_integer() else str(value))
+    return text if len(text) <= 24 else f"{text[:12]}... ({len(text.lstrip('-'))} digits)"
+
+
+class HugeNumber:
+    """An integer of a JSON body with more digits than Python converts (sys.get_int_max_str_digits,
+    4300): kept as its text, it is out of every bound and is refused like any number out of bounds."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+    def __repr__(self) -> str:
+        return f"{self.text[:12]}... ({len(self.text.lstrip('-'))} digits)"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -170,6 +184,8 @@ def _coerce_text(param: Param, text: str) -> Any:
         return text == "true"
     if param.type == "number":
         try:
+            if not _NUMBER.match(text.strip()):
+                raise ValueError(text)
             number = float(text.strip())
         except ValueError:
             raise ValueError(f"{text!r} is not valid; expected {param.allowed()}") from None
@@ -210,6 +226,10 @@ def _check_json(param: Param, value: Any, path: str) -> Any:
     def fail(reason: str) -> ValidationFailed:
         return ValidationFailed([FieldError(path, reason)])
 
+    if isinstance(value, HugeNumber):
+        expected = param.allowed()
+        raise fail(f"{value!r} is out of bounds; expected {expected}" if param.type in ("integer", "number")
+                   else f"{value!r} is not valid; expected {expected}")
     if param.type == "integer":
         # JSON Schema counts 147.0 as an integer (a number with a zero fractional part), and
         # so do the clients that generate requests from the OpenAPI document.
@@ -274,7 +294,7 @@ def _check_json(param: Param, value: Any, path: str) -> Any:
 
 def _check_scalar(param: Param, value: Any) -> Any:
     """Enum, bounds and length checks shared by query strings and JSON. ValueError on failure."""
-    if param.type == "number" and not math.isfinite(value):
+    if param.type == "number" and isinstance(value, float) and not math.isfinite(value):
         raise ValueError(f"{value!r} is not valid; expected {param.allowed()}")
     if param.type in ("integer", "number"):
         if (param.minimum is not None and value < param.minimum) or (

@@ -67,7 +67,13 @@ class Settings:
     environment: str = "development"  # development | production
     secret: str = DEVELOPMENT_SECRET
     web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
+    web_threads: int = 8  # requests each web worker serves at once (threads; gunicorn.conf.py)
+    # Seconds a client may leave its request (headers or body) or our answer unread before its
+    # connection is answered 408 and closed (service/gunicorn_worker.py).
+    client_timeout_seconds: float = 5.0
     auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
+    # While the accounts database is down, keys accepted this recently keep working (service/accounts/cached.py).
+    auth_stale_seconds: int = 600
     cache_responses: bool = True  # off: every request is computed (rate limits still apply)
     process_cache_mb: int = 64  # cached bodies each worker keeps in its memory (served alone while Redis is down)
     # Privacy (docs/privacy.md): budget per measure, per-user caps per cell, minimum users k.
@@ -100,6 +106,12 @@ class Settings:
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):  # noise can be made smaller, never switched off
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
+        if not 0 <= self.auth_stale_seconds <= 86_400:
+            raise SettingsError("SIGNALS_AUTH_STALE_SECONDS must be between 0 and 86400")
+        if not 1 <= self.web_threads <= 256:
+            raise SettingsError("SIGNALS_WEB_THREADS must be between 1 and 256")
+        if not (math.isfinite(self.client_timeout_seconds) and 0.5 <= self.client_timeout_seconds <= 300):
+            raise SettingsError("SIGNALS_CLIENT_TIMEOUT_SECONDS must be between 0.5 and 300")
         if not 1 <= self.process_cache_mb <= 65_536:
             raise SettingsError("SIGNALS_PROCESS_CACHE_MB must be between 1 and 65536")
         if not 0 <= self.redis_spin_microseconds <= 10_000:
@@ -180,7 +192,10 @@ class Settings:
             environment=environment,
             secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
             web_concurrency=integer("WEB_CONCURRENCY", 0),
+            web_threads=integer("SIGNALS_WEB_THREADS", 8),
+            client_timeout_seconds=number("SIGNALS_CLIENT_TIMEOUT_SECONDS", 5.0),
             auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
+            auth_stale_seconds=integer("SIGNALS_AUTH_STALE_SECONDS", 600),
             cache_responses=boolean("SIGNALS_CACHE_RESPONSES", True),
             process_cache_mb=integer("SIGNALS_PROCESS_CACHE_MB", 64),
             privacy_epsilon_suppressions=number("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0),

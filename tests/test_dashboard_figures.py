@@ -171,14 +171,30 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
 def test_a_test_deliverys_outcome_in_words():
     account = _page("/account")
 
-    ok = account._test_outcome({"attempt": {"succeeded": True, "status_code": 204, "duration_ms": 12}})
+    ok = account._test_outcome({"succeeded": True, "status_code": 204, "duration_ms": 12})
     assert ok.children == "Test delivery sent: your URL answered 204 in 12 ms."
-    refused = account._test_outcome({"attempt": {"succeeded": False, "status_code": 500, "error": None}})
+    refused = account._test_outcome({"succeeded": False, "status_code": 500, "error": None})
     assert "answered 500" in refused.children and "retried" in refused.children
-    unreachable = account._test_outcome({"attempt": {"succeeded": False, "status_code": None,
-                                                     "error": "ConnectError: refused"}})
+    unreachable = account._test_outcome({"succeeded": False, "status_code": None, "error": "ConnectError: refused"})
     assert "ConnectError: refused" in unreachable.children
-    assert "alert worker" in account._test_outcome({"attempt": None}).children
+    assert "alert worker" in account._test_outcome(None).children
+
+
+def test_a_logged_attempt_of_a_queued_test_in_words():
+    """A queued test's outcome is read from the delivery log, whose items say `outcome`."""
+    account = _page("/account")
+
+    def said(**logged):
+        return account._test_outcome(account._as_attempt({"delivery_id": "dlv_1", "attempt": 1, **logged})).children
+
+    assert said(outcome="succeeded", status_code=200, duration_ms=8, error=None) == \
+        "Test delivery sent: your URL answered 200 in 8 ms."
+    retrying = said(outcome="retrying", status_code=503, duration_ms=5, error=None)
+    assert "answered 503" in retrying and "retried" in retrying
+    gone = said(outcome="disabled", status_code=410, duration_ms=5, error=None)
+    assert "answered 410" in gone and "disabled" in gone
+    given_up = said(outcome="failed", status_code=None, duration_ms=0, error="the webhook is disabled")
+    assert "the webhook is disabled" in given_up and "not be retried" in given_up
 
 
 def test_the_readme_shows_every_page_from_the_browser_tests():

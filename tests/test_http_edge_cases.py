@@ -303,3 +303,14 @@ def test_null_inside_filters_is_refused(client, keys, filters, name):
 
 def test_group_by_null_item_is_refused(client, keys):
     assert_problem(post_query(client, keys["analyst"], {"window": "24h", "group_by": [None]}), 400, "group_by[0]")
+
+
+# -- keys in the URL never reach the log (issue 21) ----------------------------------------------
+
+@pytest.mark.process
+def test_a_key_sent_in_the_query_string_is_refused_and_not_logged(server):
+    """The module's server checks at its end that its key appears nowhere in its output."""
+    with httpx.Client(base_url=server.base, timeout=10) as http:
+        for query in (f"api_key={server.key}", f"token={server.key}&limit=3", f"limit=3&x={server.key}"):
+            answer = http.get(f"{BASE}/top-keywords?{query}", headers={"Referer": f"https://e.com/?key={server.key}"})
+            assert answer.status_code == 401, answer.text  # keys are read from the Authorization header only

@@ -23,6 +23,8 @@ from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
 from service.tiers import Tier
+from service.webhooks.store import WebhookStore
+from service.webhooks.worker import Worker
 from tests.support.webhook_receiver import Answer, receiver
 from tests.test_accounts import postgres_database  # noqa: F401 (fixture)
 
@@ -57,8 +59,15 @@ def _headers(accounts: AccountStore, tier: Tier = Tier.OBSERVER) -> dict[str, st
     return {"Authorization": f"Bearer {key}"}
 
 
+def _deliver_queued(accounts: AccountStore) -> int:
+    """What the worker process does each second: attempt every delivery that is due."""
+    worker = Worker(None, WebhookStore(accounts.engine, FixedClock(NOW)), None, clock=FixedClock(NOW),
+                    allow_private=True, threads=1)  # one thread: attempted (and so listed) in queue order
+    return worker.deliver_due()
+
+
 def _body(**changes: object) -> dict[str, object]:
-    return {"url": "http://127.0.0.1:9/hook", "window": "24h", "dimension": "keyword", "threshold_pct": 50,
+    return {"url": "http://127.0.0.1:9999/hook", "window": "24h", "dimension": "keyword", "threshold_pct": 50,
             "cooldown_minutes": 60, **changes}
 
 
@@ -170,7 +179,10 @@ def test_test_delivery_is_signed_and_listed(client, accounts):
     with receiver(Answer(200)) as rec:
         created = client.simulate_post(BASE, headers=h, json=_body(url=rec.url)).json
         sent = client.simulate_post(f"{BASE}/{created['id']}/test", headers=h)
-        assert sent.status_code == 200 and sent.json["attempt"]["succeeded"] is True
+        assert sent.status_code == 202 and sent.json["attempt"] is None
+        assert sent.headers["location"] == f"{BASE}/{created['id']}/deliveries"
+        assert rec.received == []  # queued, not sent by the web worker
+        assert _deliver_queued(accounts) == 1
         (got,) = rec.wait_for(1)
     payload = json.loads(got.body)
     assert list(payload) == ["source", "event", "webhook_id", "window", "dimension", "threshold_pct", "triggered_at",
@@ -201,6 +213,7 @@ def test_deliveries_newest_first_and_paginated(client, accounts):
     with receiver(Answer(200)) as rec:
         hook = client.simulate_post(BASE, headers=h, json=_body(url=rec.url)).json
         ids = [client.simulate_post(f"{BASE}/{hook['id']}/test", headers=h).json["delivery_id"] for _ in range(5)]
+        assert _deliver_queued(accounts) == 5
     path = f"{BASE}/{hook['id']}/deliveries"
     first = client.simulate_get(path, headers=h, params={"limit": "2"})
     assert [d["delivery_id"] for d in first.json["deliveries"]] == ids[::-1][:2]

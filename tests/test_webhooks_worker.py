@@ -154,7 +154,7 @@ def test_cooldown_one_alert_per_cooldown(exact_setup):
 
 def test_disabled_webhook_is_not_evaluated(exact_setup):
     client, headers, worker, _ = exact_setup
-    hook = _create(client, headers, "http://127.0.0.1:9/", enabled=False)
+    hook = _create(client, headers, "http://127.0.0.1:9999/", enabled=False)
     assert worker.run_once().queued == 0
     assert _deliveries(client, headers, hook["id"]) == []
 
@@ -278,6 +278,24 @@ def test_connects_to_the_checked_address_with_the_host_name(exact_setup):
 def test_ssrf_table_refused(url):
     with pytest.raises(ssrf.UrlRefused):
         ssrf.check(url, allow_private=False)
+
+
+@pytest.mark.parametrize(("url", "allow_private", "accepted"), [
+    ("https://8.8.8.8/", False, True), ("https://8.8.8.8:443/", False, True), ("https://8.8.8.8:8443/", False, True),
+    ("https://8.8.8.8:0/", False, False), ("https://8.8.8.8:22/", False, False), ("https://8.8.8.8:25/", False, False),
+    ("https://8.8.8.8:6379/", False, False), ("https://8.8.8.8:80/", False, False),
+    ("https://8.8.8.8:65536/", False, False),
+    # development: http on 80/8080 anywhere, any port from 1024 on this machine or a private network
+    ("http://8.8.8.8/", True, True), ("http://8.8.8.8:8080/", True, True), ("http://8.8.8.8:22/", True, False),
+    ("http://8.8.8.8:5000/", True, False), ("http://127.0.0.1:5000/", True, True),
+    ("http://10.1.2.3:5000/", True, True), ("http://127.0.0.1:22/", True, False), ("http://127.0.0.1:0/", True, False),
+])
+def test_only_receiver_ports_are_called(url, allow_private, accepted):
+    if accepted:
+        assert ssrf.check(url, allow_private=allow_private).addresses
+    else:
+        with pytest.raises(ssrf.UrlRefused, match="port"):
+            ssrf.check(url, allow_private=allow_private)
 
 
 def test_development_setting_still_refuses_metadata_and_production_refuses_it():

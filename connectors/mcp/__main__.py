@@ -3,7 +3,9 @@
 stdio: SIGNALS_API_KEY is checked with GET /api/v1/account first; the process exits with status 2
 and a message on stderr when it is missing, refused, or on a plan below Professional, and with 1
 when the API cannot be reached. http: SIGNALS_MCP_HOST (default 127.0.0.1), SIGNALS_MCP_PORT
-(default 8001); each request brings its own key.
+(default 8001); each request brings its own key, and its caller's address goes to the API in
+X-Forwarded-For (SIGNALS_TRUSTED_PROXIES names the proxies in front of this server whose
+X-Forwarded-For is believed; uvicorn's own reading of it is off, so the peer stays the peer).
 """
 
 from __future__ import annotations
@@ -17,7 +19,7 @@ import anyio
 
 from connectors.client import SignalsError
 from connectors.mcp.server import Backend, build_server, http_app
-from connectors.settings import ConnectorSettings
+from connectors.settings import ConnectorSettings, ConnectorSettingsError
 
 DEFAULT_PORT = 8001
 
@@ -61,9 +63,11 @@ def _http(settings: ConnectorSettings) -> int:
     if not port_text.isdigit():
         print(f"signals-mcp: SIGNALS_MCP_PORT must be a port number, not {port_text!r}", file=sys.stderr)
         return 2
-    app = http_app(Backend(settings.api_url), host=host)
+    app = http_app(Backend(settings.api_url), host=host, trusted_proxies=settings.trusted_proxies)
     print(f"signals-mcp: streamable HTTP on http://{host}:{port_text}/mcp, API {settings.api_url}", file=sys.stderr)
-    uvicorn.run(app, host=host, port=int(port_text), log_level="warning")
+    # proxy_headers off: KeyGate reads X-Forwarded-For itself, from SIGNALS_TRUSTED_PROXIES only
+    # (uvicorn's would believe it from 127.0.0.1 and hide the peer).
+    uvicorn.run(app, host=host, port=int(port_text), log_level="warning", proxy_headers=False)
     return 0
 
 
@@ -72,7 +76,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("transport", nargs="?", choices=["stdio", "http"], default="stdio")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr)
-    settings = ConnectorSettings.from_env()
+    try:
+        settings = ConnectorSettings.from_env()
+    except ConnectorSettingsError as exc:
+        print(f"signals-mcp: {exc}", file=sys.stderr)
+        return 2
     return _stdio(settings) if args.transport == "stdio" else _http(settings)
 
 

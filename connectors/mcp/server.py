@@ -7,6 +7,11 @@ Signals REST API through `connectors.client.SignalsClient`, with the caller's ow
   `WWW-Authenticate` without a valid key, 403 below Professional. The key travels with each MCP
   message (the SDK hands the handler the HTTP request that carried it), so concurrent callers
   never share a key; the SDK also binds a session to the key that opened it (another key gets 404).
+  A malformed `Authorization` is refused here without asking the API: two of them 400, a key with
+  characters outside visible ASCII or longer than MAX_KEY_LENGTH 401 (problem+json, never the key).
+- Each caller's address goes to the API in `X-Forwarded-For` (`connectors.client.forwarded_chain`:
+  the TCP peer, or the chain a proxy in SIGNALS_TRUSTED_PROXIES sent), so the API's throttle of
+  failed authentications per address sees the callers, not this server's one address.
 
 Tiers, rate limits, caching, noise and errors are the API's own: nothing is decided here that the
 API would decide. Arguments are checked first by the shared client with the API's own words.
@@ -18,7 +23,7 @@ import hashlib
 import json
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -29,20 +34,23 @@ import mcp_types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
-from starlette.datastructures import Headers
 
 from connectors import __version__
-from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError
+from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError, forwarded_chain
 from connectors.mcp.tools import CSV_REFUSAL, ToolSpec, build_tools, error_result, from_signals_error, ok_result
 from connectors.operations import Operations
-from connectors.settings import ConnectorSettings
+from connectors.settings import ConnectorSettings, Network
 
 log = logging.getLogger("signals.mcp")
 
 MCP_PLAN = "professional"  # the lowest plan that may use the MCP server
 ACCOUNT_TTL = 60.0  # seconds an account answer is reused for the HTTP gate (per key)
 REFUSAL_TTL = 30.0  # seconds a 401 for a key is reused (keeps bad keys off the API's auth throttle)
-_CLIENTS = 256  # clients (one per key) kept
+_CLIENTS = 256  # clients (one per key and caller address) kept
+# A Signals key is 49 characters (sig_live_ + 40); anything far longer is refused without asking
+# the API (whose server refuses header lines over 8 KiB with a page of its own).
+MAX_KEY_LENGTH = 256
+FORWARDED_SCOPE = "signals.forwarded_for"  # the ASGI scope's entry with the caller's X-Forwarded-For
 
 
 def fingerprint(key: str) -> str:
@@ -54,9 +62,9 @@ class _KeyClient(SignalsClient):
     OpenAPI document for the tools' schemas and for the checks), and never waiting on a 429: a
     rate-limited tool call is answered at once with its Retry-After."""
 
-    def __init__(self, base_url: str, key: str, operations: Operations) -> None:
+    def __init__(self, base_url: str, key: str, operations: Operations, forwarded_for: str | None = None) -> None:
         super().__init__(base_url, key, max_rate_limit_wait=0, max_retries=2,
-                         settings=ConnectorSettings(api_url=base_url))
+                         settings=ConnectorSettings(api_url=base_url), forwarded_for=forwarded_for)
         self._shared_operations = operations
 
     @property
@@ -108,17 +116,18 @@ class Backend:
         plans = self.plans()
         return account.get("plan") in plans and plans.index(account["plan"]) >= plans.index(MCP_PLAN)
 
-    def client(self, key: str) -> _KeyClient:
+    def client(self, key: str, forwarded_for: str | None = None) -> _KeyClient:
+        """The client of a key calling for the caller named by `forwarded_for` (X-Forwarded-For)."""
         self.document()
-        name = fingerprint(key)
+        name = (fingerprint(key), forwarded_for)
         with self._lock:
             client = self._clients.get(name)
             if client is None:
                 assert self._operations is not None
-                client = self._clients[name] = _KeyClient(self.api_url, key, self._operations)
+                client = self._clients[name] = _KeyClient(self.api_url, key, self._operations, forwarded_for)
             return client
 
-    def account(self, key: str, *, fresh: bool = False) -> dict[str, Any]:
+    def account(self, key: str, *, fresh: bool = False, forwarded_for: str | None = None) -> dict[str, Any]:
         """GET /api/v1/account for the key (reused for ACCOUNT_TTL seconds unless `fresh`);
         SignalsError as the API answered."""
         name = fingerprint(key)
@@ -129,7 +138,7 @@ class Backend:
                 if name in self._refused:
                     raise self._refused[name]
         try:
-            account = self.client(key).account()
+            account = self.client(key, forwarded_for).account()
         except SignalsError as exc:
             if exc.status == 401:
                 with self._lock:
@@ -139,7 +148,8 @@ class Backend:
             self._accounts[name] = account
         return account
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None, key: str | None) -> types.CallToolResult:
+    def call(self, name: str, arguments: Mapping[str, Any] | None, key: str | None,
+             forwarded_for: str | None = None) -> types.CallToolResult:
         """One tool call: one request to the API with the key; every failure is a tool error."""
         try:
             tools = self.tools()
@@ -155,7 +165,7 @@ class Backend:
             return error_result("Invalid or missing parameter", f"Parameter 'format' {CSV_REFUSAL}", status=400,
                                 errors=[{"name": "format", "reason": CSV_REFUSAL}])
         try:
-            body = self.client(key).call(spec.operation.name, arguments)
+            body = self.client(key, forwarded_for).call(spec.operation.name, arguments)
         except SignalsError as exc:
             return from_signals_error(exc)
         except Exception:  # never a traceback to the caller; the log has it
@@ -177,7 +187,9 @@ def build_server(backend: Backend, stdio_key: str | None = None) -> Server:
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         key = _caller_key(ctx, stdio_key)
-        return await anyio.to_thread.run_sync(backend.call, params.name, params.arguments, key)
+        request = getattr(ctx, "request", None)
+        forwarded_for = request.scope.get(FORWARDED_SCOPE) if request is not None else None
+        return await anyio.to_thread.run_sync(backend.call, params.name, params.arguments, key, forwarded_for)
 
     return Server("signals", version=__version__, title="Signals",
                   instructions="Aggregated, anonymous, noisy statistics about which keywords people filter out, "
@@ -212,35 +224,62 @@ class KeyGate:
     the API accepts (401 + WWW-Authenticate otherwise) on a plan of Professional or above (403),
     as GET /api/v1/account answers. The key is put in the request's scope as the SDK's
     `AuthenticatedUser` (principal: the key's SHA-256), which the SDK uses to bind each session to
-    the key that opened it, and the tool handler to forward it."""
+    the key that opened it, and the tool handler to forward it; the caller's X-Forwarded-For for
+    the API goes in the scope too (FORWARDED_SCOPE)."""
 
-    def __init__(self, app: Any, backend: Backend) -> None:
+    def __init__(self, app: Any, backend: Backend, trusted_proxies: Sequence[Network] = ()) -> None:
         self.app = app
         self.backend = backend
+        self.trusted_proxies = tuple(trusted_proxies)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        header = Headers(scope=scope).get("authorization", "")
-        scheme, _, key = header.partition(" ")
-        key = key.strip()
         challenge = 'Bearer realm="signals"'
-        if scheme.lower() != "bearer" or not key:
+        invalid = {"WWW-Authenticate": f'{challenge}, error="invalid_token"'}
+        raw = [value for name, value in scope.get("headers", []) if name.lower() == b"authorization"]
+        if len(raw) > 1:
+            await _problem(400, "Duplicate Authorization header",
+                           f"The request has {len(raw)} Authorization headers; send exactly one: "
+                           "'Authorization: Bearer <key>'.")(send)
+            return
+        header = raw[0] if raw else b""
+        scheme, _, key_bytes = header.partition(b" ")
+        key_bytes = key_bytes.strip(b" \t")
+        if scheme.lower() != b"bearer" or not key_bytes:
             await _problem(401, "Missing API key", "Send your Signals API key as 'Authorization: Bearer <key>'.",
                            {"WWW-Authenticate": challenge})(send)
             return
+        if len(key_bytes) > MAX_KEY_LENGTH:
+            await _problem(401, "Invalid API key",
+                           f"The key in the Authorization header is {len(key_bytes):,} bytes long; a Signals API key "
+                           f"is 49 characters (sig_live_ and 40 letters and digits).", invalid)(send)
+            return
+        if not all(0x21 <= byte <= 0x7E for byte in key_bytes):
+            await _problem(401, "Invalid API key",
+                           "The key in the Authorization header has characters a Signals API key never has (a key "
+                           "is sig_live_ and 40 letters and digits; check for a stray or non-ASCII character).",
+                           invalid)(send)
+            return
+        key = key_bytes.decode("ascii")
+        forwarded_for = self._forwarded_for(scope)
         try:
-            account = await anyio.to_thread.run_sync(self.backend.account, key)
+            account = await anyio.to_thread.run_sync(
+                lambda: self.backend.account(key, forwarded_for=forwarded_for))
         except SignalsError as exc:
             if exc.status == 401:
-                await _problem(401, exc.title, exc.detail,
-                               {"WWW-Authenticate": f'{challenge}, error="invalid_token"'})(send)
+                await _problem(401, exc.title, exc.detail, invalid)(send)
             elif exc.status == 429:
                 await _problem(429, exc.title, exc.detail, {"Retry-After": str(exc.retry_after or 1)})(send)
             else:
                 await _problem(503 if exc.status is None or exc.status >= 500 else 502,
                                "Cannot check the key", f"The Signals API did not confirm the key: {exc}")(send)
+            return
+        except Exception as exc:  # never a traceback to the caller; the log names no key (nor the message)
+            log.error("checking a key failed: %s at %s", type(exc).__name__, _where(exc))
+            await _problem(502, "Cannot check the key", "The MCP server failed to check the key with the "
+                           "Signals API; see its log.")(send)
             return
         if not self.backend.may_use_mcp(account):
             await _problem(403, "Plan too low",
@@ -249,10 +288,25 @@ class KeyGate:
                            {"WWW-Authenticate": f'{challenge}, error="insufficient_scope"'})(send)
             return
         token = AccessToken(token=key, client_id=fingerprint(key), scopes=[str(account.get("plan"))])
-        await self.app({**scope, "user": AuthenticatedUser(token)}, receive, send)
+        await self.app({**scope, "user": AuthenticatedUser(token), FORWARDED_SCOPE: forwarded_for}, receive, send)
+
+    def _forwarded_for(self, scope: Any) -> str | None:
+        """The caller as the API should see it: the TCP peer, or the chain a trusted proxy sent."""
+        client = scope.get("client")
+        incoming = b",".join(v for n, v in scope.get("headers", []) if n.lower() == b"x-forwarded-for")
+        return forwarded_chain(client[0] if client else None, incoming.decode("latin-1"), self.trusted_proxies)
 
 
-def http_app(backend: Backend, *, host: str = "127.0.0.1", path: str = "/mcp") -> Any:
+def _where(exc: BaseException) -> str:
+    """file:line where an exception was raised (its message may hold the key; this does not)."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_next is not None:
+        tb = tb.tb_next
+    return f"{tb.tb_frame.f_code.co_filename}:{tb.tb_lineno}" if tb is not None else "?"
+
+
+def http_app(backend: Backend, *, host: str = "127.0.0.1", path: str = "/mcp",
+             trusted_proxies: Sequence[Network] = ()) -> Any:
     """The ASGI app: KeyGate in front of the SDK's streamable HTTP app at `path`."""
     server = build_server(backend)
-    return KeyGate(server.streamable_http_app(streamable_http_path=path, host=host), backend)
+    return KeyGate(server.streamable_http_app(streamable_http_path=path, host=host), backend, trusted_proxies)

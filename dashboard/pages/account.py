@@ -6,10 +6,17 @@ The form's controls (allowed values, bounds, defaults) come from the served docu
 create_webhook body; every change is one API call through the shared client, and the list is read
 again after it (the `webhooks-version` store). A new or rotated secret is shown once, as the API
 shows it, and kept nowhere else.
+
+"Send test" queues a test delivery that the worker process sends (the API answers 202 with its
+`delivery_id` and no attempt yet; an older API sent it at once and answered 200 with the attempt).
+While it is queued, the page follows the delivery log (`dcc.Interval`, a few reads over about
+TEST_FOLLOW_SECONDS, each a short callback: no server thread waits) until an attempt of that
+delivery appears, and then says how it went.
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import dash
@@ -29,6 +36,10 @@ LIST_COLUMNS = ["id", "url", "window", "dimension", "metric", "threshold_pct", "
                 "enabled", "cooldown_until", "disabled_reason", "description"]
 LOG_COLUMNS = ["attempted_at", "event", "attempt", "outcome", "status_code", "duration_ms", "error", "delivery_id"]
 LOG_PAGE = 20
+# Seconds between reads of the delivery log while a test delivery is queued (the worker looks for
+# due deliveries every second); about TEST_FOLLOW_SECONDS in all, 8 reads of the plan's budget.
+TEST_POLL_SCHEDULE = (1, 2, 3, 4, 5, 5, 5, 5)
+TEST_FOLLOW_SECONDS = sum(TEST_POLL_SCHEDULE)
 ui.relay_meta("account-meta")
 
 
@@ -47,6 +58,8 @@ def layout(**_query: str):
                    "the secret is shown only when the webhook is created or its secret rotated.", className="hint"),
             dcc.Store(id="webhooks-version", data=0), dcc.Store(id="webhook-editing"),
             dcc.Store(id="webhook-log-cursor"), ui.page_meta("account-meta"),
+            dcc.Store(id="webhook-test-pending"),
+            dcc.Interval(id="webhook-test-poll", interval=TEST_POLL_SCHEDULE[0] * 1000, n_intervals=0, disabled=True),
             dcc.Loading(html.Div(id="webhook-list"), type="default", delay_show=150),
             html.Div([
                 html.Div([
@@ -275,40 +288,94 @@ def ask_delete(_clicks, selected):
 @dash.callback(
     Output("webhook-message", "children", allow_duplicate=True),
     Output("webhooks-version", "data", allow_duplicate=True), Output("account-meta", "data", allow_duplicate=True),
+    Output("webhook-test-pending", "data"), Output("webhook-test-poll", "disabled"),
+    Output("webhook-test-poll", "n_intervals"), Output("webhook-test-poll", "interval"),
     Input("webhook-test", "n_clicks"), Input("webhook-rotate", "n_clicks"),
     Input("webhook-confirm-delete", "submit_n_clicks"),
     State("webhook-select", "value"), State("webhooks-version", "data"), State("session", "data"),
     prevent_initial_call=True,
 )
 def act(_test, _rotate, _delete, selected, version, session):
-    """Send a test delivery, rotate the secret, or delete (after the confirmation)."""
+    """Send a test delivery, rotate the secret, or delete (after the confirmation). A test the
+    worker will send starts following the delivery log (`follow_test`)."""
     if not ui.key_of(session) or not ui.clicked():
         raise dash.exceptions.PreventUpdate
+    keep = (dash.no_update,) * 4  # a test being followed goes on
+    stop = (None, True, 0, TEST_POLL_SCHEDULE[0] * 1000)
     if not selected:
-        return ui.error_box("Choose a webhook first."), dash.no_update, dash.no_update
+        return ui.error_box("Choose a webhook first."), dash.no_update, dash.no_update, *keep
     name = {"webhook-test": "test_webhook", "webhook-rotate": "rotate_webhook_secret",
             "webhook-confirm-delete": "delete_webhook"}[dash.ctx.triggered_id]
     reply, problem, meta = ui.call(session, name, {"webhook_id": selected})
     if reply is None:
-        return problem, dash.no_update, meta
+        return problem, dash.no_update, meta, *keep
     if name == "delete_webhook":
-        return _done(f"Deleted webhook {selected}."), (version or 0) + 1, meta
+        return _done(f"Deleted webhook {selected}."), (version or 0) + 1, meta, *stop
     if name == "rotate_webhook_secret":
         return _secret(f"New secret for webhook {selected}; the old one no longer signs.", reply.body["secret"]), \
-            dash.no_update, meta
-    return _test_outcome(reply.body), (version or 0) + 1, meta
+            dash.no_update, meta, *keep
+    attempt, delivery_id = reply.body.get("attempt"), reply.body.get("delivery_id")
+    if attempt is not None or not delivery_id:  # sent already (an API that sends it in the request)
+        return _test_outcome(attempt), (version or 0) + 1, meta, *stop
+    pending = {"webhook": selected, "delivery_id": delivery_id, "since": time.time()}
+    return _queued(delivery_id, 0), (version or 0) + 1, meta, pending, False, 0, TEST_POLL_SCHEDULE[0] * 1000
 
 
-def _test_outcome(body: dict[str, Any]) -> html.P:
-    attempt = body.get("attempt")
+@dash.callback(
+    Output("webhook-message", "children", allow_duplicate=True),
+    Output("webhooks-version", "data", allow_duplicate=True), Output("account-meta", "data", allow_duplicate=True),
+    Output("webhook-test-pending", "data", allow_duplicate=True),
+    Output("webhook-test-poll", "disabled", allow_duplicate=True), Output("webhook-test-poll", "interval",
+                                                                           allow_duplicate=True),
+    Input("webhook-test-poll", "n_intervals"),
+    State("webhook-test-pending", "data"), State("webhooks-version", "data"), State("session", "data"),
+    prevent_initial_call=True,
+)
+def follow_test(polls, pending, version, session):
+    """One read of the delivery log while a test delivery is queued: its outcome once an attempt
+    of it is there; the next read scheduled otherwise, until TEST_FOLLOW_SECONDS have passed."""
+    if not pending or not polls or not ui.key_of(session):
+        raise dash.exceptions.PreventUpdate
+    stop = (None, True, TEST_POLL_SCHEDULE[0] * 1000)
+    reply, problem, meta = ui.call(session, "list_webhook_deliveries",
+                                   {"webhook_id": pending["webhook"], "limit": LOG_PAGE})
+    if reply is None:
+        return problem, dash.no_update, meta, *stop
+    attempts = [d for d in reply.body["deliveries"] if d.get("delivery_id") == pending["delivery_id"]]
+    if attempts:  # newest first: the latest word on it
+        return _test_outcome(_as_attempt(attempts[0])), (version or 0) + 1, meta, *stop
+    waited = time.time() - float(pending.get("since") or 0)
+    if polls >= len(TEST_POLL_SCHEDULE) or waited >= TEST_FOLLOW_SECONDS + 5:
+        return (html.P(f"The test delivery {pending['delivery_id']} is still queued after {waited:.0f} s: is the "
+                       "alert worker (python -m service worker) running? Its outcome will appear in the delivery "
+                       "log below.", className="error", role="alert"),
+                (version or 0) + 1, meta, *stop)
+    return _queued(pending["delivery_id"], waited), dash.no_update, meta, dash.no_update, False, \
+        TEST_POLL_SCHEDULE[polls] * 1000
+
+
+def _queued(delivery_id: str, waited: float) -> html.P:
+    return html.P(f"Test delivery {delivery_id} queued: the alert worker sends it within seconds. Waiting for its "
+                  f"outcome… ({waited:.0f} s)", className="notice pending", role="status", id="webhook-test-queued")
+
+
+def _as_attempt(logged: dict[str, Any]) -> dict[str, Any]:
+    """A delivery-log item in the shape of the API's immediate test answer's `attempt`."""
+    return {"succeeded": logged.get("outcome") == "succeeded", "status_code": logged.get("status_code"),
+            "duration_ms": logged.get("duration_ms"), "error": logged.get("error"),
+            "outcome": logged.get("outcome")}
+
+
+def _test_outcome(attempt: dict[str, Any] | None) -> html.P:
     if attempt is None:
         return _done("The test delivery is being sent by the alert worker; see the delivery log.")
     if attempt.get("succeeded"):
         return _done(f"Test delivery sent: your URL answered {attempt.get('status_code')} "
                      f"in {attempt.get('duration_ms')} ms.")
     why = f"it answered {attempt['status_code']}" if attempt.get("status_code") else attempt.get("error") or "failed"
-    return html.P(f"The test delivery did not get through ({why}); it will be retried like any delivery.",
-                  className="error", role="alert")
+    later = {"disabled": "the webhook is now disabled (410 Gone)", "failed": "it will not be retried"}.get(
+        attempt.get("outcome") or "", "it will be retried like any delivery")
+    return html.P(f"The test delivery did not get through ({why}); {later}.", className="error", role="alert")
 
 
 @dash.callback(

@@ -14,6 +14,13 @@ makes a few queries per TTL instead of one per key. A key not used since its las
 checked again: it is forgotten when its time is up. A key a batch finds revoked, expired or gone
 is forgotten; its next request gets the precise refusal.
 
+While the accounts database cannot be reached, a key accepted within the last `stale_seconds`
+(SIGNALS_AUTH_STALE_SECONDS) keeps working from its last known answer, so an outage of the database
+does not take the API down for the subscribers who were using it; a key not seen recently gets
+503 until the database is back. Once it is back, every key is checked again as usual, so a key
+revoked meanwhile stops working then. The outage is logged once when it starts and once when it
+ends, with the number of requests served from last known answers and refused; never per request.
+
 A plain dict rather than a cache library: every request looks a key up here, and a dict get and
 one clock read cost a fraction of cachetools' TLRU (its lock, LRU order and expiry heap, ~2 µs a
 lookup). The dict is kept in the order keys were last checked (a key checked again moves to the
@@ -24,12 +31,17 @@ entries, the expired ones go, or else the oldest tenth.
 from __future__ import annotations
 
 import itertools
+import logging
 import threading
 import time
 from collections.abc import Callable
 
+from sqlalchemy.exc import SQLAlchemyError
+
 from service.accounts import keys
 from service.accounts.store import AccountStore, AuthFailure, Principal
+
+log = logging.getLogger("signals.auth")
 
 MAX_BATCH = 500  # keys per query: well under any database's limit on bound parameters
 
@@ -47,11 +59,17 @@ class _Entry:
         self.used = False
 
 
+class AccountsUnavailable(Exception):
+    """The accounts database cannot be reached and the key has no recent answer to fall back on."""
+
+
 class CachedAuthenticator:
-    def __init__(self, store: AccountStore, ttl_seconds: float, *, maxsize: int = 10_000, batch: int = 256,
-                 timer: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, store: AccountStore, ttl_seconds: float, *, stale_seconds: float = 0.0,
+                 maxsize: int = 10_000, batch: int = 256, timer: Callable[[], float] = time.monotonic) -> None:
         self._store = store
         self._ttl = ttl_seconds
+        self._stale = max(0.0, stale_seconds) if ttl_seconds > 0 else 0.0
+        self._outage: _Outage | None = None
         self._maxsize = maxsize
         self._batch = min(max(1, batch), MAX_BATCH)
         self._timer = timer
@@ -59,17 +77,49 @@ class CachedAuthenticator:
         self._lock = threading.Lock()  # for changes and scans; a dict read needs none
 
     def authenticate(self, presented: str | None) -> Principal | AuthFailure:
+        """The key's principal or why it is refused; AccountsUnavailable when the database cannot
+        be reached and the key has no recent answer."""
         if self._ttl <= 0 or not presented or not keys.looks_like_key(presented):
-            return self._store.authenticate(presented)
+            return self._guarded(lambda: self._store.authenticate(presented), None)
         digest = keys.hash_key(presented)
         entry = self._accepted.get(digest)
         if entry is not None and self._timer() < entry.until:
             entry.used = True
-            principal = entry.principal
-            if principal.expires_at is None or principal.expires_at > self._store.clock.now():
-                return principal
-            return AuthFailure.EXPIRED
-        return self._check(digest)
+            return self._valid(entry.principal)
+        return self._guarded(lambda: self._check(digest), entry)
+
+    def _valid(self, principal: Principal) -> Principal | AuthFailure:
+        if principal.expires_at is None or principal.expires_at > self._store.clock.now():
+            return principal
+        return AuthFailure.EXPIRED
+
+    def _guarded(self, ask: Callable[[], Principal | AuthFailure], entry: _Entry | None) -> Principal | AuthFailure:
+        """`ask` the database; while it is down, the last known answer of a key checked within
+        `stale_seconds`, else AccountsUnavailable. Logs the outage's start and end once each."""
+        try:
+            outcome = ask()
+        except SQLAlchemyError as exc:
+            now = self._timer()
+            with self._lock:
+                if self._outage is None:
+                    self._outage = _Outage(now)
+                    log.error("accounts database unavailable (%s): serving keys checked in the last %g s from "
+                              "their last known answer, refusing others with 503, until it is back",
+                              type(exc).__name__, self._stale)
+                outage = self._outage
+            if entry is not None and now < entry.checked + self._stale:
+                outage.served += 1
+                entry.used = True
+                return self._valid(entry.principal)
+            outage.refused += 1
+            raise AccountsUnavailable from None
+        if self._outage is not None:
+            with self._lock:
+                outage, self._outage = self._outage, None
+            if outage is not None:
+                log.warning("accounts database is back after %.0f s: %d requests were served from last known "
+                            "answers, %d refused", self._timer() - outage.started, outage.served, outage.refused)
+        return outcome
 
     def _check(self, digest: str) -> Principal | AuthFailure:
         """Look `digest` up, with the remembered keys that are due for a check (see the module).
@@ -100,7 +150,7 @@ class CachedAuthenticator:
                 break
             if entry.used and known != digest:
                 due.append((known, entry))
-            elif entry.until <= now:
+            elif entry.until + self._stale <= now:  # kept as a last known answer until then
                 gone.append(known)
         for known in gone:
             del self._accepted[known]
@@ -117,7 +167,16 @@ class CachedAuthenticator:
         if lifetime <= 0:
             return
         if len(self._accepted) >= self._maxsize:
-            expired = [known for known, entry in self._accepted.items() if entry.until <= checked]
+            expired = [known for known, entry in self._accepted.items() if entry.until + self._stale <= checked]
             for known in expired or list(itertools.islice(self._accepted, max(1, self._maxsize // 10))):
                 del self._accepted[known]
         self._accepted[digest] = _Entry(outcome, checked, checked + lifetime)
+
+
+class _Outage:
+    __slots__ = ("started", "served", "refused")
+
+    def __init__(self, started: float) -> None:
+        self.started = started
+        self.served = 0
+        self.refused = 0

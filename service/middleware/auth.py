@@ -9,11 +9,10 @@ from __future__ import annotations
 import logging
 
 import falcon
-from sqlalchemy.exc import SQLAlchemyError
 
 from cache import Gate
 from service.accounts import AuthFailure, Principal
-from service.accounts.cached import CachedAuthenticator
+from service.accounts.cached import AccountsUnavailable, CachedAuthenticator
 from service.errors import Problem
 from service.middleware.client_address import ClientAddress
 from service.middleware.rate_limit import rate_limit_headers, refuse_blocked_address
@@ -51,8 +50,9 @@ def bearer_token(req: falcon.Request) -> str | None:
 
 class AuthenticationMiddleware:
     """401 for a missing or bad key. Failed attempts are counted per client address; past the
-    limit the address gets 429 (even with a valid key) until the window clears, so keys cannot
-    be guessed quickly."""
+    limit the address's wrong keys get 429 until the window clears, so keys cannot be tried
+    quickly. A valid key is served whatever its address did: one address is often many clients
+    (a NAT, a corporate proxy, the dashboard, the MCP server)."""
 
     def __init__(self, accounts: CachedAuthenticator, gate: Gate, client_address: ClientAddress) -> None:
         self._accounts = accounts
@@ -64,8 +64,7 @@ class AuthenticationMiddleware:
             return
         try:
             outcome = self._accounts.authenticate(bearer_token(req))
-        except SQLAlchemyError as exc:
-            log.error("accounts database unavailable: %s", type(exc).__name__)
+        except AccountsUnavailable:  # logged once per outage by the authenticator
             raise Problem(503, "Keys cannot be checked right now; retry shortly.", headers={"Retry-After": "5"}) from None
         if isinstance(outcome, AuthFailure):
             if outcome is not AuthFailure.MISSING:
@@ -78,24 +77,17 @@ class AuthenticationMiddleware:
 
 class TierMiddleware:
     """403 when the key's plan is below the endpoint's. The refusal still answers like every
-    authenticated response (the subscription's rate-limit headers, nothing counted), and an
-    address blocked for failed authentications gets its 429 here too, the same as for a wrong
-    key: otherwise a blocked address could go on testing keys through the 403s of endpoints above
-    their plan."""
+    authenticated response (the subscription's rate-limit headers, nothing counted)."""
 
-    def __init__(self, gate: Gate, client_address: ClientAddress) -> None:
+    def __init__(self, gate: Gate) -> None:
         self._gate = gate
-        self._client_address = client_address
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         minimum = getattr(resource, "min_tier", None)
         principal: Principal | None = getattr(req.context, "principal", None)
         if minimum is None or principal is None or principal.tier.allows(minimum):
             return
-        standing = self._gate.peek(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute,
-                                   self._client_address(req))
-        if standing.blocked_by == "auth":
-            refuse_blocked_address(standing)
+        standing = self._gate.peek(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute)
         headers = rate_limit_headers(standing, principal.tier.slug)
         raise Problem(
             403,

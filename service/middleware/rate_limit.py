@@ -2,8 +2,9 @@
 
 Runs after authentication and tier. For a rate-limited resource it asks the resource to
 `prepare` (validate, work out the cache key), then asks the gate to count the request against
-the subscription's moving 60-second window, check the caller's address is not blocked for
-failed authentications, and fetch the cached body — all at once. The rate-limit headers are
+the subscription's moving 60-second window and fetch the cached body — both at once. (A caller
+that got here holds a valid key: the block of an address after failed authentications answers
+wrong keys only, see cache/fail.lua.) The rate-limit headers are
 computed per request, here, and so are never part of a cached body.
 """
 
@@ -13,7 +14,6 @@ import falcon
 
 from cache import Admission, Gate
 from service.errors import Problem
-from service.middleware.client_address import ClientAddress
 
 
 def rate_limit_headers(admission: Admission, policy: str) -> list[tuple[str, str]]:
@@ -29,21 +29,16 @@ def rate_limit_headers(admission: Admission, policy: str) -> list[tuple[str, str
 
 
 class RateLimitMiddleware:
-    def __init__(self, gate: Gate, client_address: ClientAddress) -> None:
+    def __init__(self, gate: Gate) -> None:
         self._gate = gate
-        self._client_address = client_address
 
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         principal = getattr(req.context, "principal", None)
         if principal is None or not getattr(resource, "rate_limited", False):
             return
         plan = resource.prepare(req)
-        admission = self._gate.admit(
-            f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key, self._client_address(req)
-        )
+        admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key)
         req.context.admission = admission
-        if admission.blocked_by == "auth":
-            refuse_blocked_address(admission)
         headers = rate_limit_headers(admission, principal.tier.slug)
         resp.set_headers(headers)
         if admission.allowed:
@@ -54,8 +49,7 @@ class RateLimitMiddleware:
 
 
 def refuse_blocked_address(block: Admission) -> None:
-    """The 429 of an address blocked for failed authentications: the same answer whatever key it
-    sent, valid or not (no rate-limit headers, the block's own Retry-After), so that a blocked
-    address cannot tell its valid keys from wrong ones."""
+    """The 429 a wrong key gets from an address blocked for failed authentications (no rate-limit
+    headers, the block's own Retry-After)."""
     raise Problem(429, "Too many failed authentications from this address; retry later.",
                   headers={"Retry-After": str(block.retry_after)})

@@ -15,12 +15,13 @@ silently ignore.
 from __future__ import annotations
 
 import json
+import sys
 from typing import Any
 
 import falcon
 
 from service.errors import Problem
-from service.params import FieldError
+from service.params import FieldError, HugeNumber
 
 MAX_BODY_BYTES = 64 * 1024
 _REPEATED = "must be given once; it was repeated"
@@ -37,7 +38,7 @@ def read_json_body(req: falcon.Request) -> Any:
         raise Problem(400, "The request body is empty; send a JSON object, e.g. {\"window\": \"24h\"}.",
                       errors=[FieldError("body", "is empty")])
     try:
-        body = json.loads(raw, object_pairs_hook=_object)
+        body = json.loads(raw, object_pairs_hook=_object, parse_int=_integer)
     except UnicodeDecodeError:
         raise Problem(400, "The request body is not valid UTF-8.", errors=[FieldError("body", "is not valid UTF-8")]) from None
     except json.JSONDecodeError as exc:
@@ -54,8 +55,33 @@ def read_json_body(req: falcon.Request) -> Any:
     return body
 
 
+_STALLED = (TimeoutError, ConnectionResetError)  # what the server's input raises when the client stops sending
+
+
+def _stalled() -> Problem:
+    return Problem(408, "The request body did not arrive in time; send the whole request again.",
+                   errors=[FieldError("body", "stopped arriving before its end")])
+
+
+def _integer(text: str) -> int | HugeNumber:
+    """A JSON integer; one past Python's digit limit stays text (json would raise ValueError), so
+    that the field it was sent for is named in the 400."""
+    return int(text) if len(text) <= _MAX_DIGITS else HugeNumber(text)
+
+
+_MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
 def _read_bounded(req: falcon.Request) -> bytes:
-    """Up to MAX_BODY_BYTES of the body; 413 past that, whether announced or found while reading."""
+    """Up to MAX_BODY_BYTES of the body; 413 past that, whether announced or found while reading;
+    408 when the client stops sending before its end (service/gunicorn_worker.py times it out)."""
+    try:
+        return _read_bounded_body(req)
+    except _STALLED:
+        raise _stalled() from None
+
+
+def _read_bounded_body(req: falcon.Request) -> bytes:
     if req.content_length is not None:
         if req.content_length > MAX_BODY_BYTES:
             raise Problem(413, f"The request body is {req.content_length} bytes; at most {MAX_BODY_BYTES} are accepted.")
@@ -83,6 +109,8 @@ def _read_terminated(stream: Any, limit: int) -> bytes:
                 break
             parts.append(part)
             size += len(part)
+    except _STALLED:
+        raise
     except Exception:  # the server's framing errors (a bad chunk size, a body cut short) have no common base
         raise Problem(400, "The chunked request body is malformed or ended early.",
                       errors=[FieldError("body", "is not valid chunked transfer coding")]) from None

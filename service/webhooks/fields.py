@@ -4,6 +4,7 @@ bad field named in the problem's `errors`."""
 from __future__ import annotations
 
 import math
+import re
 from typing import Any
 
 from service.engine.requests import TRENDING_DIMENSIONS, TRENDING_METRICS
@@ -25,7 +26,7 @@ DEFAULTS: dict[str, Any] = {"metric": "suppressions", "min_baseline": 10.0, "ena
 # JSON Schema of the writable fields (OpenAPI), the same bounds as `check_fields`.
 FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "url": {"type": "string", "format": "uri", "maxLength": ssrf.MAX_URL_LENGTH,
-            "description": "https URL; its host must resolve only to public addresses (checked again at each "
+            "description": "https URL on port 443 or 8443; its host must resolve only to public addresses (checked again at each "
                            "delivery)."},
     "window": {"type": "string", "enum": list(TRENDING_WINDOWS), "description": "Trending window, as GET /trending."},
     "dimension": {"type": "string", "enum": list(TRENDING_DIMENSIONS)},
@@ -37,12 +38,22 @@ FIELD_SCHEMAS: dict[str, dict[str, Any]] = {
     "min_baseline": {"type": "number", "minimum": 0, "maximum": MAX_MIN_BASELINE, "default": 10,
                      "description": "As GET /trending's min_baseline."},
     "enabled": {"type": "boolean", "default": True},
-    "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "default": ""},
+    "description": {"type": "string", "maxLength": MAX_DESCRIPTION, "default": "",
+                    "pattern": "^[^\\u0000-\\u001f\\u007f-\\u009f]*$",
+                    "description": "Free text for your own use, without control characters."},
 }
 
 
+# Control characters (C0, DEL, C1) and lone surrogates (a JSON "\\ud800" that pairs with nothing).
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff]")
+
+
 def _number(value: Any) -> bool:
-    return isinstance(value, int | float) and not isinstance(value, bool) and math.isfinite(value)
+    """A JSON number (of any size: only floats can be infinite; an int too large for a float is
+    refused by the bounds that follow, never converted first)."""
+    if isinstance(value, bool):
+        return False
+    return isinstance(value, int) or (isinstance(value, float) and math.isfinite(value))
 
 
 def check_field(name: str, value: Any, *, allow_private: bool) -> tuple[Any, FieldError | None]:
@@ -64,9 +75,11 @@ def check_field(name: str, value: Any, *, allow_private: bool) -> tuple[Any, Fie
         return float(value), None
     if name == "cooldown_minutes":
         low, high = COOLDOWN_MINUTES
-        if not (isinstance(value, int) and not isinstance(value, bool)) or not low <= value <= high:
+        # JSON Schema counts 60.0 as an integer, as the query parameters do (service/params.py)
+        integral = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not integral or not low <= value <= high:
             return None, FieldError(name, f"must be an integer from {low} to {high} (15 minutes to 24 hours)")
-        return value, None
+        return int(value), None
     if name == "min_baseline":
         if not _number(value) or not 0 <= value <= MAX_MIN_BASELINE:
             return None, FieldError(name, "must be a number of at least 0")
@@ -76,8 +89,9 @@ def check_field(name: str, value: Any, *, allow_private: bool) -> tuple[Any, Fie
             return None, FieldError(name, "must be true or false")
         return value, None
     if name == "description":
-        if not isinstance(value, str) or len(value) > MAX_DESCRIPTION or not value.isprintable():
-            return None, FieldError(name, f"must be printable text of at most {MAX_DESCRIPTION} characters")
+        if not isinstance(value, str) or len(value) > MAX_DESCRIPTION or _CONTROL.search(value):
+            return None, FieldError(name, f"must be text of at most {MAX_DESCRIPTION} characters, without "
+                                          "control characters")
         return value, None
     return None, FieldError(name, "is not a field of a webhook; fields: " + ", ".join(FIELDS))
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from service.errors import WEBHOOK_LIMIT, problem_type
 from service.webhooks.fields import FIELD_SCHEMAS, MAX_WEBHOOKS_PER_SUBSCRIPTION, REQUIRED
-from service.webhooks.resources import DELIVERIES_LIMIT, WEBHOOK_PATH, WEBHOOKS_PATH
+from service.webhooks.resources import DELIVERIES_LIMIT, MAX_BEFORE, WEBHOOK_PATH, WEBHOOKS_PATH
 
 _TIME = {"type": "string", "format": "date-time"}
 WEBHOOK_SCHEMA: dict[str, Any] = {
@@ -92,8 +92,12 @@ def webhook_paths() -> dict[str, Any]:
         },
         WEBHOOK_PATH + "/test": {
             "post": _op(WEBHOOK_PATH, "test_webhook", "Send a test delivery",
-                        "A signed trending_alert with no alerts, sent now; retried like any delivery if it fails.",
-                        {"200": _json("The first attempt's outcome.", {"type": "object"}),
+                        "Queues a signed trending_alert with no alerts; the worker process sends it within about "
+                        "a second and retries it like any delivery if it fails. Its attempts appear in "
+                        "`/deliveries` (the `Location` header) under the `delivery_id` answered here.",
+                        {"202": _json("Queued.", {"type": "object", "required": ["delivery_id", "attempt"],
+                                                  "properties": {"delivery_id": {"type": "string"},
+                                                                 "attempt": {"type": "null"}}}),
                          **_problems(*_COMMON, "404")}),
         },
         WEBHOOK_PATH + "/deliveries": {
@@ -106,7 +110,8 @@ def webhook_paths() -> dict[str, Any]:
                        parameters=[
                            {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": low,
                                                                        "maximum": high, "default": default}},
-                           {"name": "before", "in": "query", "schema": {"type": "integer"}}]),
+                           {"name": "before", "in": "query", "schema": {"type": "integer", "minimum": 0,
+                                                                        "maximum": MAX_BEFORE}}]),
         },
         WEBHOOK_PATH + "/rotate-secret": {
             "post": _op(WEBHOOK_PATH, "rotate_webhook_secret", "Rotate the signing secret",

@@ -1,5 +1,5 @@
 """The management API: /api/v1/account/webhooks (list, create), /{id} (read, update, delete),
-/{id}/test (a signed test delivery now), /{id}/deliveries (attempts, newest first, paginated),
+/{id}/test (a signed test delivery, queued for the worker), /{id}/deliveries (attempts, newest first, paginated),
 /{id}/rotate-secret. Any plan manages its own subscription's webhooks; another subscription's id
 answers 404, exactly like an id that does not exist. Requests count against the rate limit."""
 
@@ -16,7 +16,6 @@ from service.params import FieldError
 from service.resources.account import AccountPlan
 from service.resources.json_body import read_json_body
 from service.resources.signals import _summary
-from service.webhooks import delivery
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
 from service.webhooks.store import TooManyWebhooks, WebhookStore, public
@@ -117,20 +116,16 @@ class WebhookResource(_Base):
         _json(resp, {**public(row), "secret": secret})
 
     def on_post_test(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
-        """A trending_alert with no alerts, signed and sent now (retried like any delivery if it fails)."""
+        """A trending_alert with no alerts, queued for the worker process, which sends it within about
+        a second (and retries it like any delivery if it fails). The web worker never waits on the
+        receiver: its outcome is read from /deliveries, by the delivery_id answered here."""
         self._no_query(req)
         row = self._row(req, webhook_id)
         now = self.clock.now()
         delivery_id = self.store.enqueue(
             row.id, "test", lambda _id: payload(row.id, row.window, row.dimension, row.threshold_pct, now, "[]"), now)
-        claimed = self.store.claim(delivery_id, now, delivery.LEASE)
-        if claimed is None:  # a worker took it first: it is being sent
-            _json(resp, {"delivery_id": delivery_id, "attempt": None}, falcon.HTTP_202)
-            return
-        outcome = delivery.attempt(self.store, claimed, self.clock, allow_private=self.allow_private)
-        _json(resp, {"delivery_id": delivery_id, "attempt": {
-            "succeeded": outcome.succeeded, "status_code": outcome.status_code, "error": outcome.error,
-            "duration_ms": outcome.duration_ms}})
+        resp.location = f"{WEBHOOK_PATH.format(webhook_id=row.id)}/deliveries"
+        _json(resp, {"delivery_id": delivery_id, "attempt": None}, falcon.HTTP_202)
 
     def on_get_deliveries(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
         low, high, default = DELIVERIES_LIMIT
@@ -139,13 +134,13 @@ class WebhookResource(_Base):
         limit, before = default, None
         raw = req.params.get("limit")
         if raw is not None:
-            if not isinstance(raw, str) or not raw.isdigit() or not low <= int(raw) <= high:
+            if not _is_digits(raw) or not low <= int(raw) <= high:
                 errors.append(FieldError("limit", f"must be an integer from {low} to {high}"))
             else:
                 limit = int(raw)
         raw = req.params.get("before")
         if raw is not None:
-            if not isinstance(raw, str) or not raw.isdigit():
+            if not _is_digits(raw) or int(raw) > MAX_BEFORE:
                 errors.append(FieldError("before", "must be the next_before of the previous page"))
             else:
                 before = int(raw)
@@ -164,6 +159,14 @@ class WebhookResource(_Base):
             resp.append_link(f"{WEBHOOK_PATH.format(webhook_id=webhook_id)}/deliveries?limit={limit}"
                              f"&before={next_before}", "next")
         _json(resp, body)
+
+
+MAX_BEFORE = 2**63 - 1  # the largest id a database's BIGINT holds
+
+
+def _is_digits(raw: object) -> bool:
+    """ASCII digits only ('１' and '١' are digits to str.isdigit, and int() takes them)."""
+    return isinstance(raw, str) and raw.isascii() and raw.isdigit()
 
 
 def add_routes(app: falcon.App, store: WebhookStore, clock: Clock, *, allow_private: bool) -> None:

@@ -7,9 +7,13 @@ internal address. Forms that resolvers accept for internal addresses (0x7f000001
 017700000001, ::ffff:127.0.0.1, 64:ff9b::7f00:1) are all resolved first and refused as what they
 are.
 
-`allow_private` (SIGNALS_WEBHOOK_ALLOW_PRIVATE, development only) allows http and loopback and
-private addresses, for a receiver on the developer's machine; link-local (cloud metadata),
-multicast and unspecified addresses stay refused even then.
+Only the ports a web receiver listens on are called (RECEIVER_PORTS: 443 and 8443 for https),
+not 22, 25 or 6379 of a public host: a webhook must not become a port scanner or a way to write
+to another protocol.
+
+`allow_private` (SIGNALS_WEBHOOK_ALLOW_PRIVATE, development only) allows http (ports 80 and 8080)
+and loopback and private addresses on any port from 1024 up, for a receiver on the developer's
+machine; link-local (cloud metadata), multicast and unspecified addresses stay refused even then.
 """
 
 from __future__ import annotations
@@ -29,6 +33,8 @@ _EMBEDDING = (
 )
 _SHARED = ipaddress.ip_network("100.64.0.0/10")
 MAX_URL_LENGTH = 2048
+RECEIVER_PORTS = {"https": (443, 8443), "http": (80, 8080)}
+LOCAL_PORTS_FROM = 1024  # with allow_private: any port from here up on loopback and private addresses
 
 
 class UrlRefused(ValueError):
@@ -96,9 +102,11 @@ def parse(url: str, *, allow_private: bool) -> tuple[str, str, int, str]:
     if not host:
         raise UrlRefused("has no host")
     try:
-        port = parts.port or (443 if scheme == "https" else 80)
+        port = parts.port if parts.port is not None else (443 if scheme == "https" else 80)
     except ValueError:
         raise UrlRefused("has an invalid port") from None
+    if not 1 <= port <= 65535:
+        raise UrlRefused("has an invalid port")
     path = parts.path or "/"
     if parts.query:
         path += "?" + parts.query
@@ -130,7 +138,15 @@ def check(url: str, *, allow_private: bool) -> Target:
         if problem:
             shown = "" if _is_literal(host) else f"{host} resolves to "
             raise UrlRefused(f"must reach a public address: {shown}{problem}")
+    if port not in RECEIVER_PORTS[scheme] and not (
+            allow_private and port >= LOCAL_PORTS_FROM and all(_is_local(a) for a in addresses)):
+        accepted = " or ".join(str(p) for p in RECEIVER_PORTS[scheme])
+        raise UrlRefused(f"must use port {accepted} for {scheme} (port {port} is not accepted)")
     return Target(url, scheme, host, port, path, addresses)
+
+
+def _is_local(address: Address) -> bool:
+    return address.is_loopback or address.is_private or address in _SHARED
 
 
 def _is_literal(host: str) -> bool:

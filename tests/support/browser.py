@@ -67,11 +67,11 @@ def console_errors(driver) -> list[str]:
 
 
 @contextlib.contextmanager
-def dashboard(api_url: str, data_dir: Path):
-    """The Procfile's dashboard command, really started; yields its base URL and a list that
-    receives its output once it has stopped."""
+def dashboard(api_url: str, data_dir: Path, **extra: str):
+    """The Procfile's dashboard command, really started (`extra`: more environment); yields its
+    base URL and a list that receives its output once it has stopped."""
     port = free_port()
     base = f"http://127.0.0.1:{port}"
-    env = service_env(data_dir, SIGNALS_API_URL=api_url, SIGNALS_DASHBOARD_PORT=str(port))
+    env = service_env(data_dir, SIGNALS_API_URL=api_url, SIGNALS_DASHBOARD_PORT=str(port), **extra)
     with serving(procfile_command("dashboard"), env, base + "/sign-in", "the dashboard") as log:
         yield base, log

@@ -60,11 +60,11 @@ def api_process(data_dir: Path, **env: str) -> Iterator[tuple[str, list[str]]]:
 
 
 @contextlib.contextmanager
-def mcp_process(api: str) -> Iterator[tuple[str, list[str]]]:
-    """The Procfile's mcp command on a free port, calling the API at `api`; yields the /mcp URL
-    and the output list."""
+def mcp_process(api: str, **extra: str) -> Iterator[tuple[str, list[str]]]:
+    """The Procfile's mcp command on a free port, calling the API at `api` (`extra`: more
+    environment); yields the /mcp URL and the output list."""
     port = free_port()
-    env = {**service_env(Path("/nonexistent")), "SIGNALS_API_URL": api, "SIGNALS_MCP_PORT": str(port)}
+    env = {**service_env(Path("/nonexistent")), "SIGNALS_API_URL": api, "SIGNALS_MCP_PORT": str(port), **extra}
     url = f"http://127.0.0.1:{port}/mcp"
     with _process(procfile()["mcp"], env, url, 401, "the MCP server") as log:
         yield url, log
