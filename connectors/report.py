@@ -94,9 +94,25 @@ def describe_request(operation: Operation, request: Mapping[str, Any]) -> str:
     return f"{operation.method} {operation.path}" + (f"?{query}" if query else "")
 
 
+def flat_record(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
+    """A record with its nested fields (compare's `previous` and `change`, `intervals`) as columns,
+    named as the API's CSV names them: previous_suppressions, change_suppressions_pct,
+    intervals_suppressions_low and _high."""
+    out: dict[str, Any] = {}
+    for name, value in record.items():
+        if isinstance(value, Mapping):
+            out.update(flat_record(value, f"{prefix}{name}_"))
+        elif isinstance(value, list) and len(value) == 2:
+            out[f"{prefix}{name}_low"], out[f"{prefix}{name}_high"] = value
+        else:
+            out[f"{prefix}{name}"] = value
+    return out
+
+
 def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[str, Any],
                 as_of: dt.datetime | None, refreshed: dt.datetime) -> Table:
     records: Sequence[Mapping[str, Any]] = body.get(operation.records_field, []) if operation.records_field else []
+    records = [flat_record(r) for r in records]
     props = operation.record_schema.get("properties", {})
     columns = list(records[0]) if records else list(operation.record_schema.get("required") or props)
     stamps = set(operation.timestamp_fields)

@@ -342,6 +342,8 @@ def _typed(value: str, operation: Operation, name: str) -> Any:
         return [v.strip() for v in value.split(",") if v.strip()]
     if kind == "object":
         return _json(value, name)
+    if kind == "boolean" and value in ("true", "false"):
+        return value == "true"
     return value
 
 

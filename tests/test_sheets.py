@@ -120,6 +120,20 @@ def test_query_parameters_typed_from_the_command_line(run, fake):
     assert footer["Source"].startswith('Signals API POST /api/v1/signals/query {"bucket":"day"')
 
 
+def test_compare_and_intervals_land_as_columns_named_as_in_the_csv(run, fake):
+    status, _, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Compared", "query", "window=7d",
+                         "group_by=country", "compare=previous_period", "intervals=true", "limit=3")
+    assert status == 0, err
+    header = fake.values(SHEET, "Compared")[0]
+    assert header[:5] == ["country_id", "country_name", "suppressions", "unique_users", "events"]
+    assert header[5:8] == ["previous_suppressions", "previous_unique_users", "previous_events"]
+    assert "change_suppressions_beyond_noise" in header and header[-2:] == ["intervals_events_low",
+                                                                           "intervals_events_high"]
+    row = fake.values(SHEET, "Compared")[1]
+    assert row[header.index("change_suppressions_beyond_noise")] in ("true", "false")
+    assert isinstance(row[header.index("intervals_suppressions_high")], int)
+
+
 # -- refresh: replaced whole, skipped when unchanged, kept on failure -------------------------
 
 def test_unchanged_etag_is_not_rewritten(run, fake):

@@ -84,11 +84,15 @@ function signalsShowPlan() {
  * The most suppressed keywords, ranked by total suppressions.
  * @param {string} window 1h, 6h, 12h, 24h, 7d or 30d (empty: 24h)
  * @param {number} limit 1 to 500 (empty: 50)
- * @return A table: keyword_raw, suppressions, users_est, rank
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {string} compare previous_period: add each record's numbers in the period before, and their change
+ * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
+ * @return A table: keyword_raw, suppressions, users_est, rank (then previous_…, change_…, intervals_… columns)
  * @customfunction
  */
-function SIGNALS_TOP_KEYWORDS(window, limit) {
-  return signalsTable_('GET', '/top-keywords', {window: window, limit: limit});
+function SIGNALS_TOP_KEYWORDS(window, limit, as_of, compare, intervals) {
+  return signalsTable_('GET', '/top-keywords',
+    {window: window, limit: limit, as_of: as_of, compare: compare, intervals: signalsFlag_(intervals)});
 }
 
 /**
@@ -96,11 +100,15 @@ function SIGNALS_TOP_KEYWORDS(window, limit) {
  * @param {string} keyword the keyword (any spelling; it is normalised)
  * @param {string} window 24h, 7d, 30d or 90d (empty: 7d)
  * @param {string} bucket hour, day or week (empty: hour)
- * @return A table: ts, suppressions, users_est, events
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {string} compare previous_period: add each record's numbers in the period before, and their change
+ * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
+ * @return A table: ts, suppressions, users_est, events (a bucket's previous: the bucket one window earlier)
  * @customfunction
  */
-function SIGNALS_KEYWORD_TIMESERIES(keyword, window, bucket) {
-  return signalsTable_('GET', '/keyword-timeseries', {keyword: keyword, window: window, bucket: bucket});
+function SIGNALS_KEYWORD_TIMESERIES(keyword, window, bucket, as_of, compare, intervals) {
+  return signalsTable_('GET', '/keyword-timeseries', {keyword: keyword, window: window, bucket: bucket, as_of: as_of,
+    compare: compare, intervals: signalsFlag_(intervals)});
 }
 
 /**
@@ -108,22 +116,30 @@ function SIGNALS_KEYWORD_TIMESERIES(keyword, window, bucket) {
  * @param {string} domain a domain name, e.g. reddit.com
  * @param {string} window 24h, 7d, 30d or 90d (empty: 7d)
  * @param {string} bucket hour, day or week (empty: hour)
- * @return A table: ts, suppressions, users_est, events
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {string} compare previous_period: add each record's numbers in the period before, and their change
+ * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
+ * @return A table: ts, suppressions, users_est, events (a bucket's previous: the bucket one window earlier)
  * @customfunction
  */
-function SIGNALS_DOMAIN_TIMESERIES(domain, window, bucket) {
-  return signalsTable_('GET', '/domain-timeseries', {domain: domain, window: window, bucket: bucket});
+function SIGNALS_DOMAIN_TIMESERIES(domain, window, bucket, as_of, compare, intervals) {
+  return signalsTable_('GET', '/domain-timeseries', {domain: domain, window: window, bucket: bucket, as_of: as_of,
+    compare: compare, intervals: signalsFlag_(intervals)});
 }
 
 /**
  * Where suppressions happen, most active first.
  * @param {string} window 1h, 6h, 12h, 24h, 7d or 30d (empty: 24h)
  * @param {string} level country, region, county or city (empty: country)
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {string} compare previous_period: add each record's numbers in the period before, and their change
+ * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
  * @return A table: geo_key, label, suppressions, unique_users, keyword_count
  * @customfunction
  */
-function SIGNALS_GEO_HEAT(window, level) {
-  return signalsTable_('GET', '/geo-heat', {window: window, level: level});
+function SIGNALS_GEO_HEAT(window, level, as_of, compare, intervals) {
+  return signalsTable_('GET', '/geo-heat',
+    {window: window, level: level, as_of: as_of, compare: compare, intervals: signalsFlag_(intervals)});
 }
 
 /**
@@ -133,12 +149,13 @@ function SIGNALS_GEO_HEAT(window, level) {
  * @param {string} metric suppressions, events or unique_users (empty: suppressions)
  * @param {number} limit 1 to 500 (empty: 50)
  * @param {number} min_baseline values with a smaller baseline are left out (empty: 10)
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
  * @return A table: value, recent, baseline, growth_pct
  * @customfunction
  */
-function SIGNALS_TRENDING(window, dimension, metric, limit, min_baseline) {
+function SIGNALS_TRENDING(window, dimension, metric, limit, min_baseline, as_of) {
   return signalsTable_('GET', '/trending',
-    {window: window, dimension: dimension, metric: metric, limit: limit, min_baseline: min_baseline});
+    {window: window, dimension: dimension, metric: metric, limit: limit, min_baseline: min_baseline, as_of: as_of});
 }
 
 /**
@@ -146,11 +163,15 @@ function SIGNALS_TRENDING(window, dimension, metric, limit, min_baseline) {
  * @param {string} window 1h, 6h, 12h, 24h, 7d or 30d (empty: 24h)
  * @param {string} type added, removed, edited or all (empty: all)
  * @param {number} limit 1 to 500 (empty: 50)
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {string} compare previous_period: add each record's numbers in the period before, and their change
+ * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
  * @return A table: keyword, adds, removes, edits, total_events, unique_users, net_adds
  * @customfunction
  */
-function SIGNALS_KEYWORD_ACTIVITY(window, type, limit) {
-  return signalsTable_('GET', '/keyword-activity', {window: window, type: type, limit: limit});
+function SIGNALS_KEYWORD_ACTIVITY(window, type, limit, as_of, compare, intervals) {
+  return signalsTable_('GET', '/keyword-activity', {window: window, type: type, limit: limit, as_of: as_of,
+    compare: compare, intervals: signalsFlag_(intervals)});
 }
 
 /**
@@ -162,11 +183,15 @@ function SIGNALS_KEYWORD_ACTIVITY(window, type, limit) {
  * @param {string} order_by suppressions, unique_users or events (empty: suppressions)
  * @param {string} order asc or desc (empty: desc)
  * @param {number} limit 1 to 1000 (empty: 100)
+ * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {string} compare previous_period: add each record's numbers in the period before, and their change
+ * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
  * @return A table: the group_by fields, then suppressions, unique_users, events
  * @customfunction
  */
-function SIGNALS_QUERY(window, group_by, bucket, filters, order_by, order, limit) {
-  var body = {window: window, bucket: bucket, order_by: order_by, order: order, limit: limit};
+function SIGNALS_QUERY(window, group_by, bucket, filters, order_by, order, limit, as_of, compare, intervals) {
+  var body = {window: window, bucket: bucket, order_by: order_by, order: order, limit: limit, as_of: as_of,
+    compare: compare, intervals: signalsFlag_(intervals)};
   if (!signalsBlank_(group_by)) body.group_by = signalsList_(group_by);
   if (!signalsBlank_(filters)) body.filters = signalsFilters_(filters);
   return signalsTable_('POST', '/query', body);
@@ -176,6 +201,29 @@ function SIGNALS_QUERY(window, group_by, bucket, filters, order_by, order, limit
 
 function signalsBlank_(value) {
   return value === undefined || value === null || value === '';
+}
+
+/** A sheet's TRUE/FALSE (or the words) as a boolean; anything else is passed on for the API to refuse. */
+function signalsFlag_(value) {
+  if (value === true || value === false || signalsBlank_(value)) return value;
+  var text = String(value).trim().toLowerCase();
+  return text === 'true' ? true : text === 'false' ? false : value;
+}
+
+/** A record with its nested fields as columns, named as the API's CSV names them. */
+function signalsFlat_(record, prefix, out) {
+  Object.keys(record).forEach(function (name) {
+    var value = record[name];
+    if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
+      signalsFlat_(value, prefix + name + '_', out);
+    } else if (Array.isArray(value) && value.length === 2) {
+      out[prefix + name + '_low'] = value[0];
+      out[prefix + name + '_high'] = value[1];
+    } else {
+      out[prefix + name] = value;
+    }
+  });
+  return out;
 }
 
 function signalsList_(text) {
@@ -306,6 +354,7 @@ function signalsTable_(method, path, params) {
     if (Array.isArray(body[name])) records = body[name];
   });
   if (!records.length || typeof records[0] !== 'object') return [['No rows for these parameters']];
+  records = records.map(function (record) { return signalsFlat_(record, '', {}); });
   var columns = Object.keys(records[0]);
   var rows = [columns];
   records.forEach(function (record) {

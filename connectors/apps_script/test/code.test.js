@@ -154,6 +154,27 @@ for (const [name, field] of Object.entries(TABLES)) {
   });
 }
 
+test('compare and intervals: nested fields become columns named as in the API\'s CSV', {skip}, () => {
+  const {result, error, fetches} = run('compared');
+  assert.equal(error, undefined, error && error.message);
+  const record = answerOf('compared').regions[0];
+  const header = [...result[0]];
+  assert.deepEqual(header.slice(0, 5), ['geo_key', 'label', 'suppressions', 'unique_users', 'keyword_count']);
+  assert.ok(header.includes('previous_suppressions') && header.includes('change_suppressions_beyond_noise'));
+  assert.deepEqual(header.slice(-2), ['intervals_keyword_count_low', 'intervals_keyword_count_high']);
+  assert.equal(result[1][header.indexOf('previous_suppressions')], record.previous.suppressions);
+  assert.equal(result[1][header.indexOf('intervals_suppressions_high')], record.intervals.suppressions[1]);
+  assert.match(fetches[0].url, /compare=previous_period&intervals=true$/);
+});
+
+test('a query with as_of and intervals sends them in its body (TRUE from the sheet as true)', {skip}, () => {
+  const {error, fetches} = run('dated_query');
+  assert.equal(error, undefined, error && error.message);
+  const body = JSON.parse(fetches[0].options.payload);
+  assert.equal(body.as_of, '2026-03-09T12:00:00Z');
+  assert.strictEqual(body.intervals, true);
+});
+
 test('the query function sends its JSON body, with group_by and filters read from text', {skip}, () => {
   const {fetches} = run('query');
   assert.equal(fetches[0].method, 'POST');
