@@ -244,7 +244,7 @@ def test_sync_writes_every_report_with_progress_then_skips_unchanged(run, fake, 
     assert [row[1:3] for row in fake.values(SHEET, "Signals run log")[1:]] == [
         ["Top (top-keywords)", "unchanged"], ["Trend (trending)", "unchanged"], ["Climate (keyword_timeseries)", "unchanged"],
         ["Top (top-keywords)", 5], ["Trend (trending)", fake.values(SHEET, "Trend").index([]) - 1],
-        ["Climate (keyword_timeseries)", 7]]
+        ["Climate (keyword_timeseries)", fake.values(SHEET, "Climate").index([]) - 1]]
 
 
 def test_sync_every_keeps_refreshing(run, fake, tmp_path):
