@@ -364,27 +364,26 @@ def readme_section() -> str:
     return text[text.index("## Google Sheets"):text.index("## Operating it")]
 
 
-def test_readme_examples_are_valid_reports(api_url, keys, tmp_path):
+def test_readme_examples_are_valid_reports(api_url, keys, tmp_path, run):
     import shlex
 
-    from connectors.sheets import Runner, load_config, parse_assignments
+    from connectors.sheets import Runner, load_config
 
     section = readme_section()
     config = tmp_path / "reports.toml"
     config.write_text(section.split("```toml\n", 1)[1].split("```", 1)[0])
     specs = load_config(config).reports
-    assert len(specs) == 3
+    assert len(specs) == 4 and specs[3].history and specs[3].backfill == 30
     with SignalsClient(api_url, keys["analyst"]) as api:
-        runner = Runner(api, None)
-        assert len(runner.check(specs)) == 3
-        pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
-        assert len(pushes) == 2
-        for line in pushes:
-            words = shlex.split(line.split("  #")[0])
-            args = words[words.index("push") + 1:]
-            endpoint, params = args[4], args[5:]
-            spec_params = parse_assignments(params, api.operations.find(endpoint))
-            api.prepare(endpoint, spec_params)
+        assert len(Runner(api, None).check(specs)) == 4
+    pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
+    assert len(pushes) == 5
+    for line in pushes:  # each, as written, on the command line (printed, not written)
+        words = shlex.split(line.split("  #")[0])
+        args = words[words.index("connectors.sheets") + 1:]
+        status, out, err = run(*args, *([] if "--dry-run" in args else ["--dry-run"]), sheets=False)
+        assert status == 0, (line, err)
+        assert out.startswith("== ")
 
 
 def test_every_connector_setting_is_documented_in_the_readme():

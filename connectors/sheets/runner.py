@@ -148,10 +148,9 @@ class Runner:
                 self._out(f"-- as_of {history.as_of_text(moment)}: {len(period)} rows\n"
                           f"{Table((header, *period), len(period)).text().rstrip()}\n")
             return Outcome(spec, "printed", f"{len(rows)} rows for as_of {stamps}")
+        periods = history.remembered([*present, *(history.as_of_text(m) for m in ordered)])
         report = {"mode": "history", "request": described, "etag": reply.etag, "columns": columns,
-                  "as_of": history.as_of_text(max(present | {history.as_of_text(m) for m in ordered},
-                                                  key=history.parse_as_of)),
-                  "periods": history.remembered([*present, *(history.as_of_text(m) for m in ordered)])}
+                  "as_of": periods[-1], "periods": periods}
         if continuing:
             self.writer.append(spreadsheet, spec.worksheet, sheet, stored, rows, report)
         else:
