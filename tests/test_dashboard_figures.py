@@ -198,8 +198,9 @@ def test_a_logged_attempt_of_a_queued_test_in_words():
 
 
 def test_the_readme_shows_every_page_from_the_browser_tests():
-    """Every screenshot the README links exists, and every page (and the 403/429 states) has one;
-    the browser tests write them (tests/test_dashboard_browser.py)."""
+    """Every screenshot the README links exists, and every page (and the 403/429 states, and
+    compare and intervals) has one; the browser tests write them (tests/test_dashboard_browser.py,
+    tests/test_dashboard_state.py)."""
     import re
     from pathlib import Path
 
@@ -207,5 +208,6 @@ def test_the_readme_shows_every_page_from_the_browser_tests():
     linked = re.findall(r"\(docs/dashboard/([\w-]+\.png)\)", (root / "README.md").read_text())
     assert all((root / "docs" / "dashboard" / name).is_file() for name in linked), linked
     pages = ["overview", "keywords", "domains", "geography", "trending", "activity", "query", "account",
-             "account-webhooks", "sign-in", "state-403", "state-429"]
+             "account-webhooks", "sign-in", "state-403", "state-429", "geography-compare", "activity-compare",
+             "keywords-compare"]
     assert sorted(linked) == sorted(f"{page}.png" for page in pages)
