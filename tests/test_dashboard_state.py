@@ -162,3 +162,20 @@ def test_trending_on_the_demo_data_is_not_empty(demo, browser):
         trending = api.trending()["trending"]
     assert trending and [r["value"] for r in rows(browser, "trending-rows")] == [t["value"] for t in trending]
     browser.save_screenshot(str(SHOTS / "trending.png"))
+
+
+def test_the_query_builder_keeps_its_fields_in_the_url(demo, browser):
+    browser.get(demo["dash"] + "/query?window=7d&group_by=country&compare=previous_period&limit=5"
+                "&platforms=android,nope&keywords=climate change")
+    wait(browser, lambda d: css(d, "#query-window"))
+    settle(browser)
+    assert checked(browser, "query-window") == ["7d"] and checked(browser, "query-group-by") == ["country"]
+    assert checked(browser, "query-compare") == ["previous_period"] and checked(browser, "query-intervals") == []
+    assert checked(browser, "query-filter-platforms") == ["android"]  # a value the API does not take is dropped
+    assert css(browser, "#query-limit")[0].get_attribute("value") == "5"
+    assert css(browser, "#query-filter-keywords")[0].get_attribute("value") == "climate change"
+    css(browser, "#query-intervals input")[0].click()
+    wait(browser, lambda d: query_of(d).get("intervals") == "true")
+    assert query_of(browser)["platforms"] == "android" and query_of(browser)["group_by"] == "country"
+    css(browser, "#query-run")[0].click()
+    wait(browser, lambda d: "previous" in (css(d, "#query-results")[0].text if css(d, "#query-results") else ""))
