@@ -250,3 +250,27 @@ def test_defaults_are_unchanged_over_real_http(tmp_path):
         dated = http.post(BASE + "/query", json={**body, "as_of": plain.headers["x-signals-as-of"]})
         assert dated.content == plain.content
     assert "Traceback" not in log[0], log[0]
+
+
+def test_a_past_as_of_plan_is_remembered_like_any_other(app, keys, client):
+    """A repeated GET skips validation and key derivation (the plan memo), a past as_of included."""
+    from service.resources.signals import SignalsResource
+
+    resource = next(r for r in _resources(app) if isinstance(r, SignalsResource) and r.endpoint.name == "geo_heat")
+    query = {"window": "7d", "as_of": PAST_TEXT}
+    first = get(client, "/geo-heat", keys["observer"], query)
+    plan = resource._plans["window=7d&as_of=2026-03-09T06%3A00%3A00Z"]
+    assert (plan.as_of, plan.current) == (PAST, FIXTURE_AS_OF)
+    again = get(client, "/geo-heat", keys["observer"], query)
+    assert resource._plans["window=7d&as_of=2026-03-09T06%3A00%3A00Z"] is plan
+    assert again.content == first.content and again.headers["x-signals-as-of"] == PAST_TEXT
+
+
+def _resources(app):
+    """The resources routed in a Falcon app."""
+    pending = list(app._router._roots)
+    while pending:
+        node = pending.pop()
+        pending.extend(node.children)
+        if node.resource is not None:
+            yield node.resource

@@ -60,7 +60,8 @@ class Plan:
     problem: Problem | None = None
     request: Any = None
     generation: int = 0   # of the event frames the plan was made for (a plan never holds frames)
-    as_of: Any = None
+    as_of: Any = None     # the answer's as_of: the current one, or the requested earlier hour
+    current: Any = None   # the current as_of the plan was made under (what a memoised plan is checked by)
     key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     ttl: int | None = None  # seconds to keep the computed body; None: until the next hour
@@ -130,7 +131,7 @@ class SignalsResource:
         plan = plans.get(req.query_string)
         # A thread that raced past a change of hour or generation may find or leave a plan of
         # the other one: it is only used when it matches.
-        if plan is not None and plan.as_of == as_of and plan.generation == frames.generation:
+        if plan is not None and plan.current == as_of and plan.generation == frames.generation:
             return plan
         plan = self._plan(req, frames, as_of)
         if plan.problem is None:
@@ -163,7 +164,8 @@ class SignalsResource:
             ("X-Signals-As-Of", iso_z(as_of)),
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
-        return Plan(request=request, generation=frames.generation, as_of=as_of, key=key, headers=headers, ttl=ttl)
+        return Plan(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
+                    headers=headers, ttl=ttl)
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
                          frames: EventFrames) -> dt.datetime:
