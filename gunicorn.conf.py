@@ -5,10 +5,11 @@ REDIS_URL, rate limits and the cache live in each process, so several workers wo
 the full limit. Why cores + 1 and not gunicorn's usual (2 x cores) + 1: a request here is CPU work
 in Python (or in polars, which uses every core by itself) with one short wait for Redis, not a
 long wait on I/O; on the benchmark host (2 cores) 3 workers served cached hits as fast as 4 or 5
-and 8 were a fifth slower (docs/benchmarks.md). Each worker also holds its own copy of the event
-data (about 60 bytes an event), so fewer workers use less memory; on a small machine with a large
-store lower WEB_CONCURRENCY further. The app is NOT preloaded: every worker
-imports it, and so loads the data, after the fork (polars must not run in the master).
+and 8 were a fifth slower (docs/benchmarks.md). The workers share one copy of the event data: each
+maps the current generation's snapshot (service/store/snapshot.py), so a worker adds its own
+overhead (interpreter, libraries, query temporaries), not another copy of the data. The app is NOT
+preloaded: every worker imports it, and so maps the data, after the fork (polars must not run in
+the master).
 
 Threads: each worker serves SIGNALS_WEB_THREADS requests at once (service/gunicorn_worker.py:
 gunicorn's threaded worker whose client sockets time out after SIGNALS_CLIENT_TIMEOUT_SECONDS

@@ -5,16 +5,19 @@
 
 from __future__ import annotations
 
-from cache.gate import Admission, Gate, GateSettings, LocalGate, ProcessBodies, RedisGate, ResilientGate
+from cache.bodies import ProcessBodies
+from cache.gate import Admission, Gate, GateSettings
+from cache.local_gate import LocalGate
+from cache.redis_gate import RedisGate
+from cache.resilient_gate import ResilientGate
 from cache.wire import ReplyWait, Wire
 
 # Short timeouts: a hanging Redis must cost a request a fraction of a second, not a worker.
 REDIS_TIMEOUT_SECONDS = 0.25
 # How long a worker polls for Redis's answer before sleeping on the socket (cache.wire.ReplyWait).
 # Off by default: polling pays only when a core is free while a worker waits (no more workers
-# than cores); with the default cores + 1 workers it cost 8 % of the requests a second in the
-# benchmark, and about 11 % with 5 workers (docs/benchmarks.md). SIGNALS_REDIS_SPIN_MICROSECONDS
-# turns it on.
+# than cores); with more workers than cores it costs throughput (docs/benchmarks.md, "How many
+# workers, and polling"). SIGNALS_REDIS_SPIN_MICROSECONDS turns it on.
 REDIS_SPIN_SECONDS = 0.0
 
 __all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "ProcessBodies", "RedisGate", "ReplyWait", "ResilientGate",

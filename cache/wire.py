@@ -1,10 +1,8 @@
 """A lean Redis connection for the request path: one command at a time, answers parsed by hiredis.
 
 Why not a `redis.Redis` client: every API request makes one Redis call, so the client's own
-cost is part of every request. Measured here per call (bench notes in
-docs/caching-and-limits.md): `redis.Redis` with a script object ~75 µs of CPU, a redis-py
-`Connection` driven directly ~37 µs, this connection ~27 µs. The difference is Python
-bookkeeping (pool, retry wrapper, argument inspection) and, for sockets with a Python-level
+cost is part of every request; this connection costs about a third of a `redis.Redis` client's
+CPU per call (figures in docs/benchmarks.md, section 2). The difference is Python bookkeeping (pool, retry wrapper, argument inspection) and, for sockets with a Python-level
 timeout, a `poll()` before every send and every receive. Here the socket is blocking and the
 kernel enforces the timeouts (SO_RCVTIMEO/SO_SNDTIMEO), so a call is one `send` and one `recv`.
 
@@ -47,8 +45,8 @@ class ReplyWait:
     Why: a request waits for Redis once, and Redis usually answers within tens of microseconds
     when it is near (same host, same rack). A blocking receive then costs more than the wait
     itself: the worker is put to sleep and woken again, two context switches, which on a
-    virtualised host are among the most expensive things a request does (measured: a loopback
-    PING takes 111 µs when sleeping, 33 µs when polling; docs/benchmarks.md). Polling for a
+    virtualised host are among the most expensive things a request does (a loopback PING takes
+    about three times as long when sleeping; docs/benchmarks.md). Polling for a
     short, bounded time keeps the worker on its CPU when the answer comes quickly.
 
     When answers come later than `spin_seconds` (a distant Redis, an overloaded host), polling

@@ -165,7 +165,7 @@ class Contributions:
                       for c in columns]
             sums = self.per_user.lazy().select(capped).collect()
             return caps.with_columns(sums.get_column(c) for c in columns)
-        # Join on the per-user side's key types (Categorical for stored dimensions): cheap for the
+        # Join on the per-user side's key types (Enum for stored dimensions): cheap for the
         # small caps frame, where casting the per-user rows would not be.
         keys = list(self.keys)
         typed = caps.select(*(pl.col(k).cast(self.per_user.schema[k]) for k in keys), *cap_columns)

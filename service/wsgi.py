@@ -3,6 +3,7 @@ off): the event data is loaded here, in the worker, never in the master — pola
 run in a process before it forks."""
 
 import logging
+import threading
 
 from service.app import create_app
 from service.engine import cost
@@ -19,5 +20,7 @@ if settings.uses_development_secret:
     )
 sweep_if_idle(settings.data_dir)  # leftovers of an ingest that was cut short (logged); none while one runs
 store = EventStore(settings.data_dir)
-cost.index_for(store.snapshot())  # load now (and index it for /query's cost), so the first request does not pay
+cost.index_for(store.snapshot())  # map now (with /query's cost index), so the first request does not pay
+# Follow new generations between requests too, so an idle worker lets go of a replaced snapshot.
+threading.Thread(target=store.follow, args=(threading.Event(),), name="follow-generation", daemon=True).start()
 app = create_app(settings, store=store)

@@ -11,7 +11,7 @@ import redis
 
 import cache
 from cache import GateSettings, LocalGate, RedisGate
-from cache.gate import _SWEEP_EVERY
+from cache.local_gate import _SWEEP_EVERY
 
 pytestmark = pytest.mark.redis
 
@@ -174,7 +174,7 @@ def test_scripts_are_loaded_again_after_a_flush(redis_gate):
     assert gate.admit("sub:s", 5, None).remaining == 3
     admin.script_flush()
     assert gate.record_auth_failure("10.2.2.2").allowed
-    assert admin.script_exists(cache.gate._FAIL.sha) == [True]
+    assert admin.script_exists(cache.redis_gate._FAIL.sha) == [True]
 
 
 def test_a_connection_closed_by_the_server_is_replaced_without_an_error(redis_gate):
@@ -343,9 +343,11 @@ def test_bodies_kept_in_process_are_bounded_least_recently_used_first():
     assert kept.size == 5 * (20 + overhead) and len(kept) == 5
     kept.put("big", bytes(kept.budget // 4 + 1), 60)  # over a quarter of the budget: not kept
     assert kept.get("big") is None
+    kept.put("long", bytes(20), 120)  # evicts the least recently used (k0: the reads above went 0, 4..7)
+    assert kept.get("k0") is None and len(kept) == 5
     now[0] = 61.0
-    assert kept.get("k7") is None and len(kept) == 4  # its time is up: gone, and its bytes given back
-    assert kept.size == 4 * (20 + overhead)
+    assert kept.get("k7") is None and kept.get("long") is not None  # their times: up, and not yet
+    assert len(kept) == 1 and kept.size == 20 + overhead  # the expired entries' bytes given back
 
 
 def test_many_small_bodies_are_bounded_too():

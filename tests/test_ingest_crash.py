@@ -23,7 +23,7 @@ import polars as pl
 import pytest
 
 from service.settings import Settings
-from service.store import ingest, layout, reader, schema, writer
+from service.store import ingest, layout, reader, schema, snapshot, writer
 from tests.support.processes import ROOT, cli, service_env
 
 SECRET = Settings().secret  # the command line's (development) secret, so every path hashes alike
@@ -116,6 +116,8 @@ STAGES = [
     ("staging", 4),  # 4 of 9 files staged
     ("renaming", 0),  # all staged, the manifest in place, nothing renamed
     ("renaming", 5),  # the quarantine file and 4 partition files renamed into place, 4 to go
+    ("snapshot", 1),  # every file in place; the snapshot's suppressions written, the rest not yet
+    ("snapshot", 7),  # the snapshot's tables and spans written, its record not yet
     ("publishing", 0),  # everything in place, GENERATION's new value written but not renamed
     ("published", 1),  # GENERATION renamed: landed
 ]
@@ -141,6 +143,9 @@ def test_an_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], 
                 pass
             if stage == "staging":
                 assert len(list(layout.staging_dir(data).iterdir())) == done
+            if stage == "snapshot":
+                assert snapshot.staged_snapshot_dir(data, 2).is_dir()
+                assert set(snapshot.existing(data)) == {1}
         # A worker started now serves the old data (or, once published, the new), never a mix.
         assert _same(_loaded(data), after if stage == "published" else before)
     finally:
@@ -158,10 +163,11 @@ def test_an_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], 
         assert "nothing landed, data generation 2" in rerun.stdout
     else:
         assert "Total: 150 accepted, 1 rejected, 0 files refused; landed, data generation 2." in rerun.stdout
-    if stage in ("staging", "renaming", "publishing"):
+    if stage in ("staging", "renaming", "snapshot", "publishing"):
         assert "removed the leftovers of an unfinished ingest" in rerun.stderr
     assert list(layout.staging_dir(data).iterdir()) == []
     assert sorted(p.name for p in layout.generations_dir(data).iterdir()) == ["g00000001.json", "g00000002.json"]
+    assert set(snapshot.existing(data)) == {2}  # generation 1's snapshot removed once 2 was published
     assert _same(_loaded(data), after)  # each row exactly once
     assert _quarantined_bad_lines(data) == 1
 

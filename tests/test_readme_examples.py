@@ -16,7 +16,7 @@ from pathlib import Path
 import falcon.testing
 import pytest
 
-from cache.gate import LocalGate
+from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings

@@ -136,3 +136,31 @@ def test_a_timed_socket_gives_up_on_a_peer_that_reads_nothing():
         timed.recv(10)
     timed.close()
     theirs.close()
+
+
+@pytest.mark.process
+def test_test_pings_to_a_silent_receiver_hold_no_web_worker(tmp_path):
+    """Test deliveries are queued for the worker process: pings to a receiver that never answers
+    cost the web process nothing, and another subscription is served at once (one worker, one
+    thread: anything held would show)."""
+    data_dir = tmp_path / "data"
+    write_fixture_store(data_dir)
+    owner, other = create_key(data_dir, "observer"), create_key(data_dir, "observer")
+    silent = socket.socket()
+    silent.bind(("127.0.0.1", 0))
+    silent.listen(16)  # accepts connections, never answers
+    try:
+        with gunicorn(data_dir, WEB_CONCURRENCY="1", SIGNALS_WEB_THREADS="1",
+                      SIGNALS_WEBHOOK_ALLOW_PRIVATE="1") as (base, _log), httpx.Client(base_url=base, timeout=30) as http:
+            hook = http.post("/api/v1/account/webhooks", headers={"Authorization": f"Bearer {owner}"}, json={
+                "url": f"http://127.0.0.1:{silent.getsockname()[1]}/hook", "window": "24h", "dimension": "keyword",
+                "threshold_pct": 50, "cooldown_minutes": 60}).json()
+            started = time.monotonic()
+            pings = [http.post(f"/api/v1/account/webhooks/{hook['id']}/test", headers={"Authorization": f"Bearer {owner}"})
+                     for _ in range(4)]
+            assert [p.status_code for p in pings] == [202] * 4
+            answer = http.get(f"{BASE}/top-keywords", headers={"Authorization": f"Bearer {other}"})
+            assert answer.status_code == 200
+            assert time.monotonic() - started < 3  # it was 9-10 s per ping when the web worker sent them
+    finally:
+        silent.close()

@@ -11,11 +11,24 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.store import layout, reader, schema
-from service.store.reader import EventStore, memory_schema
+from service.store import layout, reader, schema, snapshot
+from service.store.reader import EventStore
 from tests.support import fixture_data as fx
 
 UTC = dt.UTC
+
+
+def _check_served_schema(frame: pl.DataFrame, table: str) -> None:
+    """Exactly the stored columns in order; dimensions as Enums over their sorted distinct values."""
+    assert list(frame.columns) == list(schema.SCHEMAS[table])
+    for column, dtype in schema.SCHEMAS[table].items():
+        if column in schema.DIMENSIONS[table]:
+            served = frame.schema[column]
+            assert isinstance(served, pl.Enum), (column, served)
+            values = frame.get_column(column).cast(pl.String).drop_nulls().unique().sort().to_list()
+            assert served.categories.to_list() == values
+        else:
+            assert frame.schema[column] == dtype
 
 
 def _as_stored(frame: pl.DataFrame, table: str) -> pl.DataFrame:
@@ -57,18 +70,11 @@ def test_empty_data_dir_gives_empty_tables_of_the_right_schema(tmp_path: Path) -
     assert store.loaded
     assert frames.generation == 0
     assert frames.last_event is None
-    assert_frame_equal(frames.suppressions, pl.DataFrame(schema=memory_schema(schema.SUPPRESSIONS)))
-    assert_frame_equal(frames.keyword_changes, pl.DataFrame(schema=memory_schema(schema.KEYWORD_CHANGES)))
-
-
-def test_memory_schema_is_the_stored_schema_with_categorical_dimensions() -> None:
     for table in schema.TABLES:
-        expected = {
-            column: pl.Categorical() if column in schema.DIMENSIONS[table] else dtype
-            for column, dtype in schema.SCHEMAS[table].items()
-        }
-        assert memory_schema(table) == expected
-        assert list(memory_schema(table)) == list(schema.SCHEMAS[table])
+        frame = getattr(frames, table)
+        assert frame.height == 0
+        _check_served_schema(frame, table)
+        assert_frame_equal(frame, snapshot.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table))
 
 
 def test_loads_every_partition_sorted_with_exact_schema(store_dir: Path) -> None:
@@ -78,7 +84,7 @@ def test_loads_every_partition_sorted_with_exact_schema(store_dir: Path) -> None
         (schema.SUPPRESSIONS, frames.suppressions, fx.suppressions_frame()),
         (schema.KEYWORD_CHANGES, frames.keyword_changes, fx.keyword_changes_frame()),
     ):
-        assert frame.schema == pl.Schema(memory_schema(table))  # no `date` column, Categorical dims
+        _check_served_schema(frame, table)  # no `date` column, Enum dims
         assert frame.get_column("ts").is_sorted()
         assert frame.height == source.height
         assert_frame_equal(_as_stored(frame, table), source.sort(pl.all()))
@@ -112,7 +118,7 @@ def test_files_are_cast_to_the_stored_schema(tmp_path: Path) -> None:
     odd.write_parquet(target / "part-odd.parquet")
     (target / ".part-staging.parquet").write_bytes(b"not parquet: hidden files are not data")
     frames = EventStore(tmp_path).snapshot()
-    assert frames.keyword_changes.schema == pl.Schema(memory_schema(schema.KEYWORD_CHANGES))
+    _check_served_schema(frames.keyword_changes, schema.KEYWORD_CHANGES)
     assert_frame_equal(
         _as_stored(frames.keyword_changes, schema.KEYWORD_CHANGES),
         fx.keyword_changes_frame().head(5).sort(pl.all()),

@@ -8,8 +8,8 @@ a revoked key stops working on every worker within `ttl_seconds` (SIGNALS_AUTH_C
 Keys in use are checked again in batches: when a key has to be looked up, the remembered keys
 that were used since their last check and whose last check is more than half a TTL old go with
 it in the same query (oldest check first, at most `batch` keys in all). One query for a few
-hundred keys costs a few single queries (bench/bench_key_checks.py: SQLite 0.08 ms for one,
-2.1 ms for 256; PostgreSQL 0.9 ms for one, 4.4 ms for 256), so a worker serving many busy keys
+hundred keys costs about as much as a few single queries (bench/bench_key_checks.py; figures in
+docs/benchmarks.md), so a worker serving many busy keys
 makes a few queries per TTL instead of one per key. A key not used since its last check is not
 checked again: it is forgotten when its time is up. A key a batch finds revoked, expired or gone
 is forgotten; its next request gets the precise refusal.
@@ -22,8 +22,8 @@ revoked meanwhile stops working then. The outage is logged once when it starts a
 ends, with the number of requests served from last known answers and refused; never per request.
 
 A plain dict rather than a cache library: every request looks a key up here, and a dict get and
-one clock read cost a fraction of cachetools' TLRU (its lock, LRU order and expiry heap, ~2 µs a
-lookup). The dict is kept in the order keys were last checked (a key checked again moves to the
+one clock read cost a fraction of cachetools' TLRU (its LRU order and expiry bookkeeping, and
+the lock it would need). The dict is kept in the order keys were last checked (a key checked again moves to the
 end), which is the order batches take them in. The bound is kept on insertion: past `maxsize`
 entries, the expired ones go, or else the oldest tenth.
 """

@@ -21,7 +21,7 @@ what a query's shape multiplies: `group_by: [city, domain, platform, page_contex
 - buckets: the time buckets that overlap the window (1 without `time`);
 - a dimension's value count: the values it takes in the window (on the days the window touches)
   among the filter's values if it is filtered, from a per-snapshot index of each value's first and
-  last day (`CardinalityIndex`). Geographic levels are counted together, as the distinct
+  last day (`CardinalityIndex`, from `store/day_spans.py`). Geographic levels are counted together, as the distinct
   combinations the data holds (a city lies in one country: country x city counts the cities, not
   their product).
 
@@ -45,12 +45,13 @@ import polars as pl
 from service.engine.measures import key_guards
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.engine.slicing import time_slice
+from service.store import day_spans
 from service.store.reader import EventFrames
 from service.windows import BUCKETS, TimeRange, bucket_starts, window_range
 
 TIME = "time"
-NON_GEO = ("keyword", "domain", "platform", "page_context")
-FIRST, LAST = "first_day", "last_day"
+NON_GEO = day_spans.NON_GEO
+FIRST, LAST = day_spans.FIRST, day_spans.LAST
 _COLUMN_FILTERS = {column: key for key, column in FILTER_COLUMNS.items()}  # event column -> filter key
 # Windows a narrower query may use, shortest last (as in endpoints.QUERY_WINDOWS).
 _WINDOWS = ("90d", "30d", "7d", "24h", "12h", "6h", "1h")
@@ -138,19 +139,12 @@ class QueryTooLarge(Exception):
 
 class CardinalityIndex:
     """For each value of each dimension (and each combination of the geographic levels the data
-    holds), the first and last UTC day it occurs on. Built once per snapshot; a window's value count
-    is then a filter over a few thousand rows: the values whose span meets the window's days."""
+    holds), the first and last UTC day it occurs on (`day_spans`). A window's value count is then a
+    filter over a few thousand rows: the values whose span meets the window's days."""
 
-    def __init__(self, suppressions: pl.DataFrame) -> None:
-        # The first and last time, turned into days on the small result (cheaper than per event).
-        span = [pl.col("ts").min().alias(FIRST), pl.col("ts").max().alias(LAST)]
-        days = [pl.col(FIRST).dt.epoch("d").cast(pl.Int32), pl.col(LAST).dt.epoch("d").cast(pl.Int32)]
-        rows = suppressions.lazy()
-        plans = [rows.group_by(dimension).agg(span).with_columns(days) for dimension in NON_GEO]
-        plans.append(rows.group_by(list(GEO_LEVELS)).agg(span).with_columns(days))
-        built = pl.collect_all(plans)  # in parallel, one pass each
-        self._tables: dict[str, pl.DataFrame] = dict(zip(NON_GEO, built[:-1], strict=True))
-        self._geo = built[-1]
+    def __init__(self, spans: Mapping[str, pl.DataFrame]) -> None:
+        self._tables: dict[str, pl.DataFrame] = {name: spans[name] for name in NON_GEO}
+        self._geo = spans[day_spans.GEO]
 
     def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
                filters: Mapping[str, tuple[str, ...]]) -> Factor:
@@ -190,14 +184,16 @@ _indexes_lock = threading.Lock()
 
 
 def index_for(frames: EventFrames) -> CardinalityIndex:
-    """The snapshot's index, built on first use and kept while the snapshot lives. The web process
-    builds it when it loads the data (service/wsgi.py), so a worker's first /query does not wait."""
+    """The snapshot's index, kept while the snapshot lives: from the spans the snapshot carries
+    (computed when it was landed), else built on first use. The web process asks for it when it
+    loads the data (service/wsgi.py), so a worker's first /query does not wait."""
     index = _indexes.get(frames)
     if index is None:
         with _indexes_lock:
             index = _indexes.get(frames)
             if index is None:
-                index = _indexes[frames] = CardinalityIndex(frames.suppressions)
+                spans = frames.spans if frames.spans is not None else day_spans.day_spans(frames.suppressions)
+                index = _indexes[frames] = CardinalityIndex(spans)
     return index
 
 

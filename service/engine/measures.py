@@ -63,7 +63,7 @@ def bucket_key(bucket: str) -> pl.Expr:
 
 
 def as_strings(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
-    """Dimension columns as plain strings: what is published and returned is never Categorical."""
+    """Dimension columns as plain strings: what is published and returned is never an Enum (codes)."""
     return frame.with_columns(pl.col(column).cast(pl.String) for column in columns)
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Mapping
 
+from service.store import schema
+
 # /query filter keys -> event column they filter
 FILTER_COLUMNS: dict[str, str] = {
     "keywords": "keyword",
@@ -18,7 +20,7 @@ FILTER_COLUMNS: dict[str, str] = {
     "cities": "city",
 }
 
-GEO_LEVELS = ("country", "region", "county", "city")
+GEO_LEVELS = schema.GEO_LEVELS
 GROUP_BY_DIMENSIONS = ("keyword", "domain", "platform", "page_context", "country", "region", "county", "city", "time")
 TRENDING_DIMENSIONS = ("keyword", "domain", "platform", "page_context")
 TRENDING_METRICS = ("suppressions", "events", "unique_users")

@@ -1,8 +1,14 @@
-"""The in-memory event store: every Parquet partition loaded once per worker, sorted by time.
+"""The event store as a worker reads it: the current generation's snapshot, mapped, sorted by time.
 
-A worker serves queries from an immutable `EventFrames` snapshot. Sorting by `ts` lets the engine
-cut any time window out of a table with two binary searches and a zero-copy slice; dimension
-columns are Categorical so grouping and filtering work on integer codes.
+A worker serves queries from an immutable `EventFrames`. Sorting by `ts` lets the engine cut any
+time window out of a table with two binary searches and a zero-copy slice; dimension columns are
+Enums over their sorted values, so grouping and filtering work on integer codes.
+
+The frames come from the generation's snapshot (`snapshot`): files written at landing time that
+every process maps, so the events are in memory once per machine, not once per worker, and a
+worker is ready as soon as the files are mapped (no parse, no sort). A store without a snapshot
+for its generation (written by hand, or before snapshots existed) is read from its Parquet
+partitions into private frames, as before, with a warning; the next landing writes the snapshot.
 
 `EventStore` loads lazily: gunicorn forks its workers from a master that must never run polars
 (its thread pool does not survive a fork), so nothing is read until the first `snapshot()` call,
@@ -27,7 +33,7 @@ from pathlib import Path
 
 import polars as pl
 
-from service.store import layout, schema
+from service.store import layout, schema, snapshot
 
 log = logging.getLogger(__name__)
 
@@ -35,26 +41,18 @@ log = logging.getLogger(__name__)
 class EventFrames:
     """One consistent view of both event tables (compared and hashed by identity)."""
 
-    suppressions: pl.DataFrame      # stored schema, sorted by ts; dimension columns Categorical
+    suppressions: pl.DataFrame      # stored schema, sorted by ts; dimension columns Enum (snapshot.encode)
     keyword_changes: pl.DataFrame   # same
     generation: int                 # data generation the frames were loaded at
     last_event: datetime | None     # max ts over both tables; None when both are empty
     # Per table: UTC date -> the last generation that landed a file for it (0: unknown/never).
     versions: Mapping[str, Mapping[date, int]] = dataclasses.field(default_factory=dict)
+    # The cost index's day spans (`day_spans`), when the snapshot carries them; else built on use.
+    spans: Mapping[str, pl.DataFrame] | None = None
 
 
-def memory_schema(table: str) -> dict[str, pl.DataType]:
-    """The stored schema of `table` with its dimension columns as Categorical."""
-    dimensions = schema.DIMENSIONS[table]
-    return {
-        column: (pl.Categorical() if column in dimensions else dtype)
-        for column, dtype in schema.SCHEMAS[table].items()
-    }
-
-
-def _cast(frame: pl.LazyFrame, table: str) -> pl.LazyFrame:
-    """Exactly the table's columns in their memory types; other columns (like `date`) are dropped."""
-    return frame.select(pl.col(column).cast(dtype) for column, dtype in memory_schema(table).items())
+class GenerationMoved(Exception):
+    """The snapshot of the generation being loaded is gone: a newer one was published meanwhile."""
 
 
 def partition_files(data_dir: Path, table: str, generation: int | None = None) -> list[Path]:
@@ -73,17 +71,21 @@ def read_table(data_dir: Path, table: str, generation: int | None = None) -> pl.
     right schema when there are none."""
     files = partition_files(data_dir, table, generation)
     if not files:
-        return pl.DataFrame(schema=memory_schema(table))
+        return snapshot.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table)
     # One scan per file, each cast before concatenation, so files written with slightly different
     # physical types (ns timestamps, Int64 ids) still line up. One global sort at the end is
     # cheaper than sorting per partition and trusting that partitions never overlap.
-    scans = [_cast(pl.scan_parquet(path, hive_partitioning=False), table) for path in files]
-    return pl.concat(scans).sort("ts").collect()
+    stored = schema.SCHEMAS[table]
+    scans = [
+        pl.scan_parquet(path, hive_partitioning=False).select(pl.col(c).cast(t) for c, t in stored.items())
+        for path in files
+    ]
+    return snapshot.encode(pl.concat(scans).collect(), table)
 
 
 def prepare_table(frame: pl.DataFrame, table: str) -> pl.DataFrame:
-    """An in-memory table (stored schema) in the shape the reader serves: cast and sorted."""
-    return _cast(frame.lazy(), table).sort("ts").collect()
+    """An in-memory table (stored schema) in the shape the reader serves: encoded and sorted."""
+    return snapshot.encode(frame, table)
 
 
 def _last_ts(frame: pl.DataFrame) -> datetime | None:
@@ -99,7 +101,8 @@ def build_frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, gene
 
 
 def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generation: int,
-            versions: Mapping[str, Mapping[date, int]] | None = None) -> EventFrames:
+            versions: Mapping[str, Mapping[date, int]] | None = None,
+            spans: Mapping[str, pl.DataFrame] | None = None) -> EventFrames:
     ends = [ts for ts in (_last_ts(suppressions), _last_ts(keyword_changes)) if ts is not None]
     return EventFrames(
         suppressions=suppressions,
@@ -107,6 +110,7 @@ def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generatio
         generation=generation,
         last_event=max(ends) if ends else None,
         versions=versions or {},
+        spans=spans,
     )
 
 
@@ -124,6 +128,27 @@ def date_versions(data_dir: Path, table: str, generation: int | None = None) -> 
 
 
 def load_frames(data_dir: Path, generation: int) -> EventFrames:
+    """Both tables as of `generation`: its snapshot, mapped; without one, read from the Parquet
+    partitions of generations up to it. Raises GenerationMoved when the snapshot went away because
+    a newer generation was published (the caller reads GENERATION again)."""
+    directory = snapshot.snapshot_dir(data_dir, generation)
+    try:
+        tables, spans, meta = snapshot.read(directory)
+    except FileNotFoundError:
+        if layout.read_generation(data_dir) != generation:
+            raise GenerationMoved(generation) from None
+    else:
+        return _frames(tables[schema.SUPPRESSIONS], tables[schema.KEYWORD_CHANGES], generation,
+                       snapshot.read_versions(meta), spans)
+    if generation:
+        log.warning(
+            "no snapshot of generation %d in %s: reading its Parquet partitions into this process "
+            "(memory per process, slow start); the next landing writes one", generation, data_dir,
+        )
+    return read_partitions(data_dir, generation)
+
+
+def read_partitions(data_dir: Path, generation: int) -> EventFrames:
     """Read both tables as of `generation` (its files and earlier ones) and label the snapshot with it."""
     unpublished = [
         path
@@ -142,6 +167,9 @@ def load_frames(data_dir: Path, generation: int) -> EventFrames:
         generation,
         {table: date_versions(data_dir, table, generation) for table in schema.TABLES},
     )
+
+
+_LOAD_ATTEMPTS = 5
 
 
 class EventStore:
@@ -182,11 +210,28 @@ class EventStore:
         finally:
             self._lock.release()
 
+    def follow(self, stop: threading.Event) -> None:
+        """Check for a new generation every `check_interval` seconds until `stop` is set (a web
+        worker runs this in a thread): an idle process then lets go of a replaced generation's
+        mapped files too, instead of holding them until its next request."""
+        while not stop.wait(self._check_interval):
+            try:
+                self.snapshot()
+            except Exception:  # the next round retries; requests keep the snapshot they have
+                log.exception("following the data generation failed")
+
     def _load(self) -> EventFrames:
         # Read the generation before the files, and take only files up to it: a landing published
-        # during the load is left out whole, and the next check picks it up.
-        generation = layout.read_generation(self._data_dir)
-        frames = load_frames(self._data_dir, generation)
+        # during the load is left out whole, and the next check picks it up. When the snapshot of
+        # the generation read was replaced meanwhile, read GENERATION again.
+        for attempt in range(_LOAD_ATTEMPTS):
+            generation = layout.read_generation(self._data_dir)
+            try:
+                frames = load_frames(self._data_dir, generation)
+                break
+            except GenerationMoved:
+                if attempt == _LOAD_ATTEMPTS - 1:
+                    raise
         self._next_check = time.monotonic() + self._check_interval
         log.info(
             "event store loaded: generation %d, %d suppressions, %d keyword changes",

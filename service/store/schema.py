@@ -39,11 +39,14 @@ KEYWORD_CHANGES_SCHEMA: dict[str, pl.DataType] = {
 
 SCHEMAS = {SUPPRESSIONS: SUPPRESSIONS_SCHEMA, KEYWORD_CHANGES: KEYWORD_CHANGES_SCHEMA}
 
-# Columns that are low-cardinality dimensions: held as Categorical in memory.
+# Columns that are low-cardinality dimensions: held as Enum (codes into sorted values) in memory.
 DIMENSIONS = {
     SUPPRESSIONS: ("keyword", "domain", "platform", "page_context", "country", "region", "county", "city"),
     KEYWORD_CHANGES: ("keyword", "action", "platform", "country"),
 }
+
+# The geographic levels of a suppression, coarsest first.
+GEO_LEVELS = ("country", "region", "county", "city")
 
 PLATFORMS = ("chrome", "firefox", "safari", "edge", "ios", "android", "other")
 PAGE_CONTEXTS = ("feed", "search", "comments", "article", "video", "profile", "other")

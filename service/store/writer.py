@@ -10,12 +10,16 @@ GENERATION + 1 in steps, each safe to be killed in:
    files (quarantine) the generation will put in place, and the source files' SHA-256 hashes;
 3. renaming: the files are renamed to `<table>/date=YYYY-MM-DD/part-g<N>-<uuid4 hex>.parquet`
    (and the quarantine's own names);
-4. publishing: GENERATION is set to N (by rename).
+4. snapshot: generation N's snapshot (every row of the generation in one mappable file per table,
+   `snapshot`, `consolidate`) is written under the staging directory, then renamed to
+   `snapshots/g<N>`;
+5. publishing: GENERATION is set to N (by rename). Afterwards the snapshots of earlier generations
+   are deleted: processes that still map them keep reading them until they let go.
 
-Readers take only files of generations up to GENERATION (`reader`), so before step 4 nothing of
-generation N is visible, and after it all of it is. An exception on the way removes what this call
-wrote; a killed writer leaves its files behind, and `sweep` (run by the next writer, and by the web
-process at start) removes them, with a log line saying what it removed.
+Readers take only files (and the snapshot) of generations up to GENERATION (`reader`), so before
+step 5 nothing of generation N is visible, and after it all of it is. An exception on the way
+removes what this call wrote; a killed writer leaves its files behind, and `sweep` (run by the next
+writer, and by the web process at start) removes them, with a log line saying what it removed.
 
 `landed_sources` answers "is this file already in the store?" from the manifests of published
 generations, so that running an ingest again after a crash does not land the same rows twice.
@@ -39,15 +43,15 @@ from pathlib import Path
 
 import polars as pl
 
-from service.store import layout, schema
+from service.store import consolidate, layout, schema, snapshot
 
 log = logging.getLogger(__name__)
 
 COMPRESSION = "zstd"
 
 # on_stage(stage, done, total) is called before each step of a landing: "staging" and "renaming"
-# before each file, "publishing" when GENERATION's new value is written but not yet renamed into
-# place, "published" after. For callers that follow progress (the command line passes none); the
+# before each file, "snapshot" before each file of the snapshot, "publishing" when GENERATION's new
+# value is written but not yet renamed into place, "published" after. For callers that follow progress (the command line passes none); the
 # crash tests pause a real ingest there to kill it (tests/support/pausing_ingest.py).
 StageCallback = Callable[[str, int, int], None]
 
@@ -86,10 +90,12 @@ class Swept:
     manifests: int = 0
     staged: int = 0  # entries of the staging directory
     temporary: int = 0  # other temporary files
+    snapshots: int = 0  # snapshot of the unfinished generation (placed, not published)
 
     @property
     def removed(self) -> bool:
-        return bool(self.partitions or self.other_files or self.manifests or self.staged or self.temporary)
+        return bool(self.partitions or self.other_files or self.manifests or self.staged or self.temporary
+                    or self.snapshots)
 
     def describe(self) -> str:
         parts = []
@@ -97,6 +103,7 @@ class Swept:
             parts.append(
                 f"generation {self.generation} (never published): {_n(self.partitions, 'partition file')}, "
                 f"{_n(self.other_files, 'quarantine file')}, {_n(self.manifests, 'manifest')}"
+                + (f", {_n(self.snapshots, 'snapshot')}" if self.snapshots else "")
             )
         if self.staged:
             parts.append(f"{_n(self.staged, 'staged file')} in .staging")
@@ -232,6 +239,15 @@ def sweep(data_dir: Path) -> Swept:
         for path in [*data_dir.glob(".generation-*"), *layout.quarantine_dir(data_dir).glob(".quarantine-*")]:
             path.unlink(missing_ok=True)
             temporary += 1
+        snapshots = 0
+        for generation, path in snapshot.existing(data_dir).items():
+            if generation > current:  # placed by a landing killed before publishing
+                snapshot.remove(path)
+                snapshots += 1
+                above.add(generation)
+            elif generation < current:  # superseded; a landing killed after publishing left it
+                snapshot.remove(path)
+                log.info("removed the snapshot of generation %d (generation %d is published)", generation, current)
         swept = Swept(
             generation=current + 1 if above else None,
             partitions=len(partitions),
@@ -239,6 +255,7 @@ def sweep(data_dir: Path) -> Swept:
             manifests=len(manifests),
             staged=staged,
             temporary=temporary,
+            snapshots=snapshots,
         )
     if swept.removed:
         log.warning("removed the leftovers of an unfinished ingest in %s: %s", data_dir, swept.describe())
@@ -393,6 +410,11 @@ def write_tables(
                 landed.append(final)
             for directory in {final.parent for final in landed}:
                 _fsync_dir(directory)
+            staged_snapshot = consolidate.stage(
+                data_dir, generation, frames, [final.relative_to(data_dir).as_posix() for _staged, final in planned],
+                before_file=lambda done, files: stage("snapshot", done, files),
+            )
+            snapshot.place(staged_snapshot, data_dir, generation)
             layout.write_generation(data_dir, generation, before_publishing=lambda: stage("publishing", 0, 1))
         except BaseException:
             # Not published, so not landed: remove what this call wrote (a killed process leaves it
@@ -402,9 +424,13 @@ def write_tables(
             for staged, _final in [*planned, *planned_extras]:
                 staged.unlink(missing_ok=True)
             manifest.unlink(missing_ok=True)
+            snapshot.remove(snapshot.staged_snapshot_dir(data_dir, generation))
+            snapshot.remove(snapshot.snapshot_dir(data_dir, generation))
             raise
         _fsync_dir(data_dir)
         stage("published", 1, 1)
+        # Published: earlier snapshots are not opened again (mapped ones stay readable).
+        snapshot.unlink_stale(data_dir, keep=generation)
     return WriteResult(tuple(final for _staged, final in planned), generation)
 
 

@@ -1,4 +1,4 @@
-"""A webhook's fields and their rules (issue 15): create and update bodies are checked here, every
+"""A webhook's fields and their rules: create and update bodies are checked here, every
 bad field named in the problem's `errors`."""
 
 from __future__ import annotations

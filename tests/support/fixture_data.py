@@ -241,7 +241,7 @@ def keyword_changes_frame() -> pl.DataFrame:
 
 
 def fixture_frames() -> EventFrames:
-    """The fixture as the store serves it (Categorical dimensions, sorted), without touching disk."""
+    """The fixture as the store serves it (Enum dimensions, sorted), without touching disk."""
     return build_frames(suppressions_frame(), keyword_changes_frame(), FIXTURE_GENERATION)
 
 

@@ -46,6 +46,13 @@ def serving(command: list[str], env: dict[str, str], ready_url: str, what: str):
     """A server process started and waited for until `ready_url` answers 200; yields a list that
     receives its output once it has stopped. The output goes to a file, not a pipe: a pipe that
     nobody reads fills after a few hundred access-log lines and blocks the server's workers."""
+    with serving_process(command, env, ready_url, what) as (log, _process):
+        yield log
+
+
+@contextlib.contextmanager
+def serving_process(command: list[str], env: dict[str, str], ready_url: str, what: str):
+    """`serving`, yielding the output list and the server's `Popen` (for its pid)."""
     log: list[str] = []
     with tempfile.TemporaryFile(mode="w+") as output:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT, text=True)
@@ -65,7 +72,7 @@ def serving(command: list[str], env: dict[str, str], ready_url: str, what: str):
                 assert process.poll() is None, written()
                 assert time.monotonic() < deadline, f"{what} did not become ready"
                 time.sleep(0.2)
-            yield log
+            yield log, process
         finally:
             process.terminate()
             process.wait(timeout=30)
@@ -81,3 +88,13 @@ def gunicorn(data_dir: Path, **env: str):
     with serving(procfile_command("web"), service_env(data_dir, PORT=str(port), **env), base + "/readyz",
                  "gunicorn") as log:
         yield base, log
+
+
+@contextlib.contextmanager
+def gunicorn_process(data_dir: Path, **env: str):
+    """`gunicorn`, yielding its base URL, the output list and the master's pid."""
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    with serving_process(procfile_command("web"), service_env(data_dir, PORT=str(port), **env), base + "/readyz",
+                         "gunicorn") as (log, process):
+        yield base, log, process.pid

@@ -1,0 +1,118 @@
+"""The gate in this process's memory: exact for one process, per-process with several."""
+
+from __future__ import annotations
+
+import collections
+import threading
+import time
+import uuid
+
+from cache.bodies import ProcessBodies
+from cache.gate import _US, Admission, GateSettings, _seconds
+
+_SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
+
+
+class LocalGate:
+    """The same gate in this process's memory: exact for one process, per-process with several."""
+
+    def __init__(self, settings: GateSettings | None = None, clock=time.monotonic,
+                 bodies: ProcessBodies | None = None) -> None:
+        self._settings = settings = settings or GateSettings()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._windows: dict[str, collections.deque[float]] = {}
+        self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
+        self._fill_locks: dict[str, tuple[float, str]] = {}
+        self._failures_recorded = 0
+
+    def _sweep(self, now: float) -> None:
+        """Drop the windows whose entries have all aged out (addresses that failed once and went
+        quiet are never looked at again otherwise). Lock held."""
+        for key in [key for key, window in self._windows.items()
+                    if not window or window[-1] <= now - self._settings.window_seconds]:
+            del self._windows[key]
+
+    def _trim(self, key: str, now: float, *, create: bool = False) -> collections.deque[float]:
+        """The live entries of a window; `create` for one about to grow. A window is created only
+        when something is counted (a request of a subscription, a failure of an address) and
+        dropped when found empty, so addresses that never fail cost no memory."""
+        window = self._windows.get(key)
+        if window is None:
+            window = collections.deque()
+            if create:
+                self._windows[key] = window
+            return window
+        while window and window[0] <= now - self._settings.window_seconds:
+            window.popleft()
+        if not window and not create:
+            del self._windows[key]
+        return window
+
+    def _reset(self, window: collections.deque[float], now: float, limit: int | None = None) -> int:
+        """Seconds until a slot frees: until the (len - limit)-th oldest entry leaves the window."""
+        if not window:
+            return 0
+        index = max(0, len(window) - limit) if limit is not None else 0
+        return _seconds((window[index] + self._settings.window_seconds - now) * _US)
+
+    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
+        now = self._clock()
+        with self._lock:
+            window = self._trim("rate:" + subject, now, create=True)
+            if len(window) >= limit:
+                return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
+            window.append(now)
+            remaining, reset = limit - len(window), self._reset(window, now)
+        return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None)
+
+    def peek(self, subject: str, limit: int) -> Admission:
+        now = self._clock()
+        with self._lock:
+            window = self._trim("rate:" + subject, now)
+            if len(window) >= limit:
+                return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
+            return Admission(True, limit, limit - len(window), self._reset(window, now), "")
+
+    def record_auth_failure(self, client: str) -> Admission:
+        now = self._clock()
+        limit = self._settings.auth_failure_limit
+        with self._lock:  # as fail.lua: attempts while blocked are refused, not counted
+            self._failures_recorded += 1
+            if self._failures_recorded % _SWEEP_EVERY == 0:
+                self._sweep(now)
+            failures = self._trim("authfail:" + client, now, create=True)
+            if len(failures) >= limit:
+                return Admission(False, limit, 0, self._reset(failures, now, limit), "auth")
+            failures.append(now)
+            return Admission(True, limit, 0, self._reset(failures, now), "")
+
+    def get(self, cache_key: str) -> bytes | None:
+        return self._bodies.get(cache_key)
+
+    def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
+        self._bodies.put(cache_key, body, max(1, ttl_seconds))
+
+    def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
+        now = self._clock()
+        with self._lock:
+            held = self._fill_locks.get(cache_key)
+            if held and held[0] > now:
+                return None
+            token = uuid.uuid4().hex
+            self._fill_locks[cache_key] = (now + ttl_seconds, token)
+            return token
+
+    def unlock(self, cache_key: str, token: str) -> None:
+        with self._lock:
+            if self._fill_locks.get(cache_key, (0, ""))[1] == token:
+                del self._fill_locks[cache_key]
+
+    def status(self) -> dict:
+        return {"backend": "in-process", "ok": True, "shared": False}
+
+    def close(self) -> None:
+        with self._lock:
+            self._windows.clear()
+        self._bodies.clear()
+
