@@ -151,9 +151,13 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
     from dashboard import api, ui
 
     query = _page("/query")
-    controls = query._period_controls(api.operation("query"))
+    controls = query._period_controls(api.operation("query"), {})
     ids = [c.children[1].id for c in controls]
     assert ids == ["query-as-of", "query-compare", "query-intervals"]
+    assert [c.children[1].value for c in controls] == ["", [], []]
+    restored = query._period_controls(api.operation("query"), {"as_of": "2026-03-03T12:00:00Z",
+                                                                "compare": "previous_period", "intervals": "true"})
+    assert [c.children[1].value for c in restored] == ["2026-03-03T12:00:00Z", ["previous_period"], [True]]
     assert controls[1].children[1].options == [{"label": "previous period", "value": "previous_period"}]
     plain = query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json")
     assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
