@@ -15,31 +15,15 @@ import dataclasses
 import difflib
 import json
 import math
-import re
 import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-_NUMBER = re.compile(r"^[+-]?([0-9]+(\.[0-9]*)?|\.[0-9]+)([eE][+-]?[0-9]+)?$")
-_INTEGER = re.compile(r"^[+-]?[0-9]{1,18}$")  # what the API accepts as an integer in a query string
+from paramcheck import FieldError, allowed, check_body, check_query, reason, summary
+
+__all__ = ["INVALID_TITLE", "FieldError", "Operation", "Operations", "Parameter", "query_text", "summary"]
 
 INVALID_TITLE = "Invalid or missing parameter"  # the title of the API's 400 problem
-
-
-@dataclasses.dataclass(frozen=True)
-class FieldError:
-    name: str
-    reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"name": self.name, "reason": self.reason}
-
-
-def summary(errors: Sequence[FieldError]) -> str:
-    """The `detail` the API gives for these errors."""
-    if len(errors) == 1:
-        return f"Parameter '{errors[0].name}' {errors[0].reason}."
-    return f"{len(errors)} parameters are invalid: " + ", ".join(f"'{e.name}'" for e in errors) + ". See errors."
 
 
 @dataclasses.dataclass(frozen=True)
@@ -126,32 +110,10 @@ class Operation:
             name: [query_text(v) for v in value] if isinstance(value, (list, tuple, set)) else query_text(value)
             for name, value in given.items()
         }
-        return query, _unknown(query, self.params, "parameter") + self._check_query(query)
-
-    def _check_query(self, query: Mapping[str, Any]) -> list[FieldError]:
-        errors = []
-        for param in self.params:
-            if param.name not in query:
-                if param.required:
-                    errors.append(FieldError(param.name, f"is required; expected {param.allowed()}"))
-                continue
-            if isinstance(query[param.name], list):
-                errors.append(FieldError(param.name, "must be given once; it was repeated"))
-                continue
-            try:
-                _check_text(param.schema, query[param.name])
-            except ValueError as exc:
-                errors.append(FieldError(param.name, str(exc)))
-        return errors
+        return query, check_query(self.params, query)[1]
 
     def _check_body(self, body: Mapping[str, Any]) -> list[FieldError]:
-        errors = _unknown(body, self.params, "field")
-        for param in self.params:
-            if param.name not in body:
-                if param.required:
-                    errors.append(FieldError(param.name, f"is required; expected {param.allowed()}"))
-                continue
-            errors.extend(_check_json(param.schema, body[param.name], param.name))
+        errors = check_body(self.params, body)[1]
         if errors:
             return errors
         for rule in self.rules:
@@ -168,159 +130,6 @@ def query_text(value: Any) -> str:
     return str(value)
 
 
-def _unknown(given: Mapping[str, Any], params: Sequence[Parameter], word: str) -> list[FieldError]:
-    known = [p.name for p in params]
-    return [FieldError(name, did_you_mean(name, known).replace("parameter", word)) for name in given if name not in known]
-
-
-def did_you_mean(name: str, known: Sequence[str]) -> str:
-    close = difflib.get_close_matches(name, known, n=1, cutoff=0.6)
-    hint = f" Did you mean '{close[0]}'?" if close else ""
-    return f"unknown parameter.{hint} Known parameters: {', '.join(known) or 'none'}"
-
-
-def allowed(schema: Mapping[str, Any]) -> str:
-    """What the schema allows, in the API's words."""
-    kind = schema.get("type")
-    if "enum" in schema:
-        return "one of " + ", ".join(str(v) for v in schema["enum"])
-    if kind == "boolean":
-        return "true or false"
-    if kind in ("integer", "number"):
-        noun = "an integer" if kind == "integer" else "a number"
-        low, high = schema.get("minimum"), schema.get("maximum")
-        above = schema.get("exclusiveMinimum")
-        if above is not None:
-            return f"{noun} greater than {_num(above)}" + (f" and at most {_num(high)}" if high is not None else "")
-        if low is not None and high is not None:
-            return f"{noun} from {_num(low)} to {_num(high)}"
-        if low is not None:
-            return f"{noun} of at least {_num(low)}"
-        return noun
-    if kind == "string":
-        if "maxLength" in schema:
-            return f"a string of {schema.get('minLength') or 1} to {schema['maxLength']} characters"
-        return "a string"
-    if kind == "array":
-        inner = allowed(schema["items"]) if "items" in schema else "values"
-        return f"an array of at most {schema.get('maxItems')} items, each {inner}"
-    if kind == "object" and "properties" in schema:
-        return "an object with the optional keys " + ", ".join(schema["properties"])
-    return str(kind)
-
-
-def _num(value: float) -> str:
-    """A number as the messages show it: integral ones without '.0', very long ones cut short."""
-    text = str(value) if isinstance(value, int) else (str(int(value)) if value.is_integer() else str(value))
-    return text if len(text) <= 24 else f"{text[:12]}... ({len(text.lstrip('-'))} digits)"
-
-
-def _check_text(schema: Mapping[str, Any], text: str) -> Any:
-    """A query-string value converted to the schema's type; ValueError with the API's reason."""
-    kind = schema.get("type")
-    if kind == "integer":
-        if not _INTEGER.match(text.strip()):
-            raise ValueError(f"{text!r} is not valid; expected {allowed(schema)}")
-        return _check_scalar(schema, int(text.strip()))
-    if kind == "number":
-        try:
-            if not _NUMBER.match(text.strip()):
-                raise ValueError(text)
-            number = float(text.strip())
-        except ValueError:
-            raise ValueError(f"{text!r} is not valid; expected {allowed(schema)}") from None
-        return _check_scalar(schema, number)
-    if kind == "boolean":
-        if text not in ("true", "false"):
-            raise ValueError(f"{text!r} is not valid; expected {allowed(schema)}")
-        return text == "true"
-    return _check_scalar(schema, text)
-
-
-def _check_json(schema: Mapping[str, Any], value: Any, path: str) -> list[FieldError]:
-    """Every problem of a decoded JSON value against its schema, recursively."""
-    def fail(reason: str) -> list[FieldError]:
-        return [FieldError(path, reason)]
-
-    kind = schema.get("type")
-    if kind == "integer":
-        if isinstance(value, float) and value.is_integer():
-            value = int(value)
-        if isinstance(value, bool) or not isinstance(value, int):
-            return fail(f"{value!r} is not valid; expected {allowed(schema)}")
-    elif kind == "number":
-        if isinstance(value, bool) or not isinstance(value, (int, float)):
-            return fail(f"{value!r} is not valid; expected {allowed(schema)}")
-    elif kind == "boolean":
-        return [] if isinstance(value, bool) else fail(f"{value!r} is not valid; expected {allowed(schema)}")
-    elif kind == "string":
-        if not isinstance(value, str):
-            return fail(f"must be a string; expected {allowed(schema)}")
-    elif kind == "array":
-        if not isinstance(value, list):
-            return fail(f"must be an array; expected {allowed(schema)}")
-        least, most = schema.get("minItems"), schema.get("maxItems")
-        if least is not None and len(value) < least:
-            return fail(f"must have at least {least} item(s); it is empty" if not value
-                        else f"must have at least {least} items")
-        if most is not None and len(value) > most:
-            return fail(f"has {len(value)} items; at most {most} are allowed")
-        errors = [e for index, item in enumerate(value) for e in _check_json(schema["items"], item, f"{path}[{index}]")]
-        if errors:
-            return errors
-        if schema.get("uniqueItems") and len({json.dumps(v, sort_keys=True) for v in value}) != len(value):
-            return fail("must not repeat a value")
-        return []
-    elif kind == "object":
-        if not isinstance(value, dict):
-            return fail(f"must be an object; expected {allowed(schema)}")
-        members = schema.get("properties", {})
-        errors = []
-        for key, item in value.items():
-            if key not in members:
-                errors.append(FieldError(f"{path}.{key}", did_you_mean(key, list(members)).replace("parameter", "key")))
-            else:
-                errors.extend(_check_json(members[key], item, f"{path}.{key}"))
-        return errors
-    try:
-        _check_scalar(schema, value)
-    except ValueError as exc:
-        return fail(str(exc))
-    return []
-
-
-def _check_scalar(schema: Mapping[str, Any], value: Any) -> Any:
-    kind = schema.get("type")
-    if kind == "number" and isinstance(value, float) and not math.isfinite(value):
-        raise ValueError(f"{value!r} is not valid; expected {allowed(schema)}")
-    if kind in ("integer", "number"):
-        low, high = schema.get("minimum"), schema.get("maximum")
-        if (low is not None and value < low) or (high is not None and value > high):
-            raise ValueError(f"{_num(value)} is out of bounds; expected {allowed(schema)}")
-        return value
-    if "enum" in schema:
-        if value not in schema["enum"]:
-            close = difflib.get_close_matches(str(value).lower(), schema["enum"], n=1, cutoff=0.5)
-            hint = f" (did you mean '{close[0]}'?)" if close else ""
-            raise ValueError(f"{value!r} is not allowed{hint}; expected {allowed(schema)}")
-        return value
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("is not valid Unicode text") from None
-    least, most = schema.get("minLength"), schema.get("maxLength")
-    if least is not None and len(value) < least:
-        raise ValueError("must not be empty" if not value else f"is too short; expected {allowed(schema)}")
-    if most is not None and len(value) > most:
-        raise ValueError(f"is {len(value)} characters long; expected {allowed(schema)}")
-    pattern = schema.get("pattern")
-    if pattern is not None and not re.search(pattern, value):
-        # The document's one pattern is "has a character that is not white space".
-        raise ValueError("must not be blank (white space only)" if not re.search(pattern, " ") and re.search(pattern, "a")
-                         else f"does not match the pattern {pattern}")
-    return value
-
-
 def _check_rule(rule: Mapping[str, Any], body: Mapping[str, Any], operation: Operation) -> list[FieldError]:
     """An if/then rule of the body's schema, of the shape the document uses: if <array field>
     contains <value>, then <fields> are required."""
@@ -330,7 +139,8 @@ def _check_rule(rule: Mapping[str, Any], body: Mapping[str, Any], operation: Ope
         const = test.get("contains", {}).get("const")
         if const is None or const not in (body.get(field) or []):
             return []
-        return [FieldError(name, f"is required when {field} includes {const}; expected {operation.param(name).allowed()}")
+        return [FieldError(name, reason("required_when", field=field, value=const,
+                                        expected=operation.param(name).allowed()))
                 for name in wanted if name not in body]
     return []
 

@@ -5,9 +5,17 @@
 # The Apps Script functions run under Node's test runner (node --test, Node 18+), started by
 # tests/test_apps_script.py with answers it records from the API; Node must be on PATH.
 # The dashboard's browser tests run Debian's chromium + chromium-driver, installed when missing.
-# Extra arguments go to pytest, e.g. scripts/test.sh -k openapi
+#
+#   scripts/test.sh            everything
+#   scripts/test.sh --quick    the quick tier: no server process, no browser, no large data set,
+#                              on two pytest workers (tests/support/tiers.py says what is left out)
+# Extra arguments go to pytest, e.g. scripts/test.sh -k openapi, scripts/test.sh --quick -k params
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements-dev.txt
+if [ "${1:-}" = "--quick" ]; then
+  shift
+  exec .venv/bin/python -m pytest -m "not process and not slow" -n 2 "$@"
+fi
 scripts/install_chromium.sh  # the dashboard's browser tests: Debian chromium + chromium-driver, only when missing
 exec .venv/bin/python -m pytest "$@"

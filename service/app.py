@@ -11,6 +11,7 @@ import cache
 from service import __version__
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
+from service.cache_entry import DecodedEntries
 from service.clock import Clock, SystemClock
 from service.endpoints import ENDPOINTS
 from service.engine import Engine
@@ -27,7 +28,6 @@ from service.resources.account import AccountResource
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
-from service.response_cache import DecodedBodies
 from service.settings import Settings
 from service.store.reader import EventStore
 from service.webhooks import resources as webhook_resources
@@ -89,7 +89,7 @@ def create_app(
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
 
-    decoded = DecodedBodies()  # one per app: keys are unique per deployment, not across apps
+    decoded = DecodedEntries()  # one per app: keys are unique per deployment, not across apps
     for endpoint in ENDPOINTS:
         app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate,
                                                           cache_responses=settings.cache_responses,

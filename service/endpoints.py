@@ -10,9 +10,10 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from paramcheck import FieldError, reason
 from service.engine import requests as rq
 from service.engine.shapes import SHAPES
-from service.params import FieldError, Param
+from service.params import Param
 from service.store.contract import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
 from service.store.schema import PAGE_CONTEXTS, PLATFORMS
@@ -190,8 +191,12 @@ class Endpoint:
     echo: tuple[str, ...]     # request values echoed in the response, in order, before the records
     build: Callable[[dict[str, Any]], Any]  # validated values -> engine request
     extra: Callable[[Any, dt.datetime], dict[str, Any]] | None = None  # computed envelope fields
+    extra_schema: dict[str, Any] | None = None  # their JSON Schema, by field, in `extra`'s order
     check: Callable[[dict[str, Any]], list[FieldError]] | None = None  # rules across several fields
     check_schema: dict[str, Any] | None = None  # the same rules in JSON Schema, for the OpenAPI document
+    # Refused with 422 before computing when its cells could exceed the deployment's bound
+    # (SIGNALS_QUERY_MAX_CELLS); the document then gives the bound and the cost note.
+    cost_bounded: bool = False
 
     @property
     def full_path(self) -> str:
@@ -212,16 +217,21 @@ class Endpoint:
             if param.normalise is not None:  # the echo is the normalised value: its length may differ
                 for key in ("minLength", "maxLength", "pattern"):
                     schema.pop(key, None)
-            if name == "bucket" and self.in_body:
-                schema = {"type": ["string", "null"], "enum": [*BUCKETS, None],
-                          "description": "Echo of the request's bucket; null when absent."}
+            if param.default is None and not param.required:  # absent: echoed as null
+                schema = _nullable_echo(param)
             props[name] = schema
-        if self.name == "trending":
-            props["recent_period"] = {"type": "string", "description": "Human-readable length of the recent period."}
-            props["baseline_period"] = {"type": "string", "description": "Human-readable description of the baseline period."}
+        props.update(self.extra_schema or {})
         props[self.records_field] = {"type": "array", "items": self.record_schema}
         props["disclaimer"] = {"type": "string", "minLength": 1}
         return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+
+
+def _nullable_echo(param: Param) -> dict[str, Any]:
+    schema: dict[str, Any] = {"type": [param.type, "null"]}
+    if param.enum is not None:
+        schema["enum"] = [*param.enum, None]
+    schema["description"] = f"Echo of the request's {param.name}; null when absent."
+    return schema
 
 
 def _flags(values: dict[str, Any]) -> dict[str, Any]:
@@ -234,9 +244,16 @@ def _trending_extra(req: rq.Trending, as_of: dt.datetime) -> dict[str, Any]:
     return {"recent_period": periods.recent_label, "baseline_period": periods.baseline_label}
 
 
+_TRENDING_EXTRA_SCHEMA = {
+    "recent_period": {"type": "string", "description": "Human-readable length of the recent period."},
+    "baseline_period": {"type": "string", "description": "Human-readable description of the baseline period."},
+}
+
+
 def _check_query(values: dict[str, Any]) -> list[FieldError]:
     if "time" in values["group_by"] and values["bucket"] is None:
-        return [FieldError("bucket", "is required when group_by includes time; expected one of " + ", ".join(BUCKETS))]
+        return [FieldError("bucket", reason("required_when", field="group_by", value="time",
+                                            expected=_bucket().allowed()))]
     return []
 
 
@@ -322,7 +339,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                       default=10, minimum=0), AS_OF),
         records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
         build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
-        extra=_trending_extra,
+        extra=_trending_extra, extra_schema=_TRENDING_EXTRA_SCHEMA,
     ),
     Endpoint(
         name="keyword_activity", tool="signals_keyword_activity", method="GET", path="/keyword-activity",
@@ -355,7 +372,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
             AS_OF, COMPARE, INTERVALS,
         ),
         records_field="results", record_schema=_with_extras(QUERY_RECORD, "query"), echo=("window", "bucket", "group_by"),
-        build=_build_query, check=_check_query, check_schema=_QUERY_CHECK_SCHEMA,
+        build=_build_query, check=_check_query, check_schema=_QUERY_CHECK_SCHEMA, cost_bounded=True,
     ),
 )
 

@@ -14,8 +14,8 @@ from typing import Any
 
 import falcon
 
+from paramcheck import FieldError
 from service.disclaimer import DISCLAIMER
-from service.params import FieldError
 
 log = logging.getLogger("signals.errors")
 

@@ -111,7 +111,7 @@ def _tier_note(tier: Tier) -> str:
 
 def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str, Any]:
     description = f"{endpoint.description}\n\n{_tier_note(endpoint.min_tier)}"
-    if endpoint.name == "query":
+    if endpoint.cost_bounded:
         description += _QUERY_COST_NOTE.format(max_cells=max_cells, deadline=deadline)
     op: dict[str, Any] = {
         "operationId": endpoint.name,
@@ -172,7 +172,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
     if endpoint.in_body:
         responses["413"] = {"$ref": "#/components/responses/Problem413"}
         responses["415"] = {"$ref": "#/components/responses/Problem415"}
-    if endpoint.name == "query":
+    if endpoint.cost_bounded:
         op["x-max-cells"] = max_cells
         responses["422"] = {"$ref": "#/components/responses/Problem422"}
     for status in _ERRORS:

@@ -24,7 +24,7 @@ def _with_text_timestamps(frame: pl.DataFrame) -> pl.DataFrame:
     return frame.with_columns(pl.col(temporal).dt.convert_time_zone("UTC").dt.strftime(_ISO_Z))
 
 
-def json_body(head: Mapping[str, Any], records_field: str, frame: pl.DataFrame) -> bytes:
+def json_envelope(head: Mapping[str, Any], records_field: str, frame: pl.DataFrame) -> bytes:
     """`{...head, <records_field>: [...frame rows...], "disclaimer": ...}` as UTF-8 bytes."""
     parts = [f"{json.dumps(key)}:{json.dumps(value, ensure_ascii=False)}" for key, value in head.items()]
     parts.append(f"{json.dumps(records_field)}:{_with_text_timestamps(frame).write_json()}")

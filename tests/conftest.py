@@ -23,6 +23,8 @@ from service.tiers import Tier
 from tests.support import redis_server
 from tests.support.fixture_data import FIXTURE_NOW, write_fixture_store
 
+pytest_plugins = ["tests.support.tiers"]  # the quick tier's `slow` marker
+
 
 @pytest.fixture(scope="session")
 def fixture_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:

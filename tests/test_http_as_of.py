@@ -253,16 +253,16 @@ def test_defaults_are_unchanged_over_real_http(tmp_path):
 
 
 def test_a_past_as_of_plan_is_remembered_like_any_other(app, keys, client):
-    """A repeated GET skips validation and key derivation (the plan memo), a past as_of included."""
+    """A repeated GET skips validation and key derivation (the memo of prepared requests), a past as_of included."""
     from service.resources.signals import SignalsResource
 
     resource = next(r for r in _resources(app) if isinstance(r, SignalsResource) and r.endpoint.name == "geo_heat")
     query = {"window": "7d", "as_of": PAST_TEXT}
     first = get(client, "/geo-heat", keys["observer"], query)
-    plan = resource._plans["window=7d&as_of=2026-03-09T06%3A00%3A00Z"]
-    assert (plan.as_of, plan.current) == (PAST, FIXTURE_AS_OF)
+    prepared = resource._prepared["window=7d&as_of=2026-03-09T06%3A00%3A00Z"]
+    assert (prepared.as_of, prepared.current) == (PAST, FIXTURE_AS_OF)
     again = get(client, "/geo-heat", keys["observer"], query)
-    assert resource._plans["window=7d&as_of=2026-03-09T06%3A00%3A00Z"] is plan
+    assert resource._prepared["window=7d&as_of=2026-03-09T06%3A00%3A00Z"] is prepared
     assert again.content == first.content and again.headers["x-signals-as-of"] == PAST_TEXT
 
 

@@ -19,8 +19,8 @@ import redis
 
 import cache
 from service.app import create_app
+from service.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
 from service.clock import FixedClock
-from service.response_cache import CachedResponse, DecodedBodies, seconds_until_next_hour
 from service.settings import Settings
 from service.store.reader import EventStore
 from service.store.writer import write_events
@@ -321,14 +321,14 @@ def test_max_age_runs_to_the_next_hour(moment, seconds):
 
 
 def test_decoded_bodies_are_bounded_by_size():
-    decoded = DecodedBodies(max_bytes=16 * 1024)
-    small = [CachedResponse(f'"{n}"', "application/json", None, b"x" * 900) for n in range(40)]
+    decoded = DecodedEntries(max_bytes=16 * 1024)
+    small = [CacheEntry(f'"{n}"', "application/json", None, b"x" * 900) for n in range(40)]
     for n, entry in enumerate(small):
         assert decoded.decode(f"k{n}", entry.encode()) == entry
     assert decoded.size <= 16 * 1024  # the oldest went
     first = decoded.decode("k39", b"not even parsed")  # a kept key is not decoded again
     assert first == small[39]
-    large = CachedResponse('"big"', "application/json", None, b"y" * 2000)  # over a sixteenth
+    large = CacheEntry('"big"', "application/json", None, b"y" * 2000)  # over a sixteenth
     assert decoded.decode("big", large.encode()) == large
     with pytest.raises(json.JSONDecodeError):
         decoded.decode("big", b"{not json}\nbody")  # not kept, so decoded again

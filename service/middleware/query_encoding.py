@@ -12,8 +12,8 @@ from urllib.parse import unquote_to_bytes
 
 import falcon
 
+from paramcheck import FieldError
 from service.errors import Problem
-from service.params import FieldError
 
 REASON = "is not valid UTF-8; percent-encode the UTF-8 bytes of the text"
 

@@ -36,8 +36,8 @@ class RateLimitMiddleware:
         principal = getattr(req.context, "principal", None)
         if principal is None or not getattr(resource, "rate_limited", False):
             return
-        plan = resource.prepare(req)
-        admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, plan.key)
+        prepared = resource.prepare(req)
+        admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, prepared.key)
         req.context.admission = admission
         headers = rate_limit_headers(admission, principal.tier.slug)
         resp.set_headers(headers)

@@ -16,18 +16,18 @@ from typing import Any
 
 import falcon
 
+from paramcheck import summary
 from service.accounts import Principal
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ACCOUNT_PATH, ENDPOINTS
 from service.errors import Problem
+from service.etags import etag_for, if_none_match
 from service.params import ValidationFailed, parse_query
-from service.resources.signals import _summary
-from service.response_cache import etag_for, if_none_match
 from service.windows import iso_z
 
 
 @dataclasses.dataclass(frozen=True)
-class AccountPlan:
+class PreparedAccountRequest:
     """What the rate-limit middleware needs from a resource's `prepare`: no cache key (the answer
     is per key), and the problem to report after the rate limit, if any."""
 
@@ -56,19 +56,19 @@ class AccountResource:
     rate_limited = True
     path = ACCOUNT_PATH
 
-    def prepare(self, req: falcon.Request) -> AccountPlan:
+    def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
         try:
             parse_query((), req.params)
-            plan = AccountPlan()
+            prepared = PreparedAccountRequest()
         except ValidationFailed as exc:
-            plan = AccountPlan(problem=Problem(400, _summary(exc.errors), errors=exc.errors))
-        req.context.plan = plan
-        return plan
+            prepared = PreparedAccountRequest(problem=Problem(400, summary(exc.errors), errors=exc.errors))
+        req.context.prepared = prepared
+        return prepared
 
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        plan = getattr(req.context, "plan", None) or self.prepare(req)
-        if plan.problem:
-            raise plan.problem
+        prepared = getattr(req.context, "prepared", None) or self.prepare(req)
+        if prepared.problem:
+            raise prepared.problem
         body = json.dumps(account_body(req.context.principal), separators=(",", ":")).encode()
         etag = etag_for(body)
         resp.set_header("ETag", etag)

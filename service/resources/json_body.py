@@ -20,8 +20,8 @@ from typing import Any
 
 import falcon
 
+from paramcheck import FieldError, HugeNumber
 from service.errors import Problem
-from service.params import FieldError, HugeNumber
 
 MAX_BODY_BYTES = 64 * 1024
 _REPEATED = "must be given once; it was repeated"

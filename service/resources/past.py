@@ -11,7 +11,7 @@ from service.privacy import data_version
 from service.store.reader import EventFrames
 
 # How long an answer for a past as_of is kept. Its key names the data version of the dates it
-# covers (response_cache.cache_key), so it is never stale; the time only bounds what is kept.
+# covers (cache_entry.cache_key), so it is never stale; the time only bounds what is kept.
 PAST_AS_OF_SECONDS = 24 * 3600
 
 

@@ -20,6 +20,13 @@ from typing import Any
 import falcon
 
 from cache import Gate
+from paramcheck import FieldError, summary
+from service.cache_entry import (
+    CacheEntry,
+    DecodedEntries,
+    cache_key,
+    seconds_until_next_hour,
+)
 from service.clock import Clock
 from service.deadline import DeadlineExceeded, time_limit
 from service.disclaimer import DISCLAIMER
@@ -27,19 +34,12 @@ from service.endpoints import Endpoint
 from service.engine import Engine
 from service.engine import cost as query_cost
 from service.errors import COMPUTATION_TIMEOUT, Problem
-from service.params import FieldError, ValidationFailed, parse_body, parse_query
+from service.etags import etag_for, if_none_match
+from service.params import ValidationFailed, parse_body, parse_query
 from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
-from service.render import csv_body, csv_filename, json_body
+from service.render import csv_body, csv_filename, json_envelope
 from service.resources.json_body import read_json_body
 from service.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
-from service.response_cache import (
-    CachedResponse,
-    DecodedBodies,
-    cache_key,
-    etag_for,
-    if_none_match,
-    seconds_until_next_hour,
-)
 from service.store.reader import EventFrames, EventStore
 from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
@@ -53,21 +53,21 @@ _DISCLAIMER_HEADER = DISCLAIMER.encode("ascii", "replace").decode()
 
 
 @dataclasses.dataclass(frozen=True)
-class Plan:
+class PreparedRequest:
     """A request made ready: either a problem to report, or what to answer, its cache key and
     the response headers that follow from it."""
 
     problem: Problem | None = None
     request: Any = None
-    generation: int = 0   # of the event frames the plan was made for (a plan never holds frames)
+    generation: int = 0   # of the event frames the request was prepared for (it never holds frames)
     as_of: Any = None     # the answer's as_of: the current one, or the requested earlier hour
-    current: Any = None   # the current as_of the plan was made under (what a memoised plan is checked by)
+    current: Any = None   # the current as_of the request was prepared under (what a memoised one is checked by)
     key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     ttl: int | None = None  # seconds to keep the computed body; None: until the next hour
 
 
-PLAN_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
+PREPARED_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
 
 
 class SignalsResource:
@@ -76,11 +76,11 @@ class SignalsResource:
     rate_limited = True
 
     def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
-                 *, cache_responses: bool = True, cache_variant: str = "", decoded: DecodedBodies | None = None,
+                 *, cache_responses: bool = True, cache_variant: str = "", decoded: DecodedEntries | None = None,
                  query_max_cells: int | None = None, deadline_seconds: float | None = None) -> None:
         self.endpoint = endpoint
-        # /query only: the bound on its cells, checked before computing (None: not checked).
-        self._max_cells = query_max_cells if endpoint.name == "query" else None
+        # The bound on its cells, checked before computing (None: not checked).
+        self._max_cells = query_max_cells if endpoint.cost_bounded else None
         self._deadline_seconds = deadline_seconds  # a computation running longer is stopped (503)
         self._lock_seconds = max(FILL_LOCK_SECONDS, math.ceil(deadline_seconds or 0) + 10)
         self._cache_variant = cache_variant
@@ -90,28 +90,28 @@ class SignalsResource:
         self._store = store
         self._clock = clock
         self._gate = gate
-        # A GET's plan depends only on its query string, the hour and the data generation: the
-        # plans of recent query strings are kept, so a repeated request skips validation and
-        # key derivation. Valid plans only, of the current hour and generation; the memo is
-        # emptied when full. Plans hold no event frames: a memo that outlived an ingest must not
+        # A prepared GET depends only on its query string, the hour and the data generation: the
+        # prepared requests of recent query strings are kept, so a repeated request skips validation and
+        # key derivation. Valid ones only, of the current hour and generation; the memo is
+        # emptied when full. They hold no event frames: a memo that outlived an ingest must not
         # keep the previous generation's data in memory.
-        self._plans: dict[str, Plan] = {}
-        self._plans_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
+        self._prepared: dict[str, PreparedRequest] = {}
+        self._prepared_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
         self._as_of_memo: tuple | None = None  # (last event, hour start, hour end, as_of)
         self._first_memo: tuple[int, dt.datetime | None] | None = None  # (generation, first event)
         # Decoded hot bodies, shared by the app's resources (bounded by size).
-        self._decoded = decoded if decoded is not None else DecodedBodies()
+        self._decoded = decoded if decoded is not None else DecodedEntries()
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
 
     # -- before the rate limit ------------------------------------------------------------
 
-    def prepare(self, req: falcon.Request) -> Plan:
+    def prepare(self, req: falcon.Request) -> PreparedRequest:
         req.context.frames = frames = self._store.snapshot()
         req.context.now = now = self._clock.now()
         as_of = self._as_of(now, frames.last_event)
-        plan_for = self._plan if self.endpoint.in_body else self._memoised_plan
-        req.context.plan = plan = plan_for(req, frames, as_of)
-        return plan
+        make = self._prepare_now if self.endpoint.in_body else self._memoised
+        req.context.prepared = prepared = make(req, frames, as_of)
+        return prepared
 
     def _as_of(self, now: dt.datetime, last_event: dt.datetime | None) -> dt.datetime:
         """`compute_as_of`, remembered for the rest of the hour while the data's last event stays."""
@@ -123,24 +123,24 @@ class SignalsResource:
         self._as_of_memo = (last_event, hour, hour + HOUR, as_of)
         return as_of
 
-    def _memoised_plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
-        if self._plans_for != (as_of, frames.generation):
-            self._plans = {}
-            self._plans_for = (as_of, frames.generation)
-        plans = self._plans
-        plan = plans.get(req.query_string)
-        # A thread that raced past a change of hour or generation may find or leave a plan of
+    def _memoised(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> PreparedRequest:
+        if self._prepared_for != (as_of, frames.generation):
+            self._prepared = {}
+            self._prepared_for = (as_of, frames.generation)
+        memo = self._prepared
+        prepared = memo.get(req.query_string)
+        # A thread that raced past a change of hour or generation may find or leave a prepared request of
         # the other one: it is only used when it matches.
-        if plan is not None and plan.current == as_of and plan.generation == frames.generation:
-            return plan
-        plan = self._plan(req, frames, as_of)
-        if plan.problem is None:
-            if len(plans) >= PLAN_MEMO_SIZE:
-                plans.clear()
-            plans[req.query_string] = plan
-        return plan
+        if prepared is not None and prepared.current == as_of and prepared.generation == frames.generation:
+            return prepared
+        prepared = self._prepare_now(req, frames, as_of)
+        if prepared.problem is None:
+            if len(memo) >= PREPARED_MEMO_SIZE:
+                memo.clear()
+            memo[req.query_string] = prepared
+        return prepared
 
-    def _plan(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> Plan:
+    def _prepare_now(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> PreparedRequest:
         try:
             values = self._validated(req)
             current = as_of
@@ -149,7 +149,7 @@ class SignalsResource:
                 self._check_previous_period(values["window"], as_of, frames)
             request = self.endpoint.build(values)
         except Problem as problem:
-            return Plan(problem=problem)
+            return PreparedRequest(problem=problem)
         key, ttl = None, None
         if self._cache_responses:
             if as_of == current:  # the same entry as without as_of: the same body
@@ -164,7 +164,7 @@ class SignalsResource:
             ("X-Signals-As-Of", iso_z(as_of)),
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
-        return Plan(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
+        return PreparedRequest(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
                     headers=headers, ttl=ttl)
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
@@ -177,13 +177,13 @@ class SignalsResource:
             return parse_as_of(text, as_of_range(window, current, self._first_event(frames)))
         except AsOfError as exc:
             error = FieldError("as_of", str(exc))
-            raise Problem(400, _summary([error]), errors=[error]) from None
+            raise Problem(400, summary([error]), errors=[error]) from None
 
     def _check_previous_period(self, window: str, as_of: dt.datetime, frames: EventFrames) -> None:
         reason = previous_period_error(window, as_of, self._first_event(frames))
         if reason is not None:
             error = FieldError("compare", reason)
-            raise Problem(400, _summary([error]), errors=[error])
+            raise Problem(400, summary([error]), errors=[error])
 
     def _first_event(self, frames: EventFrames) -> dt.datetime | None:
         """The data's first event (over both tables), remembered for the snapshot's generation."""
@@ -210,63 +210,63 @@ class SignalsResource:
             if errors:
                 raise ValidationFailed(errors)
         except ValidationFailed as exc:
-            raise Problem(400, _summary(exc.errors), errors=exc.errors) from None
+            raise Problem(400, summary(exc.errors), errors=exc.errors) from None
         return values
 
     # -- the responder ----------------------------------------------------------------------
 
     def _respond(self, req: falcon.Request, resp: falcon.Response) -> None:
-        plan: Plan = getattr(req.context, "plan", None) or self.prepare(req)
-        if plan.problem:
-            raise plan.problem
+        prepared: PreparedRequest = getattr(req.context, "prepared", None) or self.prepare(req)
+        if prepared.problem:
+            raise prepared.problem
         raw = None
-        if plan.key is not None:  # None: response caching is off
+        if prepared.key is not None:  # None: response caching is off
             admission = getattr(req.context, "admission", None)
-            raw = admission.cached if admission is not None else self._gate.get(plan.key)
+            raw = admission.cached if admission is not None else self._gate.get(prepared.key)
         if raw is not None:
-            entry, outcome = self._decoded.decode(plan.key, raw), "hit"
+            entry, outcome = self._decoded.decode(prepared.key, raw), "hit"
         else:
             # Only on a miss: an answer in the cache passed the same check for the same data.
-            self._check_cost(plan, req.context.frames)
-            entry, outcome = self._fill(plan, req.context.frames), "miss"
-        self._send(req, resp, plan, entry, outcome)
+            self._check_cost(prepared, req.context.frames)
+            entry, outcome = self._fill(prepared, req.context.frames), "miss"
+        self._send(req, resp, prepared, entry, outcome)
 
-    def _fill(self, plan: Plan, frames: EventFrames) -> CachedResponse:
+    def _fill(self, prepared: PreparedRequest, frames: EventFrames) -> CacheEntry:
         """Compute the answer once across all workers: the lock holder computes and stores it,
         the others wait for the stored body. A waiter computes itself when the lock comes free
         without a body (the holder failed), when Redis goes away meanwhile (the lock then comes
         from the per-process fallback at once), or after FILL_WAIT_SECONDS."""
-        if plan.key is None:
-            return self._compute(plan, frames)
-        token = self._gate.try_lock(plan.key, self._lock_seconds)
+        if prepared.key is None:
+            return self._compute(prepared, frames)
+        token = self._gate.try_lock(prepared.key, self._lock_seconds)
         waited = token is None
         deadline = time.monotonic() + FILL_WAIT_SECONDS
         while token is None and time.monotonic() < deadline:
             time.sleep(0.02)
-            raw = self._gate.get(plan.key)
+            raw = self._gate.get(prepared.key)
             if raw is not None:
-                return self._decoded.decode(plan.key, raw)
-            token = self._gate.try_lock(plan.key, self._lock_seconds)
+                return self._decoded.decode(prepared.key, raw)
+            token = self._gate.try_lock(prepared.key, self._lock_seconds)
         try:
             if waited and token is not None:
-                raw = self._gate.get(plan.key)  # stored and unlocked between our two calls?
+                raw = self._gate.get(prepared.key)  # stored and unlocked between our two calls?
                 if raw is not None:
-                    return self._decoded.decode(plan.key, raw)
-            entry = self._compute(plan, frames)
-            self._gate.put(plan.key, entry.encode(), plan.ttl or seconds_until_next_hour(self._clock.now()))
+                    return self._decoded.decode(prepared.key, raw)
+            entry = self._compute(prepared, frames)
+            self._gate.put(prepared.key, entry.encode(), prepared.ttl or seconds_until_next_hour(self._clock.now()))
             return entry
         finally:
             if token is not None:
-                self._gate.unlock(plan.key, token)
+                self._gate.unlock(prepared.key, token)
 
-    def _check_cost(self, plan: Plan, frames: EventFrames) -> None:
+    def _check_cost(self, prepared: PreparedRequest, frames: EventFrames) -> None:
         """422 for a /query that could aggregate more cells than allowed, before any computing."""
         if self._max_cells is None:
             return
         try:
-            query_cost.check(frames, plan.as_of, plan.request, self._max_cells)
-            if plan.request.compare:  # the period before is computed too
-                query_cost.check(frames, previous_as_of(plan.request.window, plan.as_of), plan.request,
+            query_cost.check(frames, prepared.as_of, prepared.request, self._max_cells)
+            if prepared.request.compare:  # the period before is computed too
+                query_cost.check(frames, previous_as_of(prepared.request.window, prepared.as_of), prepared.request,
                                  self._max_cells)
         except query_cost.QueryTooLarge as exc:
             raise Problem(422, exc.detail(), extensions={
@@ -275,15 +275,15 @@ class SignalsResource:
                 "narrowings": [{"change": dict(n.change), "estimated_cells": n.cells} for n in exc.narrowings],
             }) from None
 
-    def _compute(self, plan: Plan, frames: EventFrames) -> CachedResponse:
+    def _compute(self, prepared: PreparedRequest, frames: EventFrames) -> CacheEntry:
         started = time.monotonic()
         try:
             with time_limit(self._deadline_seconds):
-                return self._computed(plan, frames)
+                return self._computed(prepared, frames)
         except DeadlineExceeded:
             seconds = time.monotonic() - started
             log.warning("%s stopped after %.1f s (deadline %s s): %r", self.endpoint.name, seconds,
-                        self._deadline_seconds, plan.request)
+                        self._deadline_seconds, prepared.request)
             raise Problem(
                 503,
                 f"Computing this answer took longer than the {self._deadline_seconds:g} seconds a request may "
@@ -292,25 +292,25 @@ class SignalsResource:
                 headers={"Retry-After": str(RETRY_AFTER_TIMEOUT)}, kind=COMPUTATION_TIMEOUT,
             ) from None
 
-    def _computed(self, plan: Plan, frames: EventFrames) -> CachedResponse:
-        request, as_of = plan.request, plan.as_of
+    def _computed(self, prepared: PreparedRequest, frames: EventFrames) -> CacheEntry:
+        request, as_of = prepared.request, prepared.as_of
         frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
         if getattr(request, "format", "json") == "csv":
             body = csv_body(frame)
-            return CachedResponse(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body)
+            return CacheEntry(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body)
         head = {name: _echo(getattr(request, name)) for name in self.endpoint.echo}
         if self.endpoint.extra:
             head.update(self.endpoint.extra(request, as_of))
-        body = json_body(head, self.endpoint.records_field, frame)
-        return CachedResponse(etag_for(body), falcon.MEDIA_JSON, None, body)
+        body = json_envelope(head, self.endpoint.records_field, frame)
+        return CacheEntry(etag_for(body), falcon.MEDIA_JSON, None, body)
 
-    def _send(self, req: falcon.Request, resp: falcon.Response, plan: Plan, entry: CachedResponse,
+    def _send(self, req: falcon.Request, resp: falcon.Response, prepared: PreparedRequest, entry: CacheEntry,
               outcome: str) -> None:
         resp.set_headers((
             ("X-Cache", outcome),
             ("ETag", entry.etag),
             ("Cache-Control", f"private, max-age={seconds_until_next_hour(req.context.now)}"),
-            *plan.headers,
+            *prepared.headers,
         ))
         resp.append_header("Vary", "Authorization")  # appended: never drops a Vary set before
         if if_none_match(req.get_header("If-None-Match"), entry.etag):
@@ -326,8 +326,3 @@ class SignalsResource:
 def _echo(value: Any) -> Any:
     return list(value) if isinstance(value, tuple) else value
 
-
-def _summary(errors: list[FieldError]) -> str:
-    if len(errors) == 1:
-        return f"Parameter '{errors[0].name}' {errors[0].reason}."
-    return f"{len(errors)} parameters are invalid: " + ", ".join(f"'{e.name}'" for e in errors) + ". See errors."

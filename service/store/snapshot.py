@@ -103,12 +103,18 @@ def enum_categories(frame: pl.DataFrame, column: str) -> pl.Series:
 
 def recode(frame: pl.DataFrame, more: pl.DataFrame, table: str) -> tuple[pl.DataFrame, pl.DataFrame]:
     """Both frames (encoded) with the same Enum per dimension: the union of their values, sorted.
-    Codes of values after which a new value sorts shift; the strings stay."""
-    casts = []
+    Codes of values after which a new value sorts shift; the strings stay. A column whose values
+    are already the union's is left as it is (no pass over its rows)."""
+    targets = {}
     for d in schema.DIMENSIONS[table]:
         union = pl.concat([enum_categories(frame, d), enum_categories(more, d)]).unique().sort()
-        casts.append(pl.col(d).cast(pl.Enum(union)))
-    return frame.with_columns(casts), more.with_columns(casts)
+        targets[d] = pl.Enum(union)
+
+    def cast(side: pl.DataFrame) -> pl.DataFrame:
+        changed = [pl.col(d).cast(dtype) for d, dtype in targets.items() if side.schema[d] != dtype]
+        return side.with_columns(changed) if changed else side
+
+    return cast(frame), cast(more)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -10,12 +10,11 @@ from typing import Any
 
 import falcon
 
+from paramcheck import FieldError, summary
 from service.clock import Clock
 from service.errors import WEBHOOK_LIMIT, Problem
-from service.params import FieldError
-from service.resources.account import AccountPlan
+from service.resources.account import PreparedAccountRequest
 from service.resources.json_body import read_json_body
-from service.resources.signals import _summary
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
 from service.webhooks.store import TooManyWebhooks, WebhookStore, public
@@ -38,7 +37,7 @@ def _not_found(webhook_id: str) -> Problem:
 
 
 def _invalid(errors: list[FieldError]) -> Problem:
-    return Problem(400, _summary(errors).replace("Parameter", "Field"), errors=errors)
+    return Problem(400, summary(errors, "Field"), errors=errors)
 
 
 class _Base:
@@ -49,8 +48,8 @@ class _Base:
         self.clock = clock
         self.allow_private = allow_private
 
-    def prepare(self, req: falcon.Request) -> AccountPlan:
-        return AccountPlan()  # per-subscription answers: never in the shared cache
+    def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
+        return PreparedAccountRequest()  # per-subscription answers: never in the shared cache
 
     @staticmethod
     def _no_query(req: falcon.Request) -> None:

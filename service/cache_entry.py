@@ -1,4 +1,4 @@
-"""What a cached response is, and how it is keyed.
+"""What an entry of the response cache (the `cache` package) is, and how it is keyed.
 
 A key is the endpoint plus the *validated, canonical* request (so `?a=1&b=2`, `?b=2&a=1` and
 `?window=24h` vs no window at all share one entry), the `as_of` and the data generation: a new
@@ -18,7 +18,9 @@ import cachetools
 
 
 @dataclasses.dataclass(frozen=True)
-class CachedResponse:
+class CacheEntry:
+    """A response as the cache stores it: its entity tag, content type, file name and body."""
+
     etag: str
     content_type: str
     filename: str | None
@@ -29,13 +31,13 @@ class CachedResponse:
         return head + b"\n" + self.body
 
     @classmethod
-    def decode(cls, raw: bytes) -> CachedResponse:
+    def decode(cls, raw: bytes) -> CacheEntry:
         head, _, body = raw.partition(b"\n")
         meta = json.loads(head)
         return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body)
 
 
-class DecodedBodies:
+class DecodedEntries:
     """Cache entries already decoded by this process, so that a hot body is not parsed again on
     every hit. The body under a key never changes (the key names everything it depends on), so
     an entry is valid for as long as it is kept. Least recently used entries go first; the whole
@@ -43,15 +45,15 @@ class DecodedBodies:
 
     def __init__(self, max_bytes: int = 16 << 20) -> None:
         self._largest = max_bytes // 16
-        self._entries: cachetools.LRUCache[str, CachedResponse] = cachetools.LRUCache(
+        self._entries: cachetools.LRUCache[str, CacheEntry] = cachetools.LRUCache(
             maxsize=max_bytes, getsizeof=lambda entry: len(entry.body) + 256)
         self._lock = threading.Lock()  # an LRU lookup reorders entries
 
-    def decode(self, key: str, raw: bytes) -> CachedResponse:
+    def decode(self, key: str, raw: bytes) -> CacheEntry:
         with self._lock:
             entry = self._entries.get(key)
         if entry is None:
-            entry = CachedResponse.decode(raw)
+            entry = CacheEntry.decode(raw)
             if len(entry.body) <= self._largest:
                 with self._lock:
                     self._entries[key] = entry
@@ -60,10 +62,6 @@ class DecodedBodies:
     @property
     def size(self) -> int:
         return int(self._entries.currsize)
-
-
-def etag_for(body: bytes) -> str:
-    return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
 
 
 def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, variant: str = "",
@@ -85,13 +83,3 @@ def seconds_until_next_hour(now: dt.datetime) -> int:
     (at least 1). Called on every request, so plain arithmetic on the UTC time."""
     now = now.astimezone(dt.UTC)
     return max(1, 3600 - now.minute * 60 - now.second - (1 if now.microsecond else 0))
-
-
-def if_none_match(header: str | None, etag: str) -> bool:
-    """True when an If-None-Match header matches the entity tag (weak comparison, RFC 9110)."""
-    if not header:
-        return False
-    if header.strip() == "*":
-        return True
-    wanted = etag.removeprefix("W/")
-    return any(tag.strip().removeprefix("W/") == wanted for tag in header.split(","))
