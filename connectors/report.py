@@ -1,7 +1,7 @@
 """One API answer as a spreadsheet table: a header row, the records (numbers as numbers,
 timestamps as dates the sheet understands), a blank row, then a footer saying what the numbers are
 (the request, as_of, the window and the other echoed parameters, when it was refreshed, the
-disclaimer). Pure: no HTTP, no Google; `connectors/sheets.py` writes what this builds.
+disclaimer). Pure: no HTTP, no Google; `connectors/sheets/` writes what this builds.
 """
 
 from __future__ import annotations
@@ -25,10 +25,17 @@ class Cell:
 
     value: Any
     kind: str = "text"
+    note: str | None = None  # shown when the cell is hovered (a history's header says what its rows are)
 
     def cell_data(self) -> dict[str, Any]:
         """The Sheets API CellData: values typed (a string is never parsed as a formula or a
         number: a keyword "=1+1" stays text), timestamps as date serial numbers with a format."""
+        data = self._value_data()
+        if self.note:
+            data["note"] = self.note
+        return data
+
+    def _value_data(self) -> dict[str, Any]:
         if self.value is None:
             return {}
         if self.kind == "datetime":
@@ -109,16 +116,50 @@ def flat_record(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     return out
 
 
+def header_text(column: str) -> str:
+    """A column's heading as a person reads it: the record's own fields as the API names them,
+    the nested ones of compare and intervals in words (`previous_suppressions` -> `suppressions,
+    previous period`; `change_suppressions_pct` -> `suppressions, change %`)."""
+    for prefix, suffix, words in _NESTED_HEADERS:
+        if column.startswith(prefix) and column.endswith(suffix) and len(column) > len(prefix) + len(suffix):
+            return f"{column[len(prefix):len(column) - len(suffix)]}, {words}"
+    return column
+
+
+_NESTED_HEADERS = (  # (prefix, suffix, words) of the columns flat_record makes
+    ("previous_", "", "previous period"),
+    ("change_", "_pct", "change %"),
+    ("change_", "_beyond_noise", "beyond noise"),
+    ("intervals_", "_low", "low (90 % interval)"),
+    ("intervals_", "_high", "high (90 % interval)"),
+)
+
+
+def record_columns(operation: Operation, records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The columns of flattened records (the first record's), or the documented fields when none."""
+    props = operation.record_schema.get("properties", {})
+    return list(records[0]) if records else list(operation.record_schema.get("required") or props)
+
+
+def record_cells(operation: Operation, record: Mapping[str, Any], columns: Sequence[str]) -> tuple[Cell, ...]:
+    """One flattened record as typed cells, in the columns' order."""
+    stamps = set(operation.timestamp_fields)
+    return tuple(_cell(record.get(c), c in stamps) for c in columns)
+
+
+def body_records(operation: Operation, body: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The answer's records, flattened (flat_record)."""
+    records = body.get(operation.records_field, []) if operation.records_field else []
+    return [flat_record(r) for r in records]
+
+
 def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[str, Any],
                 as_of: dt.datetime | None, refreshed: dt.datetime) -> Table:
-    records: Sequence[Mapping[str, Any]] = body.get(operation.records_field, []) if operation.records_field else []
-    records = [flat_record(r) for r in records]
-    props = operation.record_schema.get("properties", {})
-    columns = list(records[0]) if records else list(operation.record_schema.get("required") or props)
-    stamps = set(operation.timestamp_fields)
-    rows: list[tuple[Cell, ...]] = [tuple(Cell(c, "header") for c in columns)]
+    records = body_records(operation, body)
+    columns = record_columns(operation, records)
+    rows: list[tuple[Cell, ...]] = [tuple(Cell(header_text(c), "header") for c in columns)]
     for record in records:
-        rows.append(tuple(_cell(record.get(c), c in stamps) for c in columns))
+        rows.append(record_cells(operation, record, columns))
     rows.append(())
     footer: list[tuple[str, Cell]] = [("Source", Cell("Signals API " + describe_request(operation, request)))]
     footer.append(("as_of (UTC)", Cell(as_of, "datetime") if as_of else Cell("unknown")))

@@ -31,6 +31,9 @@ logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
 app.layout = html.Div([
     dcc.Location(id="url"),
+    # Navigation from callbacks sets its `href`, not `pathname`: pages rewrite their query string
+    # with history.replaceState (dashboard/view_state.py), which Dash's Location props do not see,
+    # and a Location given only a new pathname pushes its stale href instead.
     dcc.Location(id="redirect", refresh="callback-nav"),
     dcc.Store(id="session", storage_type="session"),
     dcc.Store(id="api-meta"),
@@ -56,7 +59,7 @@ def usage_text(meta: dict[str, Any] | None) -> str:
 
 
 @app.callback(
-    Output("redirect", "pathname"), Output("session", "data"), Output("plan-badge", "children"),
+    Output("redirect", "href"), Output("session", "data"), Output("plan-badge", "children"),
     Output("rate-use", "children"), Output("who", "hidden"), Output("nav", "hidden"),
     Input("url", "pathname"), Input("session", "data"), Input("api-meta", "data"), Input("sign-out", "n_clicks"),
 )

@@ -13,6 +13,7 @@ from typing import Any
 import plotly.graph_objects as go
 
 ACCENT = "#3563c9"
+_PALETTE = ("#3563c9", "#d9822b", "#2e9d5b", "#c9463d", "#7b5ea7", "#8c6d31", "#d45087", "#5f7f8f")
 _LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=48, b=10), height=420,
                font=dict(family="system-ui, sans-serif", size=13))
 
@@ -41,15 +42,28 @@ def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions
 
 def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "keyword",
                       measure: str = "suppressions") -> go.Figure:
-    """One line per keyword (or domain) over time; `bodies` are the answers, one per subject."""
+    """One line per keyword (or domain) over time; `bodies` are the answers, one per subject.
+    With compare, each line's previous period (each bucket's value one window earlier) is a
+    dotted line of the same colour; with intervals, a band holds each point's 90 % interval."""
     title = f"{measure.capitalize()} over time, by {subject}"
     if not bodies:
         return _empty(title, f"Enter one or more {subject}s.")
     figure = go.Figure()
-    for body in bodies:
+    for index, body in enumerate(bodies):
         points = body.get("timeseries", [])
-        figure.add_trace(go.Scatter(x=[p["ts"] for p in points], y=[p[measure] for p in points], mode="lines+markers",
-                                    name=str(body.get(subject)), marker=dict(size=4)))
+        colour = _PALETTE[index % len(_PALETTE)]
+        name = str(body.get(subject))
+        x = [p["ts"] for p in points]
+        if any("intervals" in p for p in points):
+            figure.add_trace(go.Scatter(x=x + x[::-1], y=[p["intervals"][measure][1] for p in points]
+                                        + [p["intervals"][measure][0] for p in points][::-1],
+                                        fill="toself", fillcolor=colour, opacity=0.15, line=dict(width=0),
+                                        name=f"{name}, 90 % interval", hoverinfo="skip"))
+        figure.add_trace(go.Scatter(x=x, y=[p[measure] for p in points], mode="lines+markers", name=name,
+                                    line=dict(color=colour), marker=dict(size=4)))
+        if any("previous" in p for p in points):
+            figure.add_trace(go.Scatter(x=x, y=[p["previous"][measure] for p in points], mode="lines",
+                                        name=f"{name}, previous period", line=dict(color=colour, dash="dot")))
     first = bodies[0]
     figure.update_layout(**_LAYOUT, title=f"{title} ({first.get('window')}, per {first.get('bucket')})",
                          legend=dict(orientation="h", y=-0.15), hovermode="x unified")
@@ -110,18 +124,26 @@ def trending_figure(body: Mapping[str, Any]) -> go.Figure:
 
 
 def activity_figure(body: Mapping[str, Any]) -> go.Figure:
-    """Keyword-list changes per keyword: adds, removes and edits stacked."""
+    """Keyword-list changes per keyword: adds, removes and edits stacked; with compare, the
+    previous period's as ghost bars beside them."""
     rows = list(body.get("keywords", []))
     title = f"Keyword list changes ({body.get('window')}, {body.get('type')})"
     if not rows:
         return _empty(title, "No keyword list change passed the privacy threshold in this window.")
     rows = rows[::-1]
+    compared = any("previous" in r for r in rows)
     figure = go.Figure()
     for field, colour in (("adds", "#2e9d5b"), ("removes", "#c9463d"), ("edits", "#8a8a8a")):
         figure.add_trace(go.Bar(name=field, x=[r[field] for r in rows], y=[r["keyword"] for r in rows],
-                                orientation="h", marker_color=colour))
+                                orientation="h", marker_color=colour, offsetgroup="now" if compared else None))
+        if compared:
+            figure.add_trace(go.Bar(name=f"{field}, previous period", x=[r["previous"][field] for r in rows],
+                                    y=[r["keyword"] for r in rows], orientation="h", marker_color=colour,
+                                    opacity=0.35, offsetgroup="previous"))
+    if compared:
+        title += ", beside the previous period (faint)"
     figure.update_layout(**_LAYOUT, title=title, barmode="stack", legend=dict(orientation="h", y=-0.1))
-    figure.update_layout(height=max(300, 24 * len(rows) + 110))
+    figure.update_layout(height=max(300, (40 if compared else 24) * len(rows) + 110))
     return figure
 
 

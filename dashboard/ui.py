@@ -13,8 +13,9 @@ from dash import Input, Output, dcc, html
 
 from connectors.client import Reply, SignalsError
 from connectors.operations import Parameter
-from dashboard import api
+from dashboard import api, view_state
 
+COMPARE = "previous_period"
 GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True}
 
 
@@ -24,10 +25,13 @@ def graph(graph_id: str, figure: dict | None = None) -> dcc.Loading:
                        type="default", delay_show=150)
 
 
-def radio(control_id: str, parameter: Parameter, label: str | None = None) -> html.Div:
-    """A parameter with a closed set of values: exactly the document's values, its default chosen
-    (no choice when the parameter has no default)."""
-    return choice(control_id, label or parameter.name.replace("_", " "), parameter.enum or [], parameter.default)
+def radio(control_id: str, parameter: Parameter, label: str | None = None, query: Mapping[str, str] | None = None,
+          ) -> html.Div:
+    """A parameter with a closed set of values: exactly the document's values, the URL's value
+    (`query`, by the parameter's name) or else its default chosen (none without a default)."""
+    values = parameter.enum or []
+    value = view_state.pick(query or {}, parameter.name, values, parameter.default)
+    return choice(control_id, label or parameter.name.replace("_", " "), values, value)
 
 
 def choice(control_id: str, label: str, values: Sequence[Any], default: Any) -> html.Div:
@@ -38,18 +42,100 @@ def choice(control_id: str, label: str, values: Sequence[Any], default: Any) -> 
     ], className="control")
 
 
+def period_controls(prefix: str, query: Mapping[str, str], *, compare: bool = True, intervals: bool = True,
+                    ) -> html.Div:
+    """The "compare with previous period" and "intervals" switches and the "as of" picker, from
+    the URL (`compare=previous_period`, `intervals=true`, `as_of=...`)."""
+    switches = []
+    if compare:
+        switches.append(dcc.Checklist(id=f"{prefix}-compare", options=[{"label": "compare with previous period",
+                                                                         "value": COMPARE}],
+                                      value=view_state.flag(query, "compare", COMPARE), className="switch"))
+    if intervals:
+        switches.append(dcc.Checklist(id=f"{prefix}-intervals", options=[{"label": "90 % intervals", "value": "true"}],
+                                      value=view_state.flag(query, "intervals", "true"), className="switch"))
+    return html.Div([
+        *switches,
+        html.Div([
+            html.Label("as of", htmlFor=f"{prefix}-as-of", className="control-label"),
+            dcc.Input(id=f"{prefix}-as-of", type="text", value=view_state.text(query, "as_of", 40), debounce=True,
+                      placeholder="now, or e.g. 2026-11-20T13:00:00Z", className="text-input as-of-input"),
+            html.Span("An earlier UTC hour; empty: the latest.", className="hint"),
+        ], className="control"),
+    ], className="controls period-controls")
+
+
+def period_arguments(compare: Sequence[str] | None = None, intervals: Sequence[str] | None = None,
+                     as_of: str | None = None) -> dict[str, Any]:
+    """The API's compare, intervals and as_of arguments for the switches' and picker's values."""
+    out: dict[str, Any] = {}
+    if compare:
+        out["compare"] = COMPARE
+    if intervals:
+        out["intervals"] = True
+    if as_of and as_of.strip():
+        out["as_of"] = as_of.strip()
+    return out
+
+
+def change_text(change: Mapping[str, Any] | None) -> tuple[str, str]:
+    """A count's change as (text, class): "+12.5 % · beyond noise" or "−3.1 % · within noise"."""
+    if not change:
+        return "", ""
+    pct = change.get("pct")
+    figure = "new (previously 0)" if pct is None else f"{pct:+.1f} %".replace("-", "−")
+    if change.get("beyond_noise"):
+        return f"{figure} · beyond noise", "beyond-noise"
+    return f"{figure} · within noise", "within-noise"
+
+
+def compared_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], measures_: Sequence[str],
+                   table_id: str | None = None) -> html.Table:
+    """A table of records; with compare, each measure is followed by its previous value and its
+    change (marked beyond or within noise); with intervals, by its 90 % interval."""
+    compared = any("previous" in r for r in rows)
+    with_intervals = any("intervals" in r for r in rows)
+    head: list[str] = []
+    for column in columns:
+        head.append(column.replace("_", " "))
+        if column in measures_ and compared:
+            head += [f"{column.replace('_', ' ')}, previous period", f"{column.replace('_', ' ')}, change"]
+        if column in measures_ and with_intervals:
+            head.append(f"{column.replace('_', ' ')}, 90 % interval")
+    body = []
+    for row in rows:
+        cells = []
+        for column in columns:
+            value = row.get(column)
+            cells.append(html.Td("" if value is None else str(value), **{"data-col": column}))
+            if column in measures_ and compared:
+                previous = (row.get("previous") or {}).get(column)
+                cells.append(html.Td("" if previous is None else str(previous), **{"data-col": f"previous_{column}"}))
+                label, kind = change_text((row.get("change") or {}).get(column))
+                cells.append(html.Td(label, className=kind, **{"data-col": f"change_{column}"}))
+            if column in measures_ and with_intervals:
+                low_high = (row.get("intervals") or {}).get(column)
+                cells.append(html.Td(f"{low_high[0]}–{low_high[1]}" if low_high else "",
+                                     **{"data-col": f"intervals_{column}"}))
+        body.append(html.Tr(cells))
+    return html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], className="data-table",
+                      **({"id": table_id} if table_id else {}))
+
+
 def measures(operation: Any) -> list[str]:
     """The integer fields of an operation's records (the measures a figure can show)."""
     props = operation.record_schema.get("properties", {})
     return [name for name, schema in props.items() if schema.get("type") == "integer" and name != "rank"]
 
 
-def number(control_id: str, parameter: Parameter, label: str | None = None) -> html.Div:
-    """A numeric parameter: the document's bounds and default."""
+def number(control_id: str, parameter: Parameter, label: str | None = None, query: Mapping[str, str] | None = None,
+           ) -> html.Div:
+    """A numeric parameter: the document's bounds, the URL's value (`query`) or else its default."""
     step = 1 if parameter.type == "integer" else "any"
     return html.Div([
         html.Label(label or parameter.name.replace("_", " "), htmlFor=control_id, className="control-label"),
-        dcc.Input(id=control_id, type="number", value=parameter.default, min=parameter.minimum,
+        dcc.Input(id=control_id, type="number", value=view_state.number(query or {}, parameter.name, parameter),
+                  min=parameter.minimum,
                   max=parameter.maximum, step=step, debounce=True, className="number"),
         html.Span(parameter.allowed(), className="hint"),
     ], className="control")

@@ -137,3 +137,19 @@ def test_every_get_endpoint_has_a_function_with_the_documented_parameters():
             else:
                 schema = operation["requestBody"]["content"]["application/json"]["schema"]
                 assert set(functions[name]) == set(schema["properties"]) - {"format"}, name
+
+
+def test_headers_read_as_the_python_connectors():
+    """Code.gs's signalsHeader_ and connectors/report.py's header_text name columns alike."""
+    from connectors.report import header_text
+
+    columns = ["keyword_raw", "previous_suppressions", "change_unique_users_pct", "change_events_beyond_noise",
+               "intervals_keyword_count_low", "intervals_users_est_high", "previous_", "change_pct"]
+    script = ("const vm = require('vm'); const ctx = {}; vm.createContext(ctx);"
+              "vm.runInContext(require('fs').readFileSync(process.argv[1], 'utf8'), ctx);"
+              "console.log(JSON.stringify(JSON.parse(process.argv[2]).map(ctx.signalsHeader_)));")
+    done = subprocess.run([shutil.which("node") or "node", "-e", script, str(APPS_SCRIPT / "Code.gs"),
+                           json.dumps(columns)], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [header_text(c) for c in columns]
+    assert header_text("previous_suppressions") == "suppressions, previous period"

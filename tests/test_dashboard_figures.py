@@ -151,9 +151,13 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
     from dashboard import api, ui
 
     query = _page("/query")
-    controls = query._period_controls(api.operation("query"))
+    controls = query._period_controls(api.operation("query"), {})
     ids = [c.children[1].id for c in controls]
     assert ids == ["query-as-of", "query-compare", "query-intervals"]
+    assert [c.children[1].value for c in controls] == ["", [], []]
+    restored = query._period_controls(api.operation("query"), {"as_of": "2026-03-03T12:00:00Z",
+                                                                "compare": "previous_period", "intervals": "true"})
+    assert [c.children[1].value for c in restored] == ["2026-03-03T12:00:00Z", ["previous_period"], [True]]
     assert controls[1].children[1].options == [{"label": "previous period", "value": "previous_period"}]
     plain = query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json")
     assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
@@ -198,8 +202,9 @@ def test_a_logged_attempt_of_a_queued_test_in_words():
 
 
 def test_the_readme_shows_every_page_from_the_browser_tests():
-    """Every screenshot the README links exists, and every page (and the 403/429 states) has one;
-    the browser tests write them (tests/test_dashboard_browser.py)."""
+    """Every screenshot the README links exists, and every page (and the 403/429 states, and
+    compare and intervals) has one; the browser tests write them (tests/test_dashboard_browser.py,
+    tests/test_dashboard_state.py)."""
     import re
     from pathlib import Path
 
@@ -207,5 +212,6 @@ def test_the_readme_shows_every_page_from_the_browser_tests():
     linked = re.findall(r"\(docs/dashboard/([\w-]+\.png)\)", (root / "README.md").read_text())
     assert all((root / "docs" / "dashboard" / name).is_file() for name in linked), linked
     pages = ["overview", "keywords", "domains", "geography", "trending", "activity", "query", "account",
-             "account-webhooks", "sign-in", "state-403", "state-429"]
+             "account-webhooks", "sign-in", "state-403", "state-429", "geography-compare", "activity-compare",
+             "keywords-compare"]
     assert sorted(linked) == sorted(f"{page}.png" for page in pages)

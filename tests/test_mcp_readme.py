@@ -55,3 +55,19 @@ def test_every_setting_the_server_reads_is_documented():
     assert read == {"SIGNALS_MCP_HOST", "SIGNALS_MCP_PORT"}  # the others come from connectors/settings.py
     for name in read | {"SIGNALS_API_URL", "SIGNALS_API_KEY"}:
         assert f"`{name}`" in section(), name
+
+
+def test_readme_tables_name_the_resources_and_prompts():
+    from connectors.mcp.prompts import PROMPTS
+    from connectors.mcp.resources import RESOURCES
+
+    text = section()
+    assert [(uri, kind.lower()) for uri, kind in re.findall(r"^\| `(signals://\w+)` \((\w+)\) \|", text, re.M)] == [
+        (str(r.uri), r.mime_type.split("/")[1]) for r in RESOURCES]
+    rows = re.findall(r"^\| `(\w+)` \| (.*?) \|", text, re.M)
+    prompts = {name: arguments for name, arguments in rows if name in PROMPTS}
+    assert list(prompts) == list(PROMPTS)
+    for name, arguments in prompts.items():
+        for argument, values in PROMPTS[name].choices.items():
+            default = (f"`{values[0]}` (default", f"`{values[0]}` default")
+            assert f"`{argument}`" in arguments and any(d in arguments for d in default), (name, argument)

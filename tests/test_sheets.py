@@ -120,18 +120,28 @@ def test_query_parameters_typed_from_the_command_line(run, fake):
     assert footer["Source"].startswith('Signals API POST /api/v1/signals/query {"bucket":"day"')
 
 
-def test_compare_and_intervals_land_as_columns_named_as_in_the_csv(run, fake):
+def test_compare_and_intervals_add_columns_with_readable_headers(run, fake):
     status, _, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Compared", "query", "window=7d",
-                         "group_by=country", "compare=previous_period", "intervals=true", "limit=3")
+                         "group_by=country", "--compare", "--intervals", "limit=3")
     assert status == 0, err
     header = fake.values(SHEET, "Compared")[0]
     assert header[:5] == ["country_id", "country_name", "suppressions", "unique_users", "events"]
-    assert header[5:8] == ["previous_suppressions", "previous_unique_users", "previous_events"]
-    assert "change_suppressions_beyond_noise" in header and header[-2:] == ["intervals_events_low",
-                                                                           "intervals_events_high"]
+    assert header[5:8] == ["suppressions, previous period", "unique_users, previous period", "events, previous period"]
+    assert header[8:10] == ["suppressions, change %", "suppressions, beyond noise"]
+    assert header[-2:] == ["events, low (90 % interval)", "events, high (90 % interval)"]
     row = fake.values(SHEET, "Compared")[1]
-    assert row[header.index("change_suppressions_beyond_noise")] in ("true", "false")
-    assert isinstance(row[header.index("intervals_suppressions_high")], int)
+    assert row[header.index("suppressions, beyond noise")] in ("true", "false")
+    assert isinstance(row[header.index("suppressions, high (90 % interval)")], int)
+    low, value, high = (row[header.index(h)] for h in ("suppressions, low (90 % interval)", "suppressions",
+                                                       "suppressions, high (90 % interval)"))
+    assert low <= value <= high
+    footer = {r[0]: r[1] for r in fake.values(SHEET, "Compared")[5:] if len(r) > 1}
+    assert '"compare":"previous_period"' in footer["Source"] and '"intervals":true' in footer["Source"]
+    # the same as name=value parameters, on a GET endpoint
+    status, _, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Geo", "geo-heat", "window=7d",
+                         "compare=previous_period", "--intervals")
+    assert status == 0, err
+    assert "suppressions, previous period" in fake.values(SHEET, "Geo")[0]
 
 
 # -- refresh: replaced whole, skipped when unchanged, kept on failure -------------------------
@@ -228,9 +238,13 @@ def test_sync_writes_every_report_with_progress_then_skips_unchanged(run, fake, 
     assert "reports: 100%" in err and "3/3" in err  # tqdm's progress
     for name in ("Top", "Trend", "Climate"):
         assert f"{name} (" in err and fake.values(SHEET, name)
-    assert len(batch_updates(fake)) == 3
+    assert len(batch_updates(fake)) == 3 + 1  # each report, then the run log
     status, _, err = run("sync", str(config))
-    assert status == 0 and err.count(": unchanged:") == 3 and len(batch_updates(fake)) == 3
+    assert status == 0 and err.count(": unchanged:") == 3 and len(batch_updates(fake)) == 4 + 1
+    assert [row[1:3] for row in fake.values(SHEET, "Signals run log")[1:]] == [
+        ["Top (top-keywords)", "unchanged"], ["Trend (trending)", "unchanged"], ["Climate (keyword_timeseries)", "unchanged"],
+        ["Top (top-keywords)", 5], ["Trend (trending)", fake.values(SHEET, "Trend").index([]) - 1],
+        ["Climate (keyword_timeseries)", fake.values(SHEET, "Climate").index([]) - 1]]
 
 
 def test_sync_every_keeps_refreshing(run, fake, tmp_path):
@@ -350,27 +364,26 @@ def readme_section() -> str:
     return text[text.index("## Google Sheets"):text.index("## Operating it")]
 
 
-def test_readme_examples_are_valid_reports(api_url, keys, tmp_path):
+def test_readme_examples_are_valid_reports(api_url, keys, tmp_path, run):
     import shlex
 
-    from connectors.sheets import Runner, load_config, parse_assignments
+    from connectors.sheets import Runner, load_config
 
     section = readme_section()
     config = tmp_path / "reports.toml"
     config.write_text(section.split("```toml\n", 1)[1].split("```", 1)[0])
-    specs, _ = load_config(config)
-    assert len(specs) == 3
+    specs = load_config(config).reports
+    assert len(specs) == 4 and specs[3].history and specs[3].backfill == 30
     with SignalsClient(api_url, keys["analyst"]) as api:
-        runner = Runner(api, None)
-        assert len(runner.check(specs)) == 3
-        pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
-        assert len(pushes) == 2
-        for line in pushes:
-            words = shlex.split(line.split("  #")[0])
-            args = words[words.index("push") + 1:]
-            endpoint, params = args[4], args[5:]
-            spec_params = parse_assignments(params, api.operations.find(endpoint))
-            api.prepare(endpoint, spec_params)
+        assert len(Runner(api, None).check(specs)) == 4
+    pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
+    assert len(pushes) == 5
+    for line in pushes:  # each, as written, on the command line (printed, not written)
+        words = shlex.split(line.split("  #")[0])
+        args = words[words.index("connectors.sheets") + 1:]
+        status, out, err = run(*args, *([] if "--dry-run" in args else ["--dry-run"]), sheets=False)
+        assert status == 0, (line, err)
+        assert out.startswith("== ")
 
 
 def test_every_connector_setting_is_documented_in_the_readme():

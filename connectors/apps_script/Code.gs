@@ -87,7 +87,7 @@ function signalsShowPlan() {
  * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
  * @param {string} compare previous_period: add each record's numbers in the period before, and their change
  * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
- * @return A table: keyword_raw, suppressions, users_est, rank (then previous_…, change_…, intervals_… columns)
+ * @return A table: keyword_raw, suppressions, users_est, rank (then "suppressions, previous period", "…, change %", "…, beyond noise", "…, low/high (90 % interval)" columns)
  * @customfunction
  */
 function SIGNALS_TOP_KEYWORDS(window, limit, as_of, compare, intervals) {
@@ -208,6 +208,30 @@ function signalsFlag_(value) {
   if (value === true || value === false || signalsBlank_(value)) return value;
   var text = String(value).trim().toLowerCase();
   return text === 'true' ? true : text === 'false' ? false : value;
+}
+
+/**
+ * A column's heading as a person reads it (the Python connector's report.header_text says the same):
+ * the record's own fields as the API names them, compare's and intervals' in words
+ * (previous_suppressions -> "suppressions, previous period"; change_suppressions_pct -> "suppressions, change %").
+ */
+var SIGNALS_NESTED_HEADERS = [
+  ['previous_', '', 'previous period'],
+  ['change_', '_pct', 'change %'],
+  ['change_', '_beyond_noise', 'beyond noise'],
+  ['intervals_', '_low', 'low (90 % interval)'],
+  ['intervals_', '_high', 'high (90 % interval)']
+];
+
+function signalsHeader_(column) {
+  for (var i = 0; i < SIGNALS_NESTED_HEADERS.length; i++) {
+    var prefix = SIGNALS_NESTED_HEADERS[i][0], suffix = SIGNALS_NESTED_HEADERS[i][1];
+    if (column.indexOf(prefix) === 0 && column.length > prefix.length + suffix.length &&
+        column.slice(column.length - suffix.length) === suffix) {
+      return column.slice(prefix.length, column.length - suffix.length) + ', ' + SIGNALS_NESTED_HEADERS[i][2];
+    }
+  }
+  return column;
 }
 
 /** A record with its nested fields as columns, named as the API's CSV names them. */
@@ -356,7 +380,7 @@ function signalsTable_(method, path, params) {
   if (!records.length || typeof records[0] !== 'object') return [['No rows for these parameters']];
   records = records.map(function (record) { return signalsFlat_(record, '', {}); });
   var columns = Object.keys(records[0]);
-  var rows = [columns];
+  var rows = [columns.map(signalsHeader_)];
   records.forEach(function (record) {
     rows.push(columns.map(function (column) {
       var value = record[column];

@@ -34,9 +34,12 @@ import mcp_types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.lowlevel import Server
+from mcp.shared.exceptions import MCPError
+from mcp_types.jsonrpc import INVALID_PARAMS
 
 from connectors import __version__
 from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError, forwarded_chain
+from connectors.mcp import prompts, resources
 from connectors.mcp.tools import CSV_REFUSAL, ToolSpec, build_tools, error_result, from_signals_error, ok_result
 from connectors.operations import Operations
 from connectors.settings import ConnectorSettings, Network
@@ -177,9 +180,27 @@ class Backend:
         return ok_result(body)
 
 
+    def read_resource(self, uri: str, key: str | None, forwarded_for: str | None = None) -> types.ReadResourceResult:
+        """A resource's contents (connectors/mcp/resources.py); MCPError naming what went wrong."""
+        try:
+            document = self.document()
+            if uri == resources.METHODOLOGY_URI:
+                return resources.contents(uri, resources.methodology(document), "text/markdown")
+            if uri == resources.PLAN_URI:
+                if not key:
+                    raise MCPError(INVALID_PARAMS, "This request carries no Signals API key.")
+                account = self.account(key, forwarded_for=forwarded_for)
+                return resources.contents(uri, resources.plan_json(document, account), "application/json")
+        except SignalsError as exc:
+            raise MCPError(INVALID_PARAMS, f"Signals API: {exc.title}: {exc.detail}") from None
+        known = ", ".join(str(r.uri) for r in resources.RESOURCES)
+        raise MCPError(INVALID_PARAMS, f"There is no resource {uri!r}. Resources: {known}.")
+
+
 def build_server(backend: Backend, stdio_key: str | None = None) -> Server:
-    """The MCP server over `backend`. Over stdio every call uses `stdio_key`; over HTTP each call
-    uses the key of the HTTP request that carried it (set by `KeyGate`)."""
+    """The MCP server over `backend`: the seven tools, the resources (methodology, the caller's
+    plan) and the prompts. Over stdio every call uses `stdio_key`; over HTTP each call uses the
+    key of the HTTP request that carried it (set by `KeyGate`)."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:
         tools = await anyio.to_thread.run_sync(backend.tools)
@@ -191,10 +212,31 @@ def build_server(backend: Backend, stdio_key: str | None = None) -> Server:
         forwarded_for = request.scope.get(FORWARDED_SCOPE) if request is not None else None
         return await anyio.to_thread.run_sync(backend.call, params.name, params.arguments, key, forwarded_for)
 
+    async def list_resources(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=list(resources.RESOURCES))
+
+    async def read_resource(ctx: Any, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        key = _caller_key(ctx, stdio_key)
+        request = getattr(ctx, "request", None)
+        forwarded_for = request.scope.get(FORWARDED_SCOPE) if request is not None else None
+        return await anyio.to_thread.run_sync(backend.read_resource, str(params.uri), key, forwarded_for)
+
+    async def list_prompts(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListPromptsResult:
+        return types.ListPromptsResult(prompts=[spec.prompt for spec in prompts.PROMPTS.values()])
+
+    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+        try:
+            return prompts.get_prompt(params.name, params.arguments)
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, str(exc)) from None
+
     return Server("signals", version=__version__, title="Signals",
                   instructions="Aggregated, anonymous, noisy statistics about which keywords people filter out, "
-                               "where and on which sites. Every number is an estimate.",
-                  on_list_tools=list_tools, on_call_tool=call_tool)
+                               "where and on which sites. Every number is an estimate. Read the resource "
+                               f"{resources.METHODOLOGY_URI} before comparing periods, and {resources.PLAN_URI} "
+                               "for what your plan can call.",
+                  on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+                  on_read_resource=read_resource, on_list_prompts=list_prompts, on_get_prompt=get_prompt)
 
 
 def _caller_key(ctx: Any, stdio_key: str | None) -> str | None:

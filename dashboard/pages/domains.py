@@ -9,8 +9,9 @@ from dashboard import api, series, ui
 dash.register_page(__name__, path="/domains", title="Domains · Signals", name="Domains")
 
 
-def layout(**_query: str):
-    return series.layout("domains", "domain_timeseries", "domain", "Domains over time", "reddit.com, youtube.com")
+def layout(**query: str):
+    return series.layout("domains", "domain_timeseries", "domain", "Domains over time", "reddit.com, youtube.com",
+                         query)
 
 
 def _trending(session: dict, window: str) -> list[str]:

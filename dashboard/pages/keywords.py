@@ -9,8 +9,9 @@ from dashboard import api, series, ui
 dash.register_page(__name__, path="/keywords", title="Keywords · Signals", name="Keywords")
 
 
-def layout(**_query: str):
-    return series.layout("keywords", "keyword_timeseries", "keyword", "Keywords over time", "climate change, spoilers")
+def layout(**query: str):
+    return series.layout("keywords", "keyword_timeseries", "keyword", "Keywords over time", "climate change, spoilers",
+                         query)
 
 
 def _top(session: dict, window: str) -> list[str]:

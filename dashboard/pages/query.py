@@ -11,7 +11,7 @@ import dash
 from dash import Input, Output, State, dcc, html
 
 from connectors.client import SignalsError
-from dashboard import api, figures, ui
+from dashboard import api, figures, ui, view_state
 
 dash.register_page(__name__, path="/query", title="Query · Signals", name="Query")
 
@@ -19,9 +19,21 @@ ui.relay_meta("query-meta")
 
 TEXT_FILTERS = ("keywords", "domains", "countries", "regions", "counties", "cities")
 CLOSED_FILTERS = ("platforms", "page_contexts")
+# The builder's fields in the URL (a query runs on its button, not on each change)
+view_state.register("query", [("window", "query-window"), ("group_by", "query-group-by"),
+                              ("bucket", "query-bucket"), ("order_by", "query-order-by"), ("order", "query-order"),
+                              ("limit", "query-limit"), ("as_of", "query-as-of"), ("compare", "query-compare"),
+                              ("intervals", "query-intervals")]
+                    + [(name, f"query-filter-{name}") for name in (*TEXT_FILTERS, *CLOSED_FILTERS)])
 
 
-def layout(**_query: str):
+def _listed(query: view_state.Query, name: str, values: list) -> list:
+    """A comma-separated list from the URL, keeping only the values the control offers, in order."""
+    given = [v for v in (query.get(name) or "").split(",") if v]
+    return [v for v in given if v in values]
+
+
+def layout(**query: str):
     try:
         op = api.operation("query")
     except SignalsError as error:
@@ -30,27 +42,31 @@ def layout(**_query: str):
     group_by = op.param("group_by").schema
     return html.Div([
         html.H1("Query builder"),
+        view_state.store("query"),
         html.P(f"Needs the {api.PLAN_LABELS.get(op.min_tier or '', op.min_tier)} plan or higher. "
                "Values within a filter are alternatives; filters combine."),
         html.Div(id="query-plan-note"),
-        html.Div([ui.radio("query-window", op.param("window")),
+        html.Div([ui.radio("query-window", op.param("window"), query=query),
                   html.Div([html.Label("group by (in this order)", htmlFor="query-group-by", className="control-label"),
                             dcc.Checklist(id="query-group-by", options=group_by["items"]["enum"],
-                                          value=list(group_by.get("default", [])), inline=True, className="radio")],
+                                          value=_listed(query, "group_by", group_by["items"]["enum"])
+                                          or list(group_by.get("default", [])), inline=True, className="radio")],
                            className="control"),
-                  ui.radio("query-bucket", op.param("bucket")),
-                  ui.radio("query-order-by", op.param("order_by"), "order by"),
-                  ui.radio("query-order", op.param("order")),
-                  ui.number("query-limit", op.param("limit"))], className="controls"),
-        html.Div(_period_controls(op), className="controls"),
+                  ui.radio("query-bucket", op.param("bucket"), query=query),
+                  ui.radio("query-order-by", op.param("order_by"), "order by", query=query),
+                  ui.radio("query-order", op.param("order"), query=query),
+                  ui.number("query-limit", op.param("limit"), query=query)], className="controls"),
+        html.Div(_period_controls(op, query), className="controls"),
         html.Div([
             html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
-                      dcc.Input(id=f"query-filter-{name}", type="text", value="", className="text-input",
+                      dcc.Input(id=f"query-filter-{name}", type="text", value=view_state.text(query, name),
+                                className="text-input",
                                 placeholder=filters[name].get("description", "")[:60])], className="control")
             for name in TEXT_FILTERS if name in filters
         ] + [
             html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
-                      dcc.Checklist(id=f"query-filter-{name}", options=filters[name]["items"]["enum"], value=[],
+                      dcc.Checklist(id=f"query-filter-{name}", options=filters[name]["items"]["enum"],
+                                    value=_listed(query, name, filters[name]["items"]["enum"]),
                                     inline=True, className="radio")], className="control")
             for name in CLOSED_FILTERS if name in filters
         ], className="controls"),
@@ -66,13 +82,13 @@ def layout(**_query: str):
 _LABELS = {"previous_period": "previous period", True: "[low, high] for each count"}
 
 
-def _period_controls(op) -> list:
-    """as_of, compare and intervals, as the document describes them; all off until chosen."""
+def _period_controls(op, query: view_state.Query) -> list:
+    """as_of, compare and intervals, as the document describes them; off unless the URL says."""
     controls = []
     if any(p.name == "as_of" for p in op.params):
         controls.append(html.Div([
             html.Label("as of", htmlFor="query-as-of", className="control-label"),
-            dcc.Input(id="query-as-of", type="text", value="", className="text-input",
+            dcc.Input(id="query-as-of", type="text", value=view_state.text(query, "as_of", 40), className="text-input",
                       placeholder="now, or a UTC hour: 2026-11-20T13:00:00Z"),
             html.Span("empty: the current as_of", className="hint")], className="control"))
     for name, values in (("compare", (op.param("compare").enum or []) if any(p.name == "compare" for p in op.params)
@@ -82,7 +98,8 @@ def _period_controls(op) -> list:
             controls.append(html.Div([
                 html.Label(name, htmlFor=f"query-{name}", className="control-label"),
                 dcc.Checklist(id=f"query-{name}", options=[{"label": _LABELS.get(v, str(v)), "value": v}
-                                                            for v in values], value=[], inline=True,
+                                                            for v in values],
+                              value=[v for v in values if query.get(name) == str(v).lower()], inline=True,
                               className="radio")], className="control"))
     return controls
 

@@ -35,7 +35,7 @@ def notice(_page: str, session: dict | None):
 
 
 @dash.callback(
-    Output("session", "data", allow_duplicate=True), Output("redirect", "pathname", allow_duplicate=True),
+    Output("session", "data", allow_duplicate=True), Output("redirect", "href", allow_duplicate=True),
     Output("api-meta", "data", allow_duplicate=True), Output("sign-in-message", "children"),
     Output("api-key", "value"),
     Input("sign-in", "n_clicks"), Input("api-key", "n_submit"), State("api-key", "value"),

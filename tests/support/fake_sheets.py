@@ -2,8 +2,8 @@
 connector makes through gspread, over real HTTP on 127.0.0.1.
 
 - GET  /v4/spreadsheets/{id}              spreadsheet metadata (properties, sheets, developer metadata)
-- POST /v4/spreadsheets/{id}:batchUpdate  addSheet, updateSheetProperties, updateCells,
-                                          createDeveloperMetadata, updateDeveloperMetadata
+- POST /v4/spreadsheets/{id}:batchUpdate  addSheet, updateSheetProperties, updateCells, insertDimension
+                                          (rows), createDeveloperMetadata, updateDeveloperMetadata
 
 Like Google's, a batchUpdate is applied entirely or not at all (it runs on a copy that replaces
 the spreadsheet only when every request succeeded), cells outside the grid are refused, and errors
@@ -247,6 +247,18 @@ class FakeSheets:
                     sheet.cells[(r, c)] = cell
                 else:
                     sheet.cells.pop((r, c), None)
+
+    def _insertDimension(self, work: Spreadsheet, args: dict[str, Any]) -> None:
+        grid = args["range"]
+        if grid.get("dimension") != "ROWS":
+            raise SheetsError(400, "insertDimension: only ROWS is served by this fake")
+        sheet = work.sheet(grid["sheetId"])
+        start, end = grid["startIndex"], grid["endIndex"]
+        if not 0 <= start < end or start > sheet.rows:
+            raise SheetsError(400, f"insertDimension: invalid range {start}..{end} (the sheet has {sheet.rows} rows)")
+        count = end - start
+        sheet.cells = {(r + count if r >= start else r, c): v for (r, c), v in sheet.cells.items()}
+        sheet.rows += count
 
     def _createDeveloperMetadata(self, work: Spreadsheet, args: dict[str, Any]) -> dict[str, Any]:
         meta = dict(args["developerMetadata"])

@@ -154,16 +154,20 @@ for (const [name, field] of Object.entries(TABLES)) {
   });
 }
 
-test('compare and intervals: nested fields become columns named as in the API\'s CSV', {skip}, () => {
+test('compare and intervals: nested fields become columns with readable headers (as the Python connector\'s)', {skip}, () => {
   const {result, error, fetches} = run('compared');
   assert.equal(error, undefined, error && error.message);
   const record = answerOf('compared').regions[0];
   const header = [...result[0]];
   assert.deepEqual(header.slice(0, 5), ['geo_key', 'label', 'suppressions', 'unique_users', 'keyword_count']);
-  assert.ok(header.includes('previous_suppressions') && header.includes('change_suppressions_beyond_noise'));
-  assert.deepEqual(header.slice(-2), ['intervals_keyword_count_low', 'intervals_keyword_count_high']);
-  assert.equal(result[1][header.indexOf('previous_suppressions')], record.previous.suppressions);
-  assert.equal(result[1][header.indexOf('intervals_suppressions_high')], record.intervals.suppressions[1]);
+  assert.deepEqual(header.slice(5, 8), ['suppressions, previous period', 'unique_users, previous period',
+    'keyword_count, previous period']);
+  assert.deepEqual(header.slice(8, 10), ['suppressions, change %', 'suppressions, beyond noise']);
+  assert.deepEqual(header.slice(-2), ['keyword_count, low (90 % interval)', 'keyword_count, high (90 % interval)']);
+  assert.equal(result[1][header.indexOf('suppressions, previous period')], record.previous.suppressions);
+  assert.equal(result[1][header.indexOf('suppressions, change %')], record.change.suppressions.pct === null ? '' :
+    record.change.suppressions.pct);
+  assert.equal(result[1][header.indexOf('suppressions, high (90 % interval)')], record.intervals.suppressions[1]);
   assert.match(fetches[0].url, /compare=previous_period&intervals=true$/);
 });
 

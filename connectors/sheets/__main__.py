@@ -1,0 +1,5 @@
+import sys
+
+from connectors.sheets.cli import main
+
+sys.exit(main())

@@ -1,0 +1,62 @@
+"""Pure parts of the dashboard's URL state and comparisons: reading controls from a query string,
+the change labels, the compared table, and the figures' previous-period and interval traces."""
+
+from __future__ import annotations
+
+from connectors.operations import Parameter
+from dashboard import figures, ui, view_state
+
+LIMIT = Parameter("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})
+BASELINE = Parameter("min_baseline", {"type": "number", "minimum": 0, "default": 10})
+
+
+def test_values_from_the_url_or_the_default():
+    assert view_state.pick({"window": "7d"}, "window", ["24h", "7d"], "24h") == "7d"
+    assert view_state.pick({"window": "2w"}, "window", ["24h", "7d"], "24h") == "24h"
+    assert view_state.pick({}, "window", ["24h", "7d"], "24h") == "24h"
+    assert view_state.number({"limit": "25"}, "limit", LIMIT) == 25
+    for bad in ("0", "501", "2.5", "nan", "ten", ""):
+        assert view_state.number({"limit": bad}, "limit", LIMIT) == 50, bad
+    assert view_state.number({"min_baseline": "2.5"}, "min_baseline", BASELINE) == 2.5
+    assert view_state.flag({"compare": "previous_period"}, "compare", "previous_period") == ["previous_period"]
+    assert view_state.flag({"compare": "yes"}, "compare", "previous_period") == []
+    assert view_state.text({"as_of": "x" * 100}, "as_of", 40) == "x" * 40
+
+
+def test_period_arguments_and_change_labels():
+    assert ui.period_arguments(["previous_period"], ["true"], " 2026-03-03T12:00:00Z ") == {
+        "compare": "previous_period", "intervals": True, "as_of": "2026-03-03T12:00:00Z"}
+    assert ui.period_arguments([], [], "") == {}
+    assert ui.change_text({"pct": 12.345, "beyond_noise": True}) == ("+12.3 % · beyond noise", "beyond-noise")
+    assert ui.change_text({"pct": -3.1, "beyond_noise": False}) == ("−3.1 % · within noise", "within-noise")
+    assert ui.change_text({"pct": None, "beyond_noise": True}) == ("new (previously 0) · beyond noise", "beyond-noise")
+
+
+def test_compared_table_adds_previous_change_and_interval_columns():
+    rows = [{"label": "A", "suppressions": 120, "previous": {"suppressions": 100},
+             "change": {"suppressions": {"pct": 20.0, "beyond_noise": False}}, "intervals": {"suppressions": [110, 130]}}]
+    table = ui.compared_table(rows, ["label", "suppressions"], ["suppressions"])
+    head = [th.children for th in table.children[0].children.children]
+    assert head == ["label", "suppressions", "suppressions, previous period", "suppressions, change",
+                    "suppressions, 90 % interval"]
+    cells = table.children[1].children[0].children
+    assert [c.children for c in cells] == ["A", "120", "100", "+20.0 % · within noise", "110–130"]
+    assert cells[3].className == "within-noise"
+    plain = ui.compared_table([{"label": "A", "suppressions": 1}], ["label", "suppressions"], ["suppressions"])
+    assert len(plain.children[0].children.children) == 2
+
+
+def test_figures_draw_the_previous_period_and_intervals():
+    point = {"ts": "2026-03-09T00:00:00Z", "suppressions": 10, "previous": {"suppressions": 4},
+             "intervals": {"suppressions": [8, 12]}}
+    figure = figures.timeseries_figure([{"keyword": "k", "window": "7d", "bucket": "day", "timeseries": [point]}])
+    traces = {t.name: t for t in figure.data}
+    assert list(traces["k, previous period"].y) == [4] and traces["k, previous period"].line.dash == "dot"
+    assert list(traces["k, 90 % interval"].y) == [12, 8]
+    activity = {"window": "7d", "type": "all", "keywords": [
+        {"keyword": "k", "adds": 3, "removes": 1, "edits": 0, "previous": {"adds": 1, "removes": 2, "edits": 0}}]}
+    bars = {t.name: t for t in figures.activity_figure(activity).data}
+    assert list(bars["adds, previous period"].x) == [1] and bars["adds, previous period"].opacity < 1
+    assert bars["adds"].offsetgroup == "now" and bars["adds, previous period"].offsetgroup == "previous"
+    plain = figures.activity_figure({**activity, "keywords": [{"keyword": "k", "adds": 3, "removes": 1, "edits": 0}]})
+    assert [t.name for t in plain.data] == ["adds", "removes", "edits"]
