@@ -50,6 +50,7 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from service.settings import Settings
 from service.windows import TimeRange, bucket_step
 
 SUPPRESSIONS = "suppressions"
@@ -69,17 +70,18 @@ _NOISE_DOMAIN = b"signals privacy noise v1"
 class PrivacyParams:
     """The privacy budget, cap rule and threshold (settings SIGNALS_PRIVACY_*)."""
 
-    epsilon_suppressions: float = 1.0
-    epsilon_events: float = 1.0
-    epsilon_users: float = 1.0
+    # The defaults of the settings are written once, in service/settings.py.
+    epsilon_suppressions: float = Settings.privacy_epsilon_suppressions
+    epsilon_events: float = Settings.privacy_epsilon_events
+    epsilon_users: float = Settings.privacy_epsilon_users
     pilot_share: float = 0.2      # part of a sum's epsilon spent on the pilot sum that sets its cap
     pilot_cap: int = 32           # the pilot sum's fixed per-user cap
     cap_multiplier: float = 8.0   # cap = multiplier x mean per user x growth(n)
     cap_growth: float = 1.5       # growth(n) = 1 + cap_growth x log10(max(n, 100) / 100)
     pilot_shrink: float = 1.0     # the mean per user is read from pilot^ - pilot_shrink x its noise sd
-    max_cap: int = 10_000         # no cap above this: the most one user adds to one cell's sum
+    max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
-    min_users: int = 10           # k: cells with fewer (noisy) users are not published
+    min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published
 
     def __post_init__(self) -> None:
         for name in ("epsilon_suppressions", "epsilon_events", "epsilon_users"):
