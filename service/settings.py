@@ -90,7 +90,7 @@ class Settings:
     # cached bodies each worker keeps in its memory (served alone while Redis is down)
     process_cache_mb: int = _env("SIGNALS_PROCESS_CACHE_MB", 64)
     # Privacy (docs/privacy.md): budget per measure, per-user caps per cell, minimum users k.
-    # service/privacy.py's PrivacyParams takes its defaults from these.
+    # service/privacy/params.py's PrivacyParams takes its defaults from these.
     privacy_epsilon_suppressions: float = _env("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0)
     privacy_epsilon_events: float = _env("SIGNALS_PRIVACY_EPSILON_EVENTS", 1.0)
     privacy_epsilon_users: float = _env("SIGNALS_PRIVACY_EPSILON_USERS", 1.0)
