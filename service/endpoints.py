@@ -14,7 +14,7 @@ from paramcheck import FieldError, reason
 from service.engine import requests as rq
 from service.engine.shapes import SHAPES
 from service.params import Param
-from service.store.contract import registrable_domain
+from service.store.domains import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
 from service.store.schema import PAGE_CONTEXTS, PLATFORMS
 from service.tiers import Tier

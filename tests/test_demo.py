@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from service import geo, windows
-from service.store import contract, demo, layout, schema, writer
+from service.store import demo, layout, schema, user_ids, validate, writer
 from service.store.normalise import normalise_keyword
 
 END = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -88,7 +88,7 @@ def test_date_range(demo_run, suppressions, changes) -> None:
 def test_every_row_passes_the_ingest_contract(suppressions, changes) -> None:
     for table, frame in ((schema.SUPPRESSIONS, suppressions), (schema.KEYWORD_CHANGES, changes)):
         raw = frame.with_columns(pl.col("user_id").cast(pl.String))
-        _good, rejected = contract.validate_rows(raw, table, now=END, secret=SECRET)
+        _good, rejected = validate.validate_rows(raw, table, now=END, secret=SECRET)
         assert rejected.height == 0, rejected.head(3).rows()
 
 
@@ -115,7 +115,7 @@ def test_user_ids_are_hashed_and_users_are_realistic(suppressions, changes) -> N
     per_user = suppressions.group_by("user_id").len()["len"]
     assert per_user.mean() > 5 and per_user.max() > 10 * per_user.median()  # a few heavy users
     raw_ids = pl.Series([f"demo-11-{i}" for i in range(users * 2)])
-    assert set(changes["user_id"]) <= set(contract.hash_user_ids(raw_ids, SECRET))
+    assert set(changes["user_id"]) <= set(user_ids.hash_user_ids(raw_ids, SECRET))
 
 
 def test_distributions(suppressions, changes) -> None:

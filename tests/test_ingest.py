@@ -13,7 +13,7 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from service.store import contract, ingest, layout, schema, writer
+from service.store import ingest, layout, schema, user_ids, writer
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
@@ -264,7 +264,7 @@ def test_partitions_by_utc_day_sorted_and_hashed(tmp_path: Path) -> None:
     june = pl.read_parquet(layout.partition_dir(data, schema.SUPPRESSIONS, "2025-06-01"))
     assert june["ts"].is_sorted()
     assert dict(june.schema) == schema.SUPPRESSIONS_SCHEMA
-    expected = contract.hash_user_ids(pl.Series(["raw-id-A", "raw-id-B"]), SECRET).to_list()
+    expected = user_ids.hash_user_ids(pl.Series(["raw-id-A", "raw-id-B"]), SECRET).to_list()
     assert sorted(june["user_id"].to_list()) == sorted(expected)
     for path in report.written:  # the raw ids are nowhere in the stored bytes
         assert b"raw-id-" not in path.read_bytes()
