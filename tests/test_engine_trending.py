@@ -12,8 +12,9 @@ from polars.testing import assert_frame_equal
 from service.engine import Engine, Trending
 from service.privacy import Privacy
 from service.store.reader import build_frames
-from service.windows import TimeRange, growth_pct, trending_periods
+from service.windows import TimeRange, trending_periods
 from tests.support import fixture_data as fx
+from tests.support.growth import growth_pct
 
 SCHEMA = {"value": pl.String, "recent": pl.Int64, "baseline": pl.Int64, "growth_pct": pl.Float64}
 

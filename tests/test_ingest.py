@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.store import ingest, layout, schema, user_ids, writer
+from tests.support.store import write_events
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
@@ -336,8 +337,8 @@ def test_failure_while_renaming_rolls_back(tmp_path: Path, monkeypatch: pytest.M
 def test_writer_refuses_frames_not_in_the_stored_schema(tmp_path: Path) -> None:
     frame = pl.DataFrame({"ts": [NOW], "user_id": ["raw"]})
     with pytest.raises(ValueError, match="stored schema"):
-        writer.write_events(tmp_path, schema.SUPPRESSIONS, frame)
-    assert writer.write_events(tmp_path, schema.SUPPRESSIONS, pl.DataFrame(schema=schema.SUPPRESSIONS_SCHEMA)) == []
+        write_events(tmp_path, schema.SUPPRESSIONS, frame)
+    assert write_events(tmp_path, schema.SUPPRESSIONS, pl.DataFrame(schema=schema.SUPPRESSIONS_SCHEMA)) == []
     assert layout.read_generation(tmp_path) == 0
 
 
