@@ -124,7 +124,7 @@ def _record(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def _with_extras(record: dict[str, Any], endpoint: str) -> dict[str, Any]:
-    """A record schema with the optional fields compare and intervals add (issue 25); the spec's
+    """A record schema with the optional fields compare and intervals add; the spec's
     fields stay as they are, and stay the only required ones."""
     measures = SHAPES[endpoint].measures
     count = {"type": "integer"}

@@ -17,8 +17,8 @@ from cache import REDIS_SPIN_SECONDS
 # Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
 _DEFAULT_SPIN_MICROSECONDS = round(REDIS_SPIN_SECONDS * 1e6)
 
-# Measured in docs/benchmarks.md ("The cost of a /query"): on the 10M-event set every query within
-# the bound computes in a few seconds; gunicorn's timeout follows the deadline (gunicorn.conf.py).
+# Chosen from the measurements in docs/benchmarks.md ("The cost of a /query"): every query within
+# the bound computes well within the deadline; gunicorn's timeout follows the deadline (gunicorn.conf.py).
 QUERY_MAX_CELLS = 1_000_000
 COMPUTE_DEADLINE_SECONDS = 20.0
 MAX_COMPUTE_DEADLINE_SECONDS = 600.0
