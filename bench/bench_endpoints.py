@@ -18,7 +18,7 @@ a few representative variants) four things are timed:
   (GROUP BY the cell's keys and user_id) the user's totals (suppressions summed, events counted);
   per cell the number of users n and the pilot sums, sum(LEAST(total, pilot_cap)); for the cells
   with at least k users (those the engine publishes), each summed measure's cap as
-  `Privacy._caps` computes it: ceil(multiplier x mean x (1 + growth x log10(max(n, 100) / 100)))
+  `privacy.caps.choose_caps` computes it: ceil(multiplier x mean x (1 + growth x log10(max(n, 100) / 100)))
   in [1, max_cap], mean = (pilot - pilot_shrink x the pilot noise's sd) / n in [1, pilot_cap];
   then the per-user rows joined with those caps and sum(LEAST(total, cap)) per cell. DuckDB cannot
   reproduce our keyed noise (HMAC-SHA512 of each cell's description under the secret), so its
@@ -268,7 +268,7 @@ class Sources:
         return cls(scan("suppressions"), scan("keyword_changes"), params)
 
     def cap(self, pilot: str, users: str, measure: str) -> str:
-        """A cell's cap for a summed measure as `Privacy._caps` computes it, from the cell's TRUE pilot
+        """A cell's cap for a summed measure as `privacy.caps.choose_caps` computes it, from the cell's TRUE pilot
         sum and user count (the engine's are noisy): ceil(multiplier x mean x (1 + growth x
         log10(max(n, 100) / 100))) in [1, max_cap], mean = (pilot - pilot_shrink x the pilot noise's
         standard deviation) / n in [1, pilot_cap]."""

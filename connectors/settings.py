@@ -11,8 +11,10 @@ import dataclasses
 import ipaddress
 import os
 from collections.abc import Mapping
+from typing import Any
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
+DEFAULT_MCP_PORT = 8001
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 
@@ -34,36 +36,45 @@ def parse_networks(text: str) -> tuple[Network, ...]:
     return tuple(networks)
 
 
+def _env(name: str, default: object) -> Any:
+    """A field read from the environment variable `name` (unset or empty: `default`)."""
+    return dataclasses.field(default=default, metadata={"env": name})
+
+
 @dataclasses.dataclass(frozen=True)
 class ConnectorSettings:
-    api_url: str = DEFAULT_API_URL       # SIGNALS_API_URL: where the Signals API answers
-    api_key: str | None = None           # SIGNALS_API_KEY: the key sent as Authorization: Bearer
+    # SIGNALS_API_URL: where the Signals API answers
+    api_url: str = _env("SIGNALS_API_URL", DEFAULT_API_URL)
+    # SIGNALS_API_KEY: the key sent as Authorization: Bearer
+    api_key: str | None = _env("SIGNALS_API_KEY", None)
     # SIGNALS_SHEETS_API_URL: a Sheets-compatible server to use instead of Google's, without
     # credentials (the way Google's emulators are selected); unset = Google with a service account.
-    sheets_api_url: str | None = None
+    sheets_api_url: str | None = _env("SIGNALS_SHEETS_API_URL", None)
     # GOOGLE_APPLICATION_CREDENTIALS: the service account's JSON key file (Google's own variable).
-    google_credentials: str | None = None
+    google_credentials: str | None = _env("GOOGLE_APPLICATION_CREDENTIALS", None)
     # SIGNALS_TRUSTED_PROXIES: the proxies in front of the dashboard and the MCP server whose
     # X-Forwarded-For they believe when they tell the API who their caller is (the API reads the
     # same variable for the proxies in front of it). Empty: the TCP peer is the caller.
-    trusted_proxies: tuple[Network, ...] = ()
+    trusted_proxies: tuple[Network, ...] = _env("SIGNALS_TRUSTED_PROXIES", ())
+    # SIGNALS_MCP_HOST, SIGNALS_MCP_PORT: where the MCP server's streamable HTTP transport listens.
+    # The port stays text here: only that transport checks it (connectors/mcp/__main__.py), so a
+    # bad value does not stop the stdio server or the Sheets connector.
+    mcp_host: str = _env("SIGNALS_MCP_HOST", "127.0.0.1")
+    mcp_port: str = _env("SIGNALS_MCP_PORT", str(DEFAULT_MCP_PORT))
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ConnectorSettings:
+        """Each field from its variable (`_env`): unset or empty = the field's default."""
         env = os.environ if environ is None else environ
-
-        def text(name: str) -> str | None:
-            value = env.get(name, "").strip()
-            return value or None
-
-        try:
-            trusted = parse_networks(env.get("SIGNALS_TRUSTED_PROXIES", ""))
-        except ValueError as exc:
-            raise ConnectorSettingsError(f"SIGNALS_TRUSTED_PROXIES: {exc}") from None
-        return cls(
-            api_url=text("SIGNALS_API_URL") or DEFAULT_API_URL,
-            api_key=text("SIGNALS_API_KEY"),
-            sheets_api_url=text("SIGNALS_SHEETS_API_URL"),
-            google_credentials=text("GOOGLE_APPLICATION_CREDENTIALS"),
-            trusted_proxies=trusted,
-        )
+        values: dict[str, Any] = {}
+        for field in dataclasses.fields(cls):
+            name = field.metadata["env"]
+            raw = env.get(name, "").strip()
+            if field.name == "trusted_proxies":
+                try:
+                    values[field.name] = parse_networks(raw)
+                except ValueError as exc:
+                    raise ConnectorSettingsError(f"{name}: {exc}") from None
+            else:
+                values[field.name] = raw or field.default
+        return cls(**values)

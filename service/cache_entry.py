@@ -68,7 +68,7 @@ def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, 
               data_version: int | None = None) -> str:
     """`variant` names everything else an answer depends on (code version, privacy secret and
     parameters): after a change of any of them, old bodies are never served again. A past
-    `as_of` (issue 25) gives its `data_version` instead of the generation: the last generation
+    `as_of` gives its `data_version` instead of the generation: the last generation
     that changed a date its answer covers, so its entry outlives ingests that do not touch them."""
     data = generation if data_version is None else f"d{data_version}"
     canonical = json.dumps(

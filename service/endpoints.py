@@ -14,7 +14,7 @@ from paramcheck import FieldError, reason
 from service.engine import requests as rq
 from service.engine.shapes import SHAPES
 from service.params import Param
-from service.store.contract import registrable_domain
+from service.store.domains import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
 from service.store.schema import PAGE_CONTEXTS, PLATFORMS
 from service.tiers import Tier
@@ -124,7 +124,7 @@ def _record(properties: dict[str, Any]) -> dict[str, Any]:
 
 
 def _with_extras(record: dict[str, Any], endpoint: str) -> dict[str, Any]:
-    """A record schema with the optional fields compare and intervals add (issue 25); the spec's
+    """A record schema with the optional fields compare and intervals add; the spec's
     fields stay as they are, and stay the only required ones."""
     measures = SHAPES[endpoint].measures
     count = {"type": "integer"}

@@ -172,14 +172,9 @@ def label(level: str, key: str) -> str:
     return labels(level, [key])[0]
 
 
-def is_valid(level: str, key: str) -> bool:
-    """True when `key` is a known key of `level` (exact spelling: "US", "US-CA", "06037")."""
-    _check_level(level)
-    return key in _label_table(level)
-
-
 # ---------------------------------------------------------------------------------------------
-# Membership. Each mapping holds only links that are derivable (see the module docstring).
+# Membership, for the ingest contract's geography check (service/store/validate.py). Each mapping
+# holds only links that are derivable (see the module docstring).
 
 
 def country_codes() -> frozenset[str]:
@@ -220,30 +215,6 @@ def city_regions() -> Mapping[str, str]:
     return types.MappingProxyType({i: c.region for i, c in _cities().items() if c.region})
 
 
-@functools.cache
-def city_counties() -> Mapping[str, str]:
-    """GeoNames id -> county FIPS of US cities ("5368361" -> "06037"); see the module docstring."""
-    return types.MappingProxyType({i: c.county for i, c in _cities().items() if c.county})
-
-
-def region_in_country(region: str, country: str) -> bool:
-    return region_countries().get(region) == country
-
-
-def county_in_region(county: str, region: str) -> bool:
-    return county_regions().get(county) == region
-
-
-def county_in_country(county: str, country: str) -> bool:
-    """A county belongs to "US", and a county of an outlying area also to that area's code."""
-    home = county_countries().get(county)
-    return home is not None and country in ("US", home)
-
-
-def city_in_country(city: str, country: str) -> bool:
-    return city_countries().get(city) == country
-
-
 # ---------------------------------------------------------------------------------------------
 # Reference lists (used by the demo generator).
 
@@ -256,18 +227,3 @@ def cities(country: str | None = None) -> tuple[City, ...]:
 @functools.cache
 def _cities_by_population() -> tuple[City, ...]:
     return tuple(sorted(_cities().values(), key=lambda c: (-c.population, int(c.geonameid))))
-
-
-def counties(region: str | None = None) -> tuple[County, ...]:
-    """US counties ordered by FIPS, optionally only those of one ISO 3166-2 region ("US-CA")."""
-    if region is None:
-        return tuple(c for _f, c in sorted(_counties().items()))
-    return _counties_by_region().get(region, ())
-
-
-@functools.cache
-def _counties_by_region() -> Mapping[str, tuple[County, ...]]:
-    grouped: dict[str, list[County]] = {}
-    for _fips, county in sorted(_counties().items()):
-        grouped.setdefault(county.region, []).append(county)
-    return types.MappingProxyType({region: tuple(items) for region, items in grouped.items()})

@@ -1,8 +1,8 @@
 """The web process's gunicorn worker: gunicorn's threaded worker whose client connections time out.
 
 A slow or unfinished request must cost its client a connection, never a worker: with gunicorn's
-sync worker a request that announced 1,000 bytes of body and sent 10 held the whole worker, and so
-every other client waiting on it, until gunicorn's timeout killed the worker (60 s). Here:
+sync worker a request that announces a body and never sends it holds the whole worker, and so
+every other client waiting on it, until gunicorn's timeout kills the worker. Here:
 
 - requests are served by `SIGNALS_WEB_THREADS` threads per worker (gunicorn's `gthread` worker),
   and a kept-alive connection waits between requests in the worker's poller, holding no thread;

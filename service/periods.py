@@ -1,4 +1,4 @@
-"""Moving a window in time: a requested `as_of` (issue 25), its accepted range, and the period
+"""Moving a window in time: a requested `as_of`, its accepted range, and the period
 before a window.
 
 Every window is [as_of - window, as_of) (service/windows.py). A request may name an earlier

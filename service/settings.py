@@ -7,16 +7,18 @@ import ipaddress
 import math
 import os
 import re
+import typing
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from cache import REDIS_SPIN_SECONDS
 
 # Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
 _DEFAULT_SPIN_MICROSECONDS = round(REDIS_SPIN_SECONDS * 1e6)
 
-# Measured in docs/benchmarks.md ("The cost of a /query"): on the 10M-event set every query within
-# the bound computes in a few seconds; gunicorn's timeout follows the deadline (gunicorn.conf.py).
+# Chosen from the measurements in docs/benchmarks.md ("The cost of a /query"): every query within
+# the bound computes well within the deadline; gunicorn's timeout follows the deadline (gunicorn.conf.py).
 QUERY_MAX_CELLS = 1_000_000
 COMPUTE_DEADLINE_SECONDS = 20.0
 MAX_COMPUTE_DEADLINE_SECONDS = 600.0
@@ -57,47 +59,62 @@ class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
 
 
+def _env(name: str, default: object, *, lower: bool = False) -> Any:
+    """A field read from the environment variable `name`; its type is the field's annotation, and
+    `default` is used when the variable is unset or empty. `lower`: the value is lower-cased."""
+    return dataclasses.field(default=default, metadata={"env": name, "lower": lower})
+
+
 @dataclasses.dataclass(frozen=True)
 class Settings:
-    data_dir: Path = Path("./data")
-    accounts_url: str = ""  # filled from data_dir when empty
-    redis_url: str | None = None
-    redis_prefix: str = "signals:"
-    redis_spin_microseconds: int = _DEFAULT_SPIN_MICROSECONDS
-    host: str = "127.0.0.1"  # address the web process listens on; 0.0.0.0 (or ::) exposes it
-    port: int = 8000
-    environment: str = "development"  # development | production
-    secret: str = DEVELOPMENT_SECRET
-    web_concurrency: int = 0  # 0 = size for the machine (gunicorn.conf.py)
-    web_threads: int = 8  # requests each web worker serves at once (threads; gunicorn.conf.py)
+    data_dir: Path = _env("SIGNALS_DATA_DIR", Path("./data"))
+    accounts_url: str = _env("SIGNALS_ACCOUNTS_URL", "")  # filled from data_dir when empty
+    redis_url: str | None = _env("REDIS_URL", None)
+    redis_prefix: str = _env("SIGNALS_REDIS_PREFIX", "signals:")
+    redis_spin_microseconds: int = _env("SIGNALS_REDIS_SPIN_MICROSECONDS", _DEFAULT_SPIN_MICROSECONDS)
+    # address the web process listens on; 0.0.0.0 (or ::) exposes it
+    host: str = _env("SIGNALS_HOST", "127.0.0.1")
+    port: int = _env("PORT", 8000)
+    environment: str = _env("SIGNALS_ENV", "development", lower=True)  # development | production
+    secret: str = _env("SIGNALS_SECRET", DEVELOPMENT_SECRET)
+    web_concurrency: int = _env("WEB_CONCURRENCY", 0)  # 0 = size for the machine (gunicorn.conf.py)
+    # requests each web worker serves at once (threads; gunicorn.conf.py)
+    web_threads: int = _env("SIGNALS_WEB_THREADS", 8)
     # Seconds a client may leave its request (headers or body) or our answer unread before its
     # connection is answered 408 and closed (service/gunicorn_worker.py).
-    client_timeout_seconds: float = 5.0
-    auth_cache_seconds: int = 10  # accepted keys are remembered this long per worker (0 = off)
+    client_timeout_seconds: float = _env("SIGNALS_CLIENT_TIMEOUT_SECONDS", 5.0)
+    # accepted keys are remembered this long per worker (0 = off)
+    auth_cache_seconds: int = _env("SIGNALS_AUTH_CACHE_SECONDS", 10)
     # While the accounts database is down, keys accepted this recently keep working (service/accounts/cached.py).
-    auth_stale_seconds: int = 600
-    cache_responses: bool = True  # off: every request is computed (rate limits still apply)
-    process_cache_mb: int = 64  # cached bodies each worker keeps in its memory (served alone while Redis is down)
+    auth_stale_seconds: int = _env("SIGNALS_AUTH_STALE_SECONDS", 600)
+    # off: every request is computed (rate limits still apply)
+    cache_responses: bool = _env("SIGNALS_CACHE_RESPONSES", True)
+    # cached bodies each worker keeps in its memory (served alone while Redis is down)
+    process_cache_mb: int = _env("SIGNALS_PROCESS_CACHE_MB", 64)
     # Privacy (docs/privacy.md): budget per measure, per-user caps per cell, minimum users k.
-    privacy_epsilon_suppressions: float = 1.0
-    privacy_epsilon_events: float = 1.0
-    privacy_epsilon_users: float = 1.0
-    privacy_max_cap: int = 10_000  # the most one user adds to one cell's sum (caps are chosen per cell)
-    privacy_min_users: int = 10
-    trusted_proxies: tuple[Network, ...] = ()  # networks whose X-Forwarded-For is believed (load balancers)
+    # service/privacy/params.py's PrivacyParams takes its defaults from these.
+    privacy_epsilon_suppressions: float = _env("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0)
+    privacy_epsilon_events: float = _env("SIGNALS_PRIVACY_EPSILON_EVENTS", 1.0)
+    privacy_epsilon_users: float = _env("SIGNALS_PRIVACY_EPSILON_USERS", 1.0)
+    # the most one user adds to one cell's sum (caps are chosen per cell)
+    privacy_max_cap: int = _env("SIGNALS_PRIVACY_MAX_CAP", 10_000)
+    privacy_min_users: int = _env("SIGNALS_PRIVACY_MIN_USERS", 10)
+    # networks whose X-Forwarded-For is believed (load balancers)
+    trusted_proxies: tuple[Network, ...] = _env("SIGNALS_TRUSTED_PROXIES", ())
     # /query cost (engine/cost.py): the most cells (groups) a query may aggregate, by its upper bound.
-    query_max_cells: int = QUERY_MAX_CELLS
+    query_max_cells: int = _env("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS)
     # Seconds a computation may run before it is stopped with 503 (service/deadline.py).
-    compute_deadline_seconds: float = COMPUTE_DEADLINE_SECONDS
-    log_level: str = "info"
+    compute_deadline_seconds: float = _env("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS)
+    log_level: str = _env("SIGNALS_LOG_LEVEL", "info", lower=True)
     # The worker (service/webhooks/): seconds between evaluation rounds (new data also starts one).
-    worker_interval_seconds: float = 60.0
+    worker_interval_seconds: float = _env("SIGNALS_WORKER_INTERVAL_SECONDS", 60.0)
     # Development only: webhook URLs may be http and reach loopback/private addresses.
-    webhook_allow_private: bool = False
+    webhook_allow_private: bool = _env("SIGNALS_WEBHOOK_ALLOW_PRIVATE", False)
     # Where events live and what computes on them: polars over the Parquet store in data_dir, or
     # ClickHouse at clickhouse_url (service/clickhouse/; docs/architecture.md "ClickHouse").
-    engine: str = "polars"  # polars | clickhouse
-    clickhouse_url: str = ""  # clickhouse-connect DSN: http(s)://user:password@host:8123/database or chdb://<dir>
+    engine: str = _env("SIGNALS_ENGINE", "polars", lower=True)  # polars | clickhouse
+    # clickhouse-connect DSN: http(s)://user:password@host:8123/database or chdb://<dir>
+    clickhouse_url: str = _env("SIGNALS_CLICKHOUSE_URL", "")
 
     def __post_init__(self) -> None:
         if not self.accounts_url:
@@ -155,75 +172,46 @@ class Settings:
 
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
+        """Each field from its variable (`_env`): unset or empty = the field's default."""
         env = os.environ if environ is None else environ
-
-        def text(name: str, default: str) -> str:
-            value = env.get(name, "").strip()
-            return value if value else default
-
-        def integer(name: str, default: int) -> int:
+        types = typing.get_type_hints(cls)
+        values = {}
+        for field in dataclasses.fields(cls):
+            name = field.metadata["env"]
             raw = env.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                return int(raw)
-            except ValueError:
-                raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+            if field.metadata["lower"]:
+                raw = raw.lower()
+            values[field.name] = _parse(name, types[field.name], raw, field.default)
+        return cls(**values)
 
-        def number(name: str, default: float) -> float:
-            raw = env.get(name, "").strip()
-            if not raw:
-                return default
-            try:
-                return float(raw)
-            except ValueError:
-                raise SettingsError(f"{name} must be a number, got {raw!r}") from None
 
-        def networks(name: str) -> tuple[Network, ...]:
-            try:
-                return parse_networks(env.get(name, ""))
-            except ValueError as exc:
-                raise SettingsError(f"{name}: {exc}") from None
-
-        def boolean(name: str, default: bool) -> bool:
-            raw = env.get(name, "").strip().lower()
-            if not raw:
-                return default
-            if raw in ("1", "true", "yes", "on"):
-                return True
-            if raw in ("0", "false", "no", "off"):
-                return False
-            raise SettingsError(f"{name} must be true or false, got {raw!r}")
-
-        environment = text("SIGNALS_ENV", "development").lower()
-        return cls(
-            data_dir=Path(text("SIGNALS_DATA_DIR", "./data")),
-            accounts_url=text("SIGNALS_ACCOUNTS_URL", ""),
-            redis_url=text("REDIS_URL", "") or None,
-            redis_prefix=text("SIGNALS_REDIS_PREFIX", "signals:"),
-            redis_spin_microseconds=integer("SIGNALS_REDIS_SPIN_MICROSECONDS", _DEFAULT_SPIN_MICROSECONDS),
-            host=text("SIGNALS_HOST", "127.0.0.1"),
-            port=integer("PORT", 8000),
-            environment=environment,
-            secret=text("SIGNALS_SECRET", DEVELOPMENT_SECRET),
-            web_concurrency=integer("WEB_CONCURRENCY", 0),
-            web_threads=integer("SIGNALS_WEB_THREADS", 8),
-            client_timeout_seconds=number("SIGNALS_CLIENT_TIMEOUT_SECONDS", 5.0),
-            auth_cache_seconds=integer("SIGNALS_AUTH_CACHE_SECONDS", 10),
-            auth_stale_seconds=integer("SIGNALS_AUTH_STALE_SECONDS", 600),
-            cache_responses=boolean("SIGNALS_CACHE_RESPONSES", True),
-            process_cache_mb=integer("SIGNALS_PROCESS_CACHE_MB", 64),
-            privacy_epsilon_suppressions=number("SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS", 1.0),
-            privacy_epsilon_events=number("SIGNALS_PRIVACY_EPSILON_EVENTS", 1.0),
-            privacy_epsilon_users=number("SIGNALS_PRIVACY_EPSILON_USERS", 1.0),
-            privacy_max_cap=integer("SIGNALS_PRIVACY_MAX_CAP", 10_000),
-            privacy_min_users=integer("SIGNALS_PRIVACY_MIN_USERS", 10),
-            trusted_proxies=networks("SIGNALS_TRUSTED_PROXIES"),
-            query_max_cells=integer("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS),
-            compute_deadline_seconds=number("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS),
-            log_level=text("SIGNALS_LOG_LEVEL", "info").lower(),
-            worker_interval_seconds=number("SIGNALS_WORKER_INTERVAL_SECONDS", 60.0),
-            webhook_allow_private=boolean("SIGNALS_WEBHOOK_ALLOW_PRIVATE", False),
-            engine=text("SIGNALS_ENGINE", "polars").lower(),
-            clickhouse_url=text("SIGNALS_CLICKHOUSE_URL", ""),
-        )
+def _parse(name: str, kind: object, raw: str, default: Any) -> Any:
+    """The value of variable `name` (stripped text `raw`) as type `kind`; `default` when empty."""
+    if kind == tuple[Network, ...]:
+        try:
+            return parse_networks(raw)
+        except ValueError as exc:
+            raise SettingsError(f"{name}: {exc}") from None
+    if not raw:
+        return default
+    if kind is bool:
+        if raw.lower() in ("1", "true", "yes", "on"):
+            return True
+        if raw.lower() in ("0", "false", "no", "off"):
+            return False
+        raise SettingsError(f"{name} must be true or false, got {raw.lower()!r}")
+    if kind is int:
+        try:
+            return int(raw)
+        except ValueError:
+            raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
+    if kind is float:
+        try:
+            return float(raw)
+        except ValueError:
+            raise SettingsError(f"{name} must be a number, got {raw!r}") from None
+    if kind is Path:
+        return Path(raw)
+    if kind in (str, str | None):
+        return raw
+    raise TypeError(f"settings: no reader for {name}'s type {kind}")

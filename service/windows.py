@@ -118,17 +118,6 @@ def trending_periods(window: str, as_of: dt.datetime) -> TrendingPeriods:
     )
 
 
-def growth_pct(recent: float, baseline: float, recent_hours: float, baseline_hours: float) -> float | None:
-    """Growth of the hourly rate: 100 * (recent/R - baseline/B) / (baseline/B), 2 decimals.
-
-    None when the baseline rate is zero (growth is undefined, the value is left out).
-    """
-    if baseline <= 0:
-        return None
-    base_rate = baseline / baseline_hours
-    return round(100.0 * (recent / recent_hours - base_rate) / base_rate, 2)
-
-
 def iso_z(moment: dt.datetime) -> str:
     """ISO 8601 UTC with a trailing Z, second precision."""
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,4 +1,5 @@
-"""service.store.contract: row validation, normalisation and user id hashing."""
+"""The ingest contract (service/store/validate.py, columns.py, domains.py, user_ids.py): row validation,
+normalisation and user id hashing."""
 
 from __future__ import annotations
 
@@ -11,7 +12,8 @@ from typing import Any
 import polars as pl
 import pytest
 
-from service.store import contract, schema
+from service.store import columns, domains, schema, user_ids
+from service.store.validate import validate_rows
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
@@ -50,7 +52,7 @@ def change(**changes: Any) -> dict[str, Any]:
 
 def validate(rows: list[dict[str, Any]], table: str = schema.SUPPRESSIONS, **kwargs: Any):
     frame = pl.DataFrame(rows, infer_schema_length=None)
-    return contract.validate_rows(frame, table, now=NOW, secret=SECRET, **kwargs)
+    return validate_rows(frame, table, now=NOW, secret=SECRET, **kwargs)
 
 
 def reason_of(row: dict[str, Any], table: str = schema.SUPPRESSIONS) -> str:
@@ -99,7 +101,7 @@ def test_geography_columns_are_optional_and_nullable() -> None:
     assert rejected.height == 0
     assert good.select("region", "county", "city").row(0) == (None, None, None)
     frame = pl.DataFrame([{k: v for k, v in suppression().items() if k not in ("region", "county", "city")}])
-    good, rejected = contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, rejected = validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert (good.height, rejected.height) == (1, 0)
     assert good["region"].to_list() == [None]
 
@@ -124,10 +126,10 @@ def test_timestamp_spellings(raw: str, expected: dt.datetime) -> None:
 
 def test_datetime_columns_naive_is_utc_and_aware_is_converted() -> None:
     naive = pl.DataFrame([suppression(ts=dt.datetime(2025, 6, 1, 10))])
-    good, _ = contract.validate_rows(naive, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, _ = validate_rows(naive, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert good["ts"][0] == dt.datetime(2025, 6, 1, 10, tzinfo=dt.UTC)
     aware = naive.with_columns(pl.col("ts").dt.replace_time_zone("Europe/Berlin"))
-    good, _ = contract.validate_rows(aware, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, _ = validate_rows(aware, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert good["ts"][0] == dt.datetime(2025, 6, 1, 8, tzinfo=dt.UTC)
     assert good.schema["ts"] == schema.TS
 
@@ -140,13 +142,13 @@ def test_small_clock_skew_is_tolerated() -> None:
 def test_id_columns_take_integers_and_integral_numbers() -> None:
     # Integer columns (a Parquet export, say): county regains its leading zero, city is its id.
     frame = pl.DataFrame([suppression(county=6037, city=5368361, suppressions=2, user_id=12345)])
-    good, rejected = contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, rejected = validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert rejected.height == 0, rejected["reason"].to_list()
     assert good.select("county", "city", "suppressions").row(0) == ("06037", "5368361", 2)
-    assert good["user_id"][0] == contract.hash_user_ids(pl.Series(["12345"]), SECRET)[0]
+    assert good["user_id"][0] == user_ids.hash_user_ids(pl.Series(["12345"]), SECRET)[0]
     # JSON does not tell 4 from 4.0: an integral number is an integer.
     floats = pl.DataFrame([suppression(city=5368361.0, county=6037.0, suppressions=4.0)])
-    good, rejected = contract.validate_rows(floats, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, rejected = validate_rows(floats, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert rejected.height == 0, rejected["reason"].to_list()
     assert good.select("county", "city", "suppressions").row(0) == ("06037", "5368361", 4)
 
@@ -162,7 +164,7 @@ def test_text_cells_take_digits_only_for_integers() -> None:
     cells = ["2", " 7 ", "-1", "0", "1.5", "2.0", "1e3", "true", "0x10", "\u0663", "+3", "99999999999999999999", ""]
     frame = pl.DataFrame({**{k: [v] * len(cells) for k, v in suppression().items() if k != "suppressions"},
                           "suppressions": cells}).with_columns(pl.all().cast(pl.String))
-    good, rejected = contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET, text_cells=True)
+    good, rejected = validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET, text_cells=True)
     assert good["suppressions"].to_list() == [2, 7]
     assert dict(zip(rejected["row_number"].to_list(), rejected["reason"].to_list(), strict=True)) == {
         3: "suppressions: -1 is less than 1",
@@ -187,8 +189,8 @@ def test_registrable_domains() -> None:
 
 
 def test_registrable_domain_for_query_parameters() -> None:
-    assert contract.registrable_domain("https://old.reddit.com/r/x") == "reddit.com"
-    assert contract.registrable_domain("localhost") is None
+    assert domains.registrable_domain("https://old.reddit.com/r/x") == "reddit.com"
+    assert domains.registrable_domain("localhost") is None
 
 
 # ---------------------------------------------------------------------------------------------
@@ -299,14 +301,14 @@ def test_custom_row_numbers_and_source_rows() -> None:
 
 def test_empty_frame() -> None:
     frame = pl.DataFrame(schema={name: pl.String for name in schema.SUPPRESSIONS_SCHEMA})
-    good, rejected = contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, rejected = validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert (good.height, rejected.height) == (0, 0)
     assert dict(good.schema) == schema.SUPPRESSIONS_SCHEMA
 
 
 def test_now_must_be_aware() -> None:
     with pytest.raises(ValueError, match="timezone-aware"):
-        contract.validate_rows(
+        validate_rows(
             pl.DataFrame([suppression()]), schema.SUPPRESSIONS, now=NOW.replace(tzinfo=None), secret="s"
         )
 
@@ -317,25 +319,25 @@ def test_now_must_be_aware() -> None:
 
 def test_missing_required_columns_reject_the_file() -> None:
     frame = pl.DataFrame([{k: v for k, v in suppression().items() if k not in ("ts", "domain")}])
-    with pytest.raises(contract.ContractError, match="missing required columns: ts, domain"):
-        contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    with pytest.raises(columns.ContractError, match="missing required columns: ts, domain"):
+        validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
 
 
 def test_unknown_columns_reject_the_file_with_a_hint() -> None:
     frame = pl.DataFrame([suppression(regoin="US-CA", note="x")])
-    with pytest.raises(contract.ContractError) as caught:
-        contract.validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    with pytest.raises(columns.ContractError) as caught:
+        validate_rows(frame, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     message = str(caught.value)
     assert "unknown columns for table suppressions: 'regoin' (did you mean 'region'?), 'note'" in message
 
 
 def test_detect_table() -> None:
-    assert contract.detect_table(suppression()) == schema.SUPPRESSIONS
-    assert contract.detect_table(change()) == schema.KEYWORD_CHANGES
-    with pytest.raises(contract.ContractError, match="both"):
-        contract.detect_table(["action", "suppressions"])
-    with pytest.raises(contract.ContractError, match="neither"):
-        contract.detect_table(["ts", "keyword"])
+    assert columns.detect_table(suppression()) == schema.SUPPRESSIONS
+    assert columns.detect_table(change()) == schema.KEYWORD_CHANGES
+    with pytest.raises(columns.ContractError, match="both"):
+        columns.detect_table(["action", "suppressions"])
+    with pytest.raises(columns.ContractError, match="neither"):
+        columns.detect_table(["ts", "keyword"])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -344,17 +346,17 @@ def test_detect_table() -> None:
 
 def test_user_ids_are_keyed_hashes() -> None:
     raw = pl.Series(["install-1", "install-2", "install-1", None])
-    hashed = contract.hash_user_ids(raw, SECRET)
+    hashed = user_ids.hash_user_ids(raw, SECRET)
     assert hashed.dtype == pl.UInt64
     expected = int.from_bytes(hashlib.blake2b(b"install-1", key=SECRET.encode(), digest_size=8).digest(), "big")
     assert hashed.to_list()[0] == expected
     assert hashed[0] == hashed[2] != hashed[1]
     assert hashed[3] is None
-    assert contract.hash_user_ids(raw, "another-secret")[0] != hashed[0]
+    assert user_ids.hash_user_ids(raw, "another-secret")[0] != hashed[0]
     long_secret = "k" * 100  # longer than BLAKE2b's 64-byte key: condensed, still keyed
-    assert contract.hash_user_ids(raw, long_secret)[0] != contract.hash_user_ids(raw, "k" * 64)[0]
+    assert user_ids.hash_user_ids(raw, long_secret)[0] != user_ids.hash_user_ids(raw, "k" * 64)[0]
     with pytest.raises(ValueError):
-        contract.hash_user_ids(raw, "")
+        user_ids.hash_user_ids(raw, "")
 
 
 def test_each_distinct_user_id_is_hashed_once(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -365,8 +367,8 @@ def test_each_distinct_user_id_is_hashed_once(monkeypatch: pytest.MonkeyPatch) -
         calls.append(data)
         return real(data, **kwargs)
 
-    monkeypatch.setattr(contract.hashlib, "blake2b", counting)
-    contract.hash_user_ids(pl.Series([f"user-{i % 3}" for i in range(1000)]), SECRET)
+    monkeypatch.setattr(user_ids.hashlib, "blake2b", counting)
+    user_ids.hash_user_ids(pl.Series([f"user-{i % 3}" for i in range(1000)]), SECRET)
     assert sorted(calls) == [b"user-0", b"user-1", b"user-2"]
 
 
@@ -380,7 +382,7 @@ def test_validation_is_vectorised() -> None:
     rows = pl.DataFrame([suppression(user_id=f"u{i % 5000}", keyword=f"kw {i % 300}") for i in range(2000)])
     big = pl.concat([rows] * 100)  # 200,000 rows
     started = time.perf_counter()
-    good, rejected = contract.validate_rows(big, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
+    good, rejected = validate_rows(big, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     elapsed = time.perf_counter() - started
     assert (good.height, rejected.height) == (200_000, 0)
     assert elapsed < 5, f"validating 200,000 rows took {elapsed:.1f} s"

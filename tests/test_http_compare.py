@@ -27,8 +27,8 @@ from service.privacy import Privacy
 from service.settings import Settings
 from service.store.demo import generate_demo
 from service.store.reader import EventStore
-from service.store.writer import write_events
 from tests.support.http import assert_problem, get, post_query
+from tests.support.store import write_events
 
 DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 NOW = DEMO_END + dt.timedelta(minutes=20)

@@ -13,7 +13,8 @@ import polars as pl
 import pyarrow.parquet as pq
 import pytest
 
-from service.store import contract, ingest, layout, schema, writer
+from service.store import ingest, layout, schema, user_ids, writer
+from tests.support.store import write_events
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
@@ -264,7 +265,7 @@ def test_partitions_by_utc_day_sorted_and_hashed(tmp_path: Path) -> None:
     june = pl.read_parquet(layout.partition_dir(data, schema.SUPPRESSIONS, "2025-06-01"))
     assert june["ts"].is_sorted()
     assert dict(june.schema) == schema.SUPPRESSIONS_SCHEMA
-    expected = contract.hash_user_ids(pl.Series(["raw-id-A", "raw-id-B"]), SECRET).to_list()
+    expected = user_ids.hash_user_ids(pl.Series(["raw-id-A", "raw-id-B"]), SECRET).to_list()
     assert sorted(june["user_id"].to_list()) == sorted(expected)
     for path in report.written:  # the raw ids are nowhere in the stored bytes
         assert b"raw-id-" not in path.read_bytes()
@@ -336,8 +337,8 @@ def test_failure_while_renaming_rolls_back(tmp_path: Path, monkeypatch: pytest.M
 def test_writer_refuses_frames_not_in_the_stored_schema(tmp_path: Path) -> None:
     frame = pl.DataFrame({"ts": [NOW], "user_id": ["raw"]})
     with pytest.raises(ValueError, match="stored schema"):
-        writer.write_events(tmp_path, schema.SUPPRESSIONS, frame)
-    assert writer.write_events(tmp_path, schema.SUPPRESSIONS, pl.DataFrame(schema=schema.SUPPRESSIONS_SCHEMA)) == []
+        write_events(tmp_path, schema.SUPPRESSIONS, frame)
+    assert write_events(tmp_path, schema.SUPPRESSIONS, pl.DataFrame(schema=schema.SUPPRESSIONS_SCHEMA)) == []
     assert layout.read_generation(tmp_path) == 0
 
 

@@ -122,7 +122,7 @@ def _check_stored(stored: pl.DataFrame, column: str, expected: Any, rows: int) -
     assert stored.height == rows
     values = stored[column].to_list()
     if expected == "hash of '7'":
-        from service.store.contract import hash_user_ids
+        from service.store.user_ids import hash_user_ids
 
         expected = hash_user_ids(pl.Series(["7"]), SECRET)[0]
     assert values[-1] == expected or expected in values
@@ -202,7 +202,7 @@ def test_huge_integers_keep_their_digits(tmp_path: Path) -> None:
     # 2**64 - 1 read as a float would become ...616: an id must keep its exact digits.
     rows = [{**SUPPRESSION, "user_id": 2**64 - 1}, {**SUPPRESSION, "user_id": 2**64 - 2}]
     report, stored = _ingest(tmp_path, "big.ndjson", rows)
-    from service.store.contract import hash_user_ids
+    from service.store.user_ids import hash_user_ids
 
     assert report.accepted == 2
     assert sorted(stored["user_id"].to_list()) == sorted(

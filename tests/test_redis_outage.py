@@ -24,11 +24,11 @@ from service.engine import Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.store.writer import write_events
 from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
 from tests.support.redis_server import ThrowawayRedis
+from tests.support.store import write_events
 
 pytestmark = pytest.mark.redis
 

@@ -23,11 +23,11 @@ from service.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_h
 from service.clock import FixedClock
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.store.writer import write_events
 from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import get, post_query
 from tests.support.redis_app import delete_prefix, redis_test_client
+from tests.support.store import write_events
 
 pytestmark = pytest.mark.redis
 

@@ -18,10 +18,11 @@ import httpx
 import polars as pl
 import pytest
 
-from service.store import layout, schema, snapshot, writer
+from service.store import layout, schema, snapshot
 from tests.support import process_memory
 from tests.support.process_memory import MIB
 from tests.support.processes import cli, create_key, gunicorn_process
+from tests.support.store import write_events
 
 DEMO_EVENTS = 1_500_000
 
@@ -150,7 +151,7 @@ def test_a_generation_landed_while_requests_run(tmp_path: Path) -> None:
             thread.start()
         try:
             time.sleep(1.5)
-            landed = writer.write_events(data_dir, schema.SUPPRESSIONS,
+            landed = write_events(data_dir, schema.SUPPRESSIONS,
                                          _suppressions_now(20_000, dt.datetime.now(dt.UTC)))
             assert landed and layout.read_generation(data_dir) == before + 1
             deadline = time.monotonic() + 30

@@ -18,6 +18,7 @@ from service.engine import cost
 from service.store import day_spans, layout, reader, schema, snapshot, writer
 from tests.support import fixture_data as fx
 from tests.support import process_memory
+from tests.support.store import write_events
 
 UTC = dt.UTC
 
@@ -60,11 +61,11 @@ def test_landings_build_on_the_previous_snapshot_and_equal_the_partitions(tmp_pa
                                    schema.KEYWORD_CHANGES: fx.keyword_changes_frame()})
     first = _same_as_partitions(tmp_path)
     # Rows after the last event (appended), with values that sort before and after existing ones.
-    writer.write_events(tmp_path, schema.SUPPRESSIONS, pl.concat([_late("aaa first", 11, 9), _late("zzz last", 11, 10)]))
+    write_events(tmp_path, schema.SUPPRESSIONS, pl.concat([_late("aaa first", 11, 9), _late("zzz last", 11, 10)]))
     second = _same_as_partitions(tmp_path)
     assert "aaa first" in second.suppressions.schema["keyword"].categories.to_list()
     # Rows among the existing ones (the union is sorted again).
-    writer.write_events(tmp_path, schema.SUPPRESSIONS, _late("middle", 9, 12))
+    write_events(tmp_path, schema.SUPPRESSIONS, _late("middle", 9, 12))
     third = _same_as_partitions(tmp_path)
     assert third.suppressions.height == first.suppressions.height + 9
     # keyword_changes was not touched: the same file, linked.
@@ -77,7 +78,7 @@ def test_a_store_without_snapshot_gets_one_at_the_next_landing(tmp_path: Path) -
     fx.write_fixture_store(tmp_path)  # partitions placed by hand, as before snapshots existed
     assert snapshot.existing(tmp_path) == {}
     assert reader.load_frames(tmp_path, 1).spans is None  # read from the partitions
-    writer.write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
+    write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
     assert set(snapshot.existing(tmp_path)) == {2}
     _same_as_partitions(tmp_path)
 
@@ -102,7 +103,7 @@ def test_a_replaced_snapshot_stays_readable_by_who_holds_it(tmp_path: Path) -> N
     store = reader.EventStore(tmp_path, check_interval=0)
     held = store.snapshot()
     expected = _canonical(held.suppressions.clone(), schema.SUPPRESSIONS)
-    writer.write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
+    write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
     assert not snapshot.snapshot_dir(tmp_path, 1).exists()  # removed once generation 2 was published
     assert_frame_equal(_canonical(held.suppressions, schema.SUPPRESSIONS), expected)  # still mapped
     assert cost.index_for(held) is not None
@@ -112,7 +113,7 @@ def test_a_replaced_snapshot_stays_readable_by_who_holds_it(tmp_path: Path) -> N
 def test_a_generation_whose_snapshot_went_away_is_read_again(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     writer.write_tables(tmp_path, {schema.SUPPRESSIONS: fx.suppressions_frame(),
                                    schema.KEYWORD_CHANGES: fx.keyword_changes_frame()})
-    writer.write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
+    write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
     # A reader that read GENERATION = 1 just before generation 2 was published and 1's snapshot removed:
     with pytest.raises(reader.GenerationMoved):
         reader.load_frames(tmp_path, 1)
@@ -131,7 +132,7 @@ def test_a_following_store_lets_go_of_a_replaced_generation_without_requests(tmp
     follower = threading.Thread(target=store.follow, args=(stop,), daemon=True)
     follower.start()
     try:
-        writer.write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
+        write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
         deadline = time.monotonic() + 10
         while first() is not None:  # nothing but the follower asks the store for its snapshot
             assert time.monotonic() < deadline, "the replaced generation is still held"

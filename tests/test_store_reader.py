@@ -14,6 +14,7 @@ from polars.testing import assert_frame_equal
 from service.store import layout, reader, schema, snapshot
 from service.store.reader import EventStore
 from tests.support import fixture_data as fx
+from tests.support.store import bump_generation
 
 UTC = dt.UTC
 
@@ -131,7 +132,7 @@ def test_reloads_when_the_generation_changes(store_dir: Path) -> None:
     assert store.snapshot() is first  # generation unchanged: same snapshot, nothing reread
     extra = _extra_day(store_dir)
     assert store.snapshot() is first  # landed but not yet published by a generation bump
-    layout.bump_generation(store_dir)
+    bump_generation(store_dir)
     second = store.snapshot()
     assert second is not first
     assert second.generation == 2
@@ -145,7 +146,7 @@ def test_generation_is_checked_at_most_every_check_interval(store_dir: Path) -> 
     store = EventStore(store_dir, check_interval=0.3)
     first = store.snapshot()
     _extra_day(store_dir)
-    layout.bump_generation(store_dir)
+    bump_generation(store_dir)
     assert store.snapshot() is first
     time.sleep(0.35)
     assert store.snapshot().generation == 2
@@ -167,11 +168,11 @@ def test_failed_reload_keeps_serving_the_last_snapshot(store_dir: Path) -> None:
     broken = layout.partition_dir(store_dir, schema.SUPPRESSIONS, "2026-03-11")
     broken.mkdir(parents=True)
     (broken / "part-broken.parquet").write_bytes(b"this is not a parquet file")
-    layout.bump_generation(store_dir)
+    bump_generation(store_dir)
     assert store.snapshot() is first
     (broken / "part-broken.parquet").unlink()
     _extra_day(store_dir)
-    layout.bump_generation(store_dir)
+    bump_generation(store_dir)
     assert store.snapshot().generation == 3
 
 
@@ -209,7 +210,7 @@ def test_other_threads_keep_the_old_snapshot_during_a_reload(store_dir: Path, mo
 
     monkeypatch.setattr(reader, "load_frames", blocking_load)
     _extra_day(store_dir)
-    layout.bump_generation(store_dir)
+    bump_generation(store_dir)
     reloaded: list[reader.EventFrames] = []
     loader = threading.Thread(target=lambda: reloaded.append(store.snapshot()))
     loader.start()
@@ -236,7 +237,7 @@ def test_files_of_unpublished_generations_are_not_loaded(store_dir: Path) -> Non
     assert frames.suppressions.height == len(fx.suppression_rows())
     assert "half" not in frames.suppressions["keyword"].cast(pl.String).to_list()
     assert max(frames.versions[schema.SUPPRESSIONS].values()) <= 1  # noise keys ignore it too
-    layout.bump_generation(store_dir)  # published: now it is data
+    bump_generation(store_dir)  # published: now it is data
     frames = EventStore(store_dir).snapshot()
     assert frames.suppressions.height == len(fx.suppression_rows()) + 1
     assert frames.versions[schema.SUPPRESSIONS][dt.date(2026, 3, 9)] == 2

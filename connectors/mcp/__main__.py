@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
 import sys
 
 import anyio
@@ -20,8 +19,6 @@ import anyio
 from connectors.client import SignalsError
 from connectors.mcp.server import Backend, build_server, http_app
 from connectors.settings import ConnectorSettings, ConnectorSettingsError
-
-DEFAULT_PORT = 8001
 
 
 def _stdio(settings: ConnectorSettings) -> int:
@@ -58,8 +55,7 @@ def _stdio(settings: ConnectorSettings) -> int:
 def _http(settings: ConnectorSettings) -> int:
     import uvicorn
 
-    host = os.environ.get("SIGNALS_MCP_HOST", "").strip() or "127.0.0.1"
-    port_text = os.environ.get("SIGNALS_MCP_PORT", "").strip() or str(DEFAULT_PORT)
+    host, port_text = settings.mcp_host, settings.mcp_port
     if not port_text.isdigit():
         print(f"signals-mcp: SIGNALS_MCP_PORT must be a port number, not {port_text!r}", file=sys.stderr)
         return 2

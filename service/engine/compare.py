@@ -1,4 +1,4 @@
-"""`compare=previous_period` (issue 25): each record with its numbers in the period before.
+"""`compare=previous_period`: each record with its numbers in the period before.
 
 The previous period has the window's length and ends where the window starts
 (`periods.previous_as_of`). A record's `previous` holds its measures as the same request with

@@ -7,8 +7,8 @@ A /query's time and memory grow with two things (measured in docs/benchmarks.md,
   by cell and user (`measures.cell_contributions`), so the per-(cell, user) intermediate has at
   most that many rows;
 - its cells (groups): the privacy stage describes, keys (one HMAC) and noises every cell in turn,
-  and all of them are kept until the answer is cut to `limit`. Per cell that is some 10 to 15
-  times the work of an event (about 6 against 0.45 CPU microseconds), and most of the memory.
+  and all of them are kept until the answer is cut to `limit`. Per cell that is many times the
+  work of an event (docs/benchmarks.md has the figures), and most of the memory.
 
 The events are bounded by the data (a 90-day window holds what the store holds). The cells are
 what a query's shape multiplies: `group_by: [city, domain, platform, page_context, time]` with
@@ -16,8 +16,7 @@ what a query's shape multiplies: `group_by: [city, domain, platform, page_contex
 
     cells <= min(events grouped, buckets x product of the grouped dimensions' value counts)
 
-- events grouped: counted exactly on the window (one vectorised pass over its rows, a few
-  milliseconds for 10 million; none when there are no filters and no grouped column has nulls);
+- events grouped: counted exactly on the window (one vectorised pass over its rows; none when there are no filters and no grouped column has nulls);
 - buckets: the time buckets that overlap the window (1 without `time`);
 - a dimension's value count: the values it takes in the window (on the days the window touches)
   among the filter's values if it is filtered, from a per-snapshot index of each value's first and
@@ -27,9 +26,9 @@ what a query's shape multiplies: `group_by: [city, domain, platform, page_contex
 
 Every term over-counts, never under-counts, so the bound holds for any data: a query is refused
 only if it could be that large. The index is built once per snapshot: by the web process when it
-loads the data (service/wsgi.py), else on the first estimate that needs it (0.5 to 1.2 s for 10
-million events on the shared 2-core benchmark machine); an estimate then takes milliseconds, and
-one without the index (the events alone settle it) needs none.
+loads the data (service/wsgi.py), else on the first estimate that needs it; an estimate then is
+cheap, and one without the index (the events alone settle it) needs none (figures:
+docs/benchmarks.md, "The cost of a /query").
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
-"""Trending growth, vectorised, equal bit for bit to `windows.growth_pct`.
-
-`windows.growth_pct` is the definition: Python float arithmetic, then Python's `round(x, 2)`.
+"""Trending growth, vectorised, equal bit for bit to its definition: 100 * (recent/R - baseline/B) /
+(baseline/B) in Python float arithmetic, then Python's `round(x, 2)` (the tests keep it written
+plainly in tests/support/growth.py and compare).
 Two polars shortcuts differ from it in the last bit, which `round` can turn into a visible
 0.01: polars divides by a scalar by multiplying with its reciprocal (not the correctly rounded
 quotient), and its `round` scales by 100 in floating point, landing on the wrong side of a half
@@ -67,7 +67,7 @@ def with_growth_pct(
     """Add `name` = 100 * (recent/R - baseline/B) / (baseline/B), rounded to 2 decimals.
 
     Every baseline must be > 0 (callers drop the others: growth is undefined there). The
-    operations are those of `windows.growth_pct`, in the same order.
+    operations are those of the definition (module docstring), in the same order.
     """
     height = frame.height
     base_rate = pl.col(baseline).cast(pl.Float64) / _constant(baseline_hours, height)

@@ -1,4 +1,4 @@
-"""`intervals=true` (issue 25): each published count with an interval that holds its exact value
+"""`intervals=true`: each published count with an interval that holds its exact value
 (without noise and without the per-user cap) about 90 % of the time.
 
 Two things separate a published count v from the exact one:

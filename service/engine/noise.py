@@ -1,4 +1,4 @@
-"""The noise behind published numbers, carried next to them when asked for (issue 25): compare's
+"""The noise behind published numbers, carried next to them when asked for: compare's
 "beyond noise" test and the intervals need each published count's noise standard deviation,
 which the privacy stage reports (`Privacy.publish(noise_std=True)`) under `<column>_std`."""
 

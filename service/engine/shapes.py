@@ -1,4 +1,4 @@
-"""What compare and intervals (issue 25) need to know of each endpoint's records: which fields
+"""What compare and intervals need to know of each endpoint's records: which fields
 identify a record, which are its published counts, which of those are capped sums."""
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """GET /trending: the values of a dimension whose hourly rate grew most, recent vs baseline.
 
 For each value: `recent` and `baseline` are the metric's totals in the two periods of
-`windows.trending_periods`; growth compares their hourly rates (`windows.growth_pct`).
+`windows.trending_periods`; growth compares their hourly rates (`growth.with_growth_pct`).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""What an answer for a past `as_of` depends on (issue 25), so that it can be cached for as long
+"""What an answer for a past `as_of` depends on, so that it can be cached for as long
 as it stays true: until data for the dates it covers change, not just until the next hour."""
 
 from __future__ import annotations

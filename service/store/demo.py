@@ -57,8 +57,9 @@ import pyarrow.compute as pc
 from tqdm import tqdm
 
 from service import geo, windows
-from service.store import contract, layout, schema
+from service.store import layout, schema
 from service.store.target import LandingTarget, ParquetTarget
+from service.store.user_ids import hash_user_ids
 
 VOCABULARY_FILE = Path(__file__).with_name("demo_vocabulary.txt")
 EVENTS_PER_USER = 20
@@ -251,7 +252,7 @@ def generate_demo(
         bar.update(1)
 
         bar.set_postfix_str("user ids")
-        user_ids = contract.hash_user_ids(pl.Series([f"demo-{seed}-{i}" for i in range(world.n_users)]), secret)
+        user_ids = hash_user_ids(pl.Series([f"demo-{seed}-{i}" for i in range(world.n_users)]), secret)
         frames = {
             # Sorting the integer index rows is much cheaper than sorting the stored rows later.
             schema.SUPPRESSIONS: _materialise_suppressions(suppressions.sort("t"), world, user_ids, clock),

@@ -5,7 +5,7 @@ Formats by file suffix: `.ndjson`/`.jsonl` (one JSON object per line), `.csv` (U
 row, RFC 4180 quoting) and `.parquet`. The table is taken from the columns (`action` ->
 keyword_changes, `suppressions` -> suppressions) unless given.
 
-Types (`contract` module docstring) are checked on every value as the file gives it, before
+Types (`validate` module docstring) are checked on every value as the file gives it, before
 anything is converted:
 
 - NDJSON: each value's JSON type. The whole file is read at once (pyarrow) when every column
@@ -65,8 +65,11 @@ import pyarrow as pa
 import pyarrow.json as pa_json
 from tqdm import tqdm
 
-from service.store import contract, layout, schema, writer
+from service.store import layout, schema, writer
+from service.store.columns import ContractError, check_column_types, check_columns, detect_table
+from service.store.kinds import BOOLEAN, INTEGER, LIST, NUMBER, OBJECT, STRING
 from service.store.target import LandingTarget, ParquetTarget
+from service.store.validate import REJECTED_SCHEMA, validate_rows
 
 log = logging.getLogger(__name__)
 
@@ -124,7 +127,7 @@ class _Read:
     frame: pl.DataFrame
     row_numbers: pl.Series
     source_rows: pl.Series | None
-    unparsed: pl.DataFrame  # contract.REJECTED_SCHEMA
+    unparsed: pl.DataFrame  # REJECTED_SCHEMA
     text_cells: bool = False  # every cell is text (CSV)
     value_kinds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)  # columns of mixed types
     typed_columns: str | None = None  # "Parquet": one type per column, checked for the whole file
@@ -216,7 +219,7 @@ def _read_all(
                 else:
                     _validate(outcome, _parse(path, data), now, secret)
                     seen.setdefault(digest, path)
-            except (FileError, contract.ContractError) as exc:
+            except (FileError, ContractError) as exc:
                 outcome.error, outcome.rejected, outcome.rows = str(exc), None, None
             except pl.exceptions.PolarsError as exc:
                 # Data shaped in a way nothing above foresaw: refuse this file, keep the others.
@@ -230,11 +233,11 @@ def _validate(outcome: _Outcome, read: _Read, now: dt.datetime, secret: str) -> 
     outcome.rejected = read.unparsed
     if not read.frame.width:  # empty, or no line could be parsed
         return
-    outcome.table = outcome.table or contract.detect_table(read.frame.columns)
+    outcome.table = outcome.table or detect_table(read.frame.columns)
     if read.typed_columns:
-        contract.check_columns(outcome.table, read.frame.columns)
-        contract.check_column_types(outcome.table, read.frame.schema, f"this {read.typed_columns} file")
-    rows, bad = contract.validate_rows(
+        check_columns(outcome.table, read.frame.columns)
+        check_column_types(outcome.table, read.frame.schema, f"this {read.typed_columns} file")
+    rows, bad = validate_rows(
         read.frame,
         outcome.table,
         now=now,
@@ -323,11 +326,11 @@ def _parse(path: Path, data: bytes) -> _Read:
 
 
 def _no_rejects() -> pl.DataFrame:
-    return pl.DataFrame(schema=contract.REJECTED_SCHEMA)
+    return pl.DataFrame(schema=REJECTED_SCHEMA)
 
 
 def _rejects(rows: Iterable[tuple[int, str, str]]) -> pl.DataFrame:
-    return pl.DataFrame(list(rows), schema=contract.REJECTED_SCHEMA, orient="row")
+    return pl.DataFrame(list(rows), schema=REJECTED_SCHEMA, orient="row")
 
 
 def _numbers(values: Iterable[int]) -> pl.Series:
@@ -393,7 +396,7 @@ def _read_ndjson_by_line(numbers: list[int], texts: list[bytes]) -> _Read:
     Values are kept as Python parses them, column by column; a column whose values are all
     strings (or all integers) becomes a column of that type, and any other column holds each
     value as text (non-string scalars in their JSON spelling) with its kind kept beside it
-    (`contract.JSON_KINDS`), so lines whose types disagree still form one frame and the contract
+    (`kinds.JSON_KINDS`), so lines whose types disagree still form one frame and the contract
     still sees each value's type.
     """
     records: list[dict[str, object]] = []
@@ -451,7 +454,7 @@ def _read_ndjson_by_line(numbers: list[int], texts: list[bytes]) -> _Read:
                 odd_kinds.append(kind)
             column = frame_columns[name] = pl.Series(name, texts_of, dtype=pl.String)
             kinds[name] = (
-                pl.select(pl.when(column.is_not_null()).then(pl.lit(contract.STRING))).to_series().rename(name)
+                pl.select(pl.when(column.is_not_null()).then(pl.lit(STRING))).to_series().rename(name)
                 .scatter(odd, pl.Series(odd_kinds, dtype=pl.String))
             )
         del values
@@ -497,18 +500,18 @@ def _kind_and_text(value: object) -> tuple[str | None, str | None]:
     if value is None:
         return None, None
     if isinstance(value, str):
-        return contract.STRING, value
+        return STRING, value
     if isinstance(value, bool):
-        return contract.BOOLEAN, "true" if value else "false"
+        return BOOLEAN, "true" if value else "false"
     if isinstance(value, int):
-        return contract.INTEGER, str(value)
+        return INTEGER, str(value)
     if isinstance(value, float):
         if math.isfinite(value) and value.is_integer():
-            return contract.INTEGER, str(int(value))
-        return contract.NUMBER, repr(value)
+            return INTEGER, str(int(value))
+        return NUMBER, repr(value)
     if isinstance(value, list):
-        return contract.LIST, json.dumps(value)
-    return contract.OBJECT, json.dumps(value)
+        return LIST, json.dumps(value)
+    return OBJECT, json.dumps(value)
 
 
 def _has_lone_surrogate(value: object) -> bool:

@@ -103,10 +103,3 @@ def write_generation(data_dir: Path, generation: int, *, before_publishing: Call
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
-
-
-def bump_generation(data_dir: Path) -> int:
-    """Atomically increment the generation number and return the new value (tests, fixtures)."""
-    new = read_generation(data_dir) + 1
-    write_generation(data_dir, new)
-    return new

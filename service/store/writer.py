@@ -131,10 +131,6 @@ class StoreInconsistent(Exception):
 _held = threading.local()  # data directories this thread holds the lock of -> depth
 
 
-def _holds(data_dir: Path) -> bool:
-    return getattr(_held, "dirs", {}).get(Path(data_dir).resolve(), 0) > 0
-
-
 @contextlib.contextmanager
 def lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
     """Hold the store's writer lock (re-entrant within a thread).
@@ -331,11 +327,6 @@ def check_schema(table: str, frame: pl.DataFrame) -> None:
     actual = dict(frame.schema)
     if actual != expected:
         raise ValueError(f"frame for {table} does not have the stored schema: expected {expected}, got {actual}")
-
-
-def write_events(data_dir: Path, table: str, frame: pl.DataFrame) -> list[Path]:
-    """Land the rows of one table (stored schema) and bump the generation once."""
-    return list(write_tables(data_dir, {table: frame}).paths)
 
 
 def write_tables(

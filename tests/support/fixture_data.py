@@ -43,6 +43,7 @@ import polars as pl
 from service.store import layout, schema
 from service.store.reader import EventFrames, build_frames
 from service.windows import TimeRange
+from tests.support.store import bump_generation
 
 UTC = dt.UTC
 FIXTURE_NOW = dt.datetime(2026, 3, 10, 12, 34, 56, tzinfo=UTC)
@@ -250,7 +251,7 @@ def write_fixture_store(data_dir: Path) -> None:
     the data generation, as an ingest would."""
     for table, frame in ((schema.SUPPRESSIONS, suppressions_frame()), (schema.KEYWORD_CHANGES, keyword_changes_frame())):
         write_partitions(data_dir, table, frame, "part-fixture.parquet")
-    layout.bump_generation(data_dir)
+    bump_generation(data_dir)
 
 
 def write_partitions(data_dir: Path, table: str, frame: pl.DataFrame, file_name: str) -> None:

@@ -1,4 +1,4 @@
-"""The ingest contract: which raw rows may enter the store, and in what form (DESIGN "Event data").
+"""The ingest contract's row validator: which raw rows may enter the store, and in what form (DESIGN "Event data").
 
 `validate_rows` takes a frame of raw rows as read from a file (any dtypes) and splits it into
 rows in exactly the stored schema (`schema.SCHEMAS`) and rejected rows, each with a readable
@@ -45,191 +45,45 @@ Rules and decisions:
 
 The work is vectorised with polars; Python runs once per distinct value where a rule needs it
 (keyword/domain normalisation, hashing, unusual timestamp spellings).
+
+The type rules are in `kinds.py`, the file-level checks in `columns.py`, the domain rule in
+`domains.py`, the hashing of user ids in `user_ids.py`.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-import difflib
-import functools
-import hashlib
-import re
-from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from collections.abc import Mapping
 
 import polars as pl
-from publicsuffixlist import PublicSuffixList
 
 from service import geo
 from service.store import schema
-from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
+from service.store.columns import check_columns
+from service.store.domains import domain_verdict
+from service.store.kinds import (
+    ACCEPTS,
+    DESCRIBED,
+    EXPECTED,
+    INTEGER_FIELD,
+    NUMBER,
+    STRING,
+    BadKinds,
+    as_text,
+    column_type,
+    described,
+    map_distinct,
+)
+from service.store.normalise import KEYWORD_MAX_CHARS, normalise_keyword
+from service.store.user_ids import hash_user_ids
 
 UTC = dt.UTC
 MAX_FUTURE_SKEW = dt.timedelta(minutes=5)
 SUPPRESSIONS_MAX = 2**31 - 1  # stored as Int32
-OPTIONAL_COLUMNS = frozenset({"region", "county", "city"})
 REJECTED_SCHEMA: dict[str, pl.DataType] = {"row_number": pl.Int64(), "reason": pl.String(), "row": pl.String()}
 
 _SHOWN_CHARS = 40  # longer values are cut in reasons so one bad row cannot flood the quarantine
-_LABEL = re.compile(r"^(?!-)[a-z0-9-]{1,63}(?<!-)$")
 _CONTROL = r"[\x00-\x1f\x7f-\x9f]"
-
-
-# What each column takes (module docstring); a column not listed is text.
-TEXT, ID, INTEGER_FIELD, TIMESTAMP = "text", "id", "integer", "timestamp"
-COLUMN_TYPES: dict[str, str] = {
-    "ts": TIMESTAMP,
-    "user_id": ID,
-    "county": ID,
-    "city": ID,
-    "suppressions": INTEGER_FIELD,
-}
-
-# Kinds of values, as sources report them (`value_kinds`) and as dtypes map onto them: JSON's
-# types with integral numbers told apart, plus what a Parquet column can hold besides.
-STRING, INTEGER, NUMBER, BOOLEAN, LIST, OBJECT = "string", "integer", "number", "boolean", "list", "object"
-DATETIME, DATE, BINARY = "datetime", "date", "binary"
-JSON_KINDS = (STRING, INTEGER, NUMBER, BOOLEAN, LIST, OBJECT)
-
-_ACCEPTS: dict[str, frozenset[str]] = {
-    TEXT: frozenset({STRING}),
-    ID: frozenset({STRING, INTEGER}),
-    INTEGER_FIELD: frozenset({INTEGER}),
-    TIMESTAMP: frozenset({STRING, DATETIME}),
-}
-_EXPECTED = {TEXT: "text", ID: "text or an integer", INTEGER_FIELD: "an integer", TIMESTAMP: "an ISO 8601 timestamp"}
-_DESCRIBED = {
-    STRING: "a string",
-    INTEGER: "a number",
-    NUMBER: "a number",
-    BOOLEAN: "a boolean",
-    LIST: "a list",
-    OBJECT: "an object",
-    DATETIME: "a date/time",
-    DATE: "a date",
-    BINARY: "binary data",
-}
-
-
-def column_type(name: str) -> str:
-    return COLUMN_TYPES.get(name, TEXT)
-
-
-class ContractError(ValueError):
-    """The file as a whole does not fit the contract (missing/unknown columns or column types)."""
-
-
-# ---------------------------------------------------------------------------------------------
-# Columns and tables
-
-
-def required_columns(table: str) -> tuple[str, ...]:
-    return tuple(c for c in schema.SCHEMAS[table] if c not in OPTIONAL_COLUMNS)
-
-
-def detect_table(columns: Iterable[str]) -> str:
-    """The table a file belongs to: `action` -> keyword_changes, `suppressions` -> suppressions."""
-    names = set(columns)
-    has_action, has_count = "action" in names, "suppressions" in names
-    if has_action and not has_count:
-        return schema.KEYWORD_CHANGES
-    if has_count and not has_action:
-        return schema.SUPPRESSIONS
-    if has_action and has_count:
-        raise ContractError(
-            "cannot tell the table: the file has both an 'action' column (keyword_changes) and a "
-            "'suppressions' column (suppressions); pass the table explicitly"
-        )
-    raise ContractError(
-        "cannot tell the table: the file has neither an 'action' column (keyword_changes) nor a "
-        "'suppressions' column (suppressions); pass the table explicitly"
-    )
-
-
-def check_columns(table: str, columns: Iterable[str]) -> None:
-    """Raise ContractError naming missing required columns and unknown columns."""
-    if table not in schema.SCHEMAS:
-        raise ContractError(f"unknown table {table!r}; expected one of {', '.join(schema.TABLES)}")
-    names = list(columns)
-    known = schema.SCHEMAS[table]
-    problems = []
-    missing = [c for c in required_columns(table) if c not in names]
-    if missing:
-        problems.append(f"missing required column{'s' if len(missing) > 1 else ''}: {', '.join(missing)}")
-    unknown = [c for c in names if c not in known]
-    if unknown:
-        described = []
-        for name in unknown:
-            close = difflib.get_close_matches(name.lower(), list(known), n=1)
-            described.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
-        problems.append(f"unknown column{'s' if len(unknown) > 1 else ''} for table {table}: {', '.join(described)}")
-    if problems:
-        raise ContractError("; ".join(problems) + f". Columns of {table}: {', '.join(known)}")
-
-
-def check_column_types(table: str, dtypes: Mapping[str, pl.DataType], source: str = "this file") -> None:
-    """Raise ContractError naming every column whose type cannot hold the column's values.
-
-    For sources whose columns have one type each (Parquet): a boolean `keyword` column or a float
-    `suppressions` column is wrong for every row, so the file is refused as a whole. A float
-    column is not an integer column here, even when its values happen to be integral.
-    """
-    wrong = []
-    for name, dtype in dtypes.items():
-        if name not in schema.SCHEMAS[table]:
-            continue
-        kind = _dtype_kind(dtype)
-        expected = column_type(name)
-        if kind is not None and kind not in _ACCEPTS[expected]:
-            wrong.append(f"{name!r} is {dtype} (expected {_EXPECTED[expected]})")
-    if wrong:
-        raise ContractError(f"wrong column type{'s' if len(wrong) > 1 else ''} in {source}: {', '.join(wrong)}")
-
-
-# ---------------------------------------------------------------------------------------------
-# User ids
-
-
-def _hash_key(secret: str) -> bytes:
-    if not secret:
-        raise ValueError("the user id hashing secret must not be empty")
-    key = secret.encode("utf-8")
-    # BLAKE2b takes keys of at most 64 bytes; a longer secret is condensed, not truncated.
-    return key if len(key) <= 64 else hashlib.blake2b(key, digest_size=64).digest()
-
-
-def hash_user_ids(raw: pl.Series, secret: str) -> pl.Series:
-    """Keyed 64-bit BLAKE2b of each id (UTF-8), as big-endian UInt64; nulls stay null.
-
-    Each distinct id is hashed once. The same id and secret always give the same value, so
-    distinct-user counts work on the hashes; without the secret the raw ids cannot be recovered
-    or tested against guesses.
-    """
-    key = _hash_key(secret)
-    text = raw.cast(pl.String)
-    distinct = text.drop_nulls().unique()
-    if distinct.len() == 0:
-        return pl.Series(raw.name, [None] * raw.len(), dtype=pl.UInt64)
-    hashed = [
-        int.from_bytes(hashlib.blake2b(v.encode("utf-8"), key=key, digest_size=8).digest(), "big")
-        for v in distinct.to_list()
-    ]
-    return text.replace_strict(
-        distinct, pl.Series(hashed, dtype=pl.UInt64), default=None, return_dtype=pl.UInt64
-    ).rename(raw.name)
-
-
-# ---------------------------------------------------------------------------------------------
-# Helpers
-
-
-def _map_distinct(series: pl.Series, fn: Callable[[Any], Any], dtype: pl.DataType) -> pl.Series:
-    """Apply a Python function once per distinct non-null value."""
-    distinct = series.drop_nulls().unique()
-    if distinct.len() == 0:
-        return pl.Series(series.name, [None] * series.len(), dtype=dtype)
-    mapped = pl.Series([fn(v) for v in distinct.to_list()], dtype=dtype)
-    return series.replace_strict(distinct, mapped, default=None, return_dtype=dtype)
 
 
 def _shown(expr: pl.Expr) -> pl.Expr:
@@ -240,95 +94,6 @@ def _shown(expr: pl.Expr) -> pl.Expr:
         .otherwise(expr)
     )
     return pl.concat_str([pl.lit("'"), cut, pl.lit("'")])
-
-
-def _dtype_kind(dtype: pl.DataType) -> str | None:
-    """The kind of every value of a column of `dtype` (None: only nulls; numbers: see `_text`)."""
-    if dtype == pl.Null:
-        return None
-    if dtype == pl.String or isinstance(dtype, (pl.Categorical, pl.Enum)):
-        return STRING
-    if dtype.is_integer():
-        return INTEGER
-    if dtype.is_float() or dtype.is_decimal():
-        return NUMBER
-    if dtype == pl.Boolean:
-        return BOOLEAN
-    if isinstance(dtype, (pl.List, pl.Array)):
-        return LIST
-    if isinstance(dtype, pl.Struct):
-        return OBJECT
-    if isinstance(dtype, pl.Datetime):
-        return DATETIME
-    if dtype == pl.Date:
-        return DATE
-    if dtype == pl.Binary:
-        return BINARY
-    return f"a value of type {dtype}"
-
-
-def _described(kind: str) -> str:
-    return _DESCRIBED.get(kind, kind)
-
-
-# The kinds of a column's values that its type does not take: None (all fine), one kind for
-# every given value, or a kind per row (null where the value is fine or null).
-BadKinds = str | pl.Series | None
-
-
-def _integral(as_float: pl.Series) -> pl.Series:
-    return as_float.is_finite() & (as_float == as_float.floor()) & (as_float.abs() < 2.0**63)
-
-
-def _text(
-    series: pl.Series, accepts: frozenset[str], *, kinds: pl.Series | None = None, zero_pad: int = 0
-) -> tuple[pl.Series, BadKinds]:
-    """(the values as trimmed text with '' as null, the kinds of values the column does not take).
-
-    `kinds` gives each value's kind when the column mixes them (its values are then text: JSON
-    scalars in their JSON spelling). Integers are written in digits (an integral float without
-    ".0") and zero-padded to `zero_pad` digits; values of kinds the column does not take keep a
-    text form only for messages.
-    """
-    if kinds is not None:
-        text = series.cast(pl.String)
-        if zero_pad:
-            text = pl.select(pl.when(kinds == INTEGER).then(text.str.zfill(zero_pad)).otherwise(text)).to_series()
-        bad: BadKinds = pl.select(pl.when(kinds.is_in(sorted(accepts)).not_()).then(kinds)).to_series()
-        if bad.null_count() == bad.len():
-            bad = None
-    else:
-        dtype = series.dtype
-        kind = _dtype_kind(dtype)
-        bad = kind if kind is not None and kind not in accepts else None
-        if kind == INTEGER:
-            text = series.cast(pl.String)
-            if zero_pad:
-                text = text.str.zfill(zero_pad)
-        elif kind == NUMBER:
-            # JSON numbers: integral ones are integers (`2.0`), the others are not (`2.5`).
-            as_float = series.cast(pl.Float64)
-            integral = _integral(as_float)
-            text = pl.select(
-                pl.when(integral).then(as_float.cast(pl.Int64, strict=False).cast(pl.String))
-                .otherwise(as_float.cast(pl.String))
-            ).to_series()
-            if zero_pad:
-                text = pl.select(pl.when(integral).then(text.str.zfill(zero_pad)).otherwise(text)).to_series()
-            if INTEGER in accepts:
-                bad = pl.select(pl.when(integral.not_() & as_float.is_not_null()).then(pl.lit(NUMBER))).to_series()
-                if bad.null_count() == bad.len():
-                    bad = None
-        elif kind in (STRING, None, DATETIME, DATE):
-            text = series.cast(pl.String)
-        else:  # lists, objects, binary: no text form worth showing
-            text = pl.Series(series.name, [None] * series.len(), dtype=pl.String)
-    text = text.str.strip_chars()
-    return pl.select(pl.when(text != "").then(text)).to_series().rename(series.name), bad
-
-
-# ---------------------------------------------------------------------------------------------
-# Parsing of single columns
 
 
 def _parse_iso(text: str) -> dt.datetime | None:
@@ -350,7 +115,7 @@ def _parse_ts(series: pl.Series, kinds: pl.Series | None = None) -> tuple[pl.Ser
     if isinstance(dtype, pl.Datetime):
         moment = series.dt.replace_time_zone("UTC") if dtype.time_zone is None else series.dt.convert_time_zone("UTC")
         return moment.cast(schema.TS), series.cast(pl.String), None
-    text, bad = _text(series, frozenset({STRING}), kinds=kinds)
+    text, bad = as_text(series, frozenset({STRING}), kinds=kinds)
     if isinstance(bad, str):
         return pl.Series("ts", [None] * series.len(), dtype=schema.TS), text, bad
     candidates = text if bad is None else pl.select(pl.when(bad.is_null()).then(text)).to_series()
@@ -360,58 +125,9 @@ def _parse_ts(series: pl.Series, kinds: pl.Series | None = None) -> tuple[pl.Ser
     parsed = with_offset.fill_null(without)
     leftover = uniform.filter(parsed.is_null() & uniform.is_not_null())
     if leftover.len():
-        slow = _map_distinct(uniform.filter(parsed.is_null()), _parse_iso, schema.TS)
+        slow = map_distinct(uniform.filter(parsed.is_null()), _parse_iso, schema.TS)
         parsed = parsed.scatter(parsed.is_null().arg_true(), slow)
     return parsed.cast(schema.TS).rename("ts"), text, bad
-
-
-@functools.cache
-def _psl() -> PublicSuffixList:
-    # No source argument: the list bundled with the package; accept_unknown=False refuses
-    # made-up top-level domains ("intranet.corp").
-    return PublicSuffixList(accept_unknown=False)
-
-
-def registrable_domain(raw: str) -> str | None:
-    """The registrable domain ingest would store for `raw` ("https://old.reddit.com/x" ->
-    "reddit.com"), or None when ingest would reject it. For query parameters that must match
-    stored domains."""
-    return _domain_verdict(raw)[0]
-
-
-def _domain_verdict(raw: str) -> tuple[str | None, str | None]:
-    """(registrable domain, None) or (None, problem)."""
-    host = normalise_domain(raw)
-    if not host:
-        return None, "is not a host name"
-    if len(host) > 253:
-        return None, "is longer than 253 characters"
-    labels = host.split(".")
-    for label in labels:
-        if label.isascii():
-            if not _LABEL.match(label):
-                return None, "is not a host name"
-        else:
-            try:
-                ascii_label = label.encode("idna").decode("ascii")
-            except UnicodeError:
-                return None, "is not a host name"
-            if not _LABEL.match(ascii_label):
-                return None, "is not a host name"
-    if labels[-1].isdigit():
-        return None, "is an IP address, not a domain"
-    if len(labels) < 2:
-        return None, "is not a registrable domain (no public suffix)"
-    registrable = _psl().privatesuffix(host)
-    if registrable is None:
-        if _psl().publicsuffix(host) == host:
-            return None, "is a public suffix, not a registrable domain"
-        return None, "has no known public suffix"
-    return registrable, None
-
-
-# ---------------------------------------------------------------------------------------------
-# Validation
 
 
 def validate_rows(
@@ -521,8 +237,8 @@ class _Rows:
     def text(self, name: str, zero_pad: int = 0) -> pl.Series:
         """Register `<name>__raw` (trimmed text) and the kinds of wrong values; return the text."""
         if name in self.frame.columns:
-            text, bad = _text(
-                self.frame[name], _ACCEPTS[column_type(name)], kinds=self.kinds.get(name), zero_pad=zero_pad
+            text, bad = as_text(
+                self.frame[name], ACCEPTS[column_type(name)], kinds=self.kinds.get(name), zero_pad=zero_pad
             )
         else:
             text, bad = self._nulls(), None
@@ -532,17 +248,17 @@ class _Rows:
 
     def note_bad(self, name: str, bad: BadKinds) -> None:
         if isinstance(bad, pl.Series):
-            self.columns[f"{name}__bad"] = bad.replace_strict(_DESCRIBED, default=bad, return_dtype=pl.String)
+            self.columns[f"{name}__bad"] = bad.replace_strict(DESCRIBED, default=bad, return_dtype=pl.String)
             self._bad[name] = None
         else:
             self._bad[name] = bad
 
     def wrong_type(self, name: str) -> pl.Expr | None:
         """Reason for a value of a type the column does not take; None when there is none."""
-        expected = _EXPECTED[column_type(name)]
+        expected = EXPECTED[column_type(name)]
         kind = self._bad.get(name)
         if kind:
-            reason = f"{name}: expected {expected}, got {_described(kind)}"
+            reason = f"{name}: expected {expected}, got {described(kind)}"
             return pl.when(pl.col(f"{name}__given")).then(pl.lit(reason))
         if f"{name}__bad" in self.columns:
             return pl.when(pl.col(f"{name}__bad").is_not_null()).then(
@@ -592,7 +308,7 @@ class _Rows:
         )
 
     def check_keyword(self) -> None:
-        self.columns["keyword"] = _map_distinct(self.text("keyword"), normalise_keyword, pl.String())
+        self.columns["keyword"] = map_distinct(self.text("keyword"), normalise_keyword, pl.String())
         keyword = pl.col("keyword")
         self.add(
             self.presence("keyword", required=True),
@@ -622,7 +338,7 @@ class _Rows:
     def check_domain(self) -> None:
         raw = self.text("domain")
         distinct = raw.drop_nulls().unique()
-        verdicts = [_domain_verdict(value) for value in distinct.to_list()]
+        verdicts = [domain_verdict(value) for value in distinct.to_list()]
         if verdicts:
             self.columns["domain"] = raw.replace_strict(
                 distinct, pl.Series([v[0] for v in verdicts], dtype=pl.String), default=None, return_dtype=pl.String
@@ -680,7 +396,7 @@ class _Rows:
         self.columns["county__home"] = county_raw.replace_strict(
             geo.county_countries(), default=None, return_dtype=pl.String
         )
-        self.columns["county__label"] = _map_distinct(county_raw, lambda key: geo.label("county", key), pl.String())
+        self.columns["county__label"] = map_distinct(county_raw, lambda key: geo.label("county", key), pl.String())
         county, county_region, county_label = pl.col("county"), pl.col("county__region"), pl.col("county__label")
         county_ok = county.is_not_null() & county_region.is_not_null()
         self.add(
@@ -701,7 +417,7 @@ class _Rows:
             geo.city_countries(), default=None, return_dtype=pl.String
         )
         self.columns["city__region"] = city_raw.replace_strict(geo.city_regions(), default=None, return_dtype=pl.String)
-        self.columns["city__label"] = _map_distinct(city_raw, lambda key: geo.label("city", key), pl.String())
+        self.columns["city__label"] = map_distinct(city_raw, lambda key: geo.label("city", key), pl.String())
         city, city_country, city_region, city_label = (
             pl.col("city"),
             pl.col("city__country"),
@@ -732,11 +448,11 @@ class _Rows:
         nulls = pl.Series([None] * self.n, dtype=pl.String)
         if self.text_cells:
             # CSV: every cell is text; an integer is written in digits, as in a query string.
-            text, _ = _text(raw, frozenset({STRING}))
+            text, _ = as_text(raw, frozenset({STRING}))
             kind = nulls
             digits = text.str.contains(r"^-?[0-9]+$")
         else:
-            text, bad = _text(raw, _ACCEPTS[INTEGER_FIELD], kinds=self.kinds.get("suppressions"))
+            text, bad = as_text(raw, ACCEPTS[INTEGER_FIELD], kinds=self.kinds.get("suppressions"))
             if isinstance(bad, str):
                 kind = pl.select(pl.when(raw.is_not_null()).then(pl.lit(bad))).to_series()
             else:
@@ -757,7 +473,7 @@ class _Rows:
             .then(
                 pl.format(
                     "suppressions: expected an integer, got {}",
-                    kind.replace_strict(_DESCRIBED, default=kind, return_dtype=pl.String),
+                    kind.replace_strict(DESCRIBED, default=kind, return_dtype=pl.String),
                 )
             )
             .when(pl.col("suppressions__raw").is_null())

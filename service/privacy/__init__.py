@@ -1,0 +1,59 @@
+"""The privacy stage: every number the service publishes passes through `Privacy.publish`.
+
+The modules: `params` (budget, cap rule, k, noise rate), `cells` (what a cell is and its
+description), `noise` (the draws), `caps` (the per-cell caps and capped sums), `stage` (`Privacy`).
+
+What it does to an aggregated frame (one row per cell):
+
+1. **Consistent noise.** Each cell is described canonically — table, the dimension values (a
+   grouped value or a filter's set of values), the time range it covers, and the data version of
+   that range (the last generation that landed data for any of its dates) — and that
+   description is hashed with HMAC-SHA512 under the secret. The 512-bit digest gives two 32-bit
+   uniform numbers for each of up to eight draws, each turned into two geometric variables whose
+   difference is two-sided geometric ("discrete Laplace") noise. The same cell therefore gets the
+   same noise whichever endpoint or query shape asks for it, and asking again cannot average it
+   away — not in this hour and not in later hours (`as_of` is deliberately not part of the
+   description: a finished day bucket keeps its noise for good), while new data for a cell's
+   dates does give it new noise (otherwise two answers around an ingest would difference out
+   the new rows exactly).
+2. **A contribution cap per cell, chosen privately (sums: suppressions, events).** One user's
+   total in a cell is capped at C before summing, and the sum's noise is scaled to C. A fixed C
+   cannot serve a 30-user cell and a 200,000-user cell alike (too small: a silent undercount of
+   large cells; too large: noise that buries small ones), so C is chosen per cell from two
+   differentially private releases: the cell's noisy user count n^ (published anyway) and a
+   *pilot* sum with a small fixed cap (`pilot_cap`) and a share of the measure's budget
+   (`pilot_share`), never published. From them C = multiplier x mean^ x (1 + growth x
+   log10(max(n^, 100) / 100)), mean^ = (pilot^ - pilot_shrink noise sd) / n^ kept within
+   [1, pilot_cap], the cap at most `max_cap` — post-processing of DP
+   releases, so by adaptive composition the published sum is (pilot_share + (1 - pilot_share))
+   x epsilon = epsilon-DP, whatever the user contributes. Large cells get caps around their
+   heaviest users (little bias, noise tiny in relative terms); small cells get small caps (Amin
+   et al., "Bounding User Contributions: A Bias-Variance Trade-off in Differential Privacy",
+   ICML 2019: the best cap is a high quantile of the per-user contributions, which grows with
+   the number of users). docs/privacy.md has the numbers.
+3. **Small-cell suppression.** A cell whose *noisy* user count is below k is not published: its
+   row is dropped (ranked lists, geo lists, query results) or its numbers shown as 0 (a
+   timeseries bucket, a sub-count).
+4. **Post-processing.** Published numbers are non-negative integers.
+
+The engine hands the stage, for the summed measures, each cell's pilot sum (column
+`<name>_pilot`) and the per-user totals behind it (`Contributions`): the stage decides the caps
+and asks `Contributions.capped_sums` for the capped sums of the cells it publishes.
+"""
+
+from service.privacy.caps import Contributions
+from service.privacy.cells import CellContext, Published, data_version
+from service.privacy.noise import noise_key_fingerprint
+from service.privacy.params import (
+    EVENTS,
+    KEYWORD_COUNT,
+    PILOT,
+    SUMMED,
+    SUPPRESSIONS,
+    UNIQUE_USERS,
+    PrivacyParams,
+)
+from service.privacy.stage import Privacy
+
+__all__ = ["EVENTS", "KEYWORD_COUNT", "PILOT", "SUMMED", "SUPPRESSIONS", "UNIQUE_USERS", "CellContext",
+           "Contributions", "Privacy", "PrivacyParams", "Published", "data_version", "noise_key_fingerprint"]

@@ -1,0 +1,96 @@
+"""A contribution cap per cell, chosen privately (the package docstring, point 2): the cap of each
+cell from its noisy pilot sum and user count, and the capped sums from the per-user totals."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from collections.abc import Callable, Sequence
+
+import polars as pl
+
+from service.privacy.params import PrivacyParams, geometric_std
+
+
+@dataclasses.dataclass(frozen=True)
+class Contributions:
+    """Each user's total in each cell, behind a frame's summed measures.
+
+    `per_user` has the `keys` columns (identifying the cell, as in the frame given to `publish`)
+    and one column per summed Published column holding one user's total in that cell; a user
+    who did not take part in a cell has no row there (or 0). No keys: one cell, every row in it.
+    """
+
+    per_user: pl.DataFrame
+    keys: tuple[str, ...] = ()
+    # Optional: keys + each column's exact (uncapped) sum per cell. With it, a capped sum is the
+    # total less what the users above the cap bring beyond it, so only those users' rows are
+    # joined with the caps (a few per cent of them) instead of every row.
+    totals: pl.DataFrame | None = None
+
+    def capped_sums(self, caps: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
+        """`caps` (keys + `<column>_cap` per column, one row per cell) with each column's capped sum
+        (sum over users of min(total, cap)) added; cells without rows get 0."""
+        cap_columns = [f"{c}_cap" for c in columns]
+        if not self.keys:
+            capped = [pl.min_horizontal(pl.col(c), pl.lit(caps.get_column(f"{c}_cap")[0])).sum().cast(pl.Int64).alias(c)
+                      for c in columns]
+            sums = self.per_user.lazy().select(capped).collect()
+            return caps.with_columns(sums.get_column(c) for c in columns)
+        # Join on the per-user side's key types (Enum for stored dimensions): cheap for the
+        # small caps frame, where casting the per-user rows would not be.
+        keys = list(self.keys)
+        typed = caps.select(*(pl.col(k).cast(self.per_user.schema[k]) for k in keys), *cap_columns)
+        rows = self.per_user.lazy()
+        if self.totals is None:
+            aggregates = [pl.min_horizontal(pl.col(c), pl.col(f"{c}_cap")).sum().cast(pl.Int64).alias(c) for c in columns]
+        else:
+            # Only users above the smallest cap of some column can lose anything to a cap.
+            lowest = [caps.get_column(name).min() for name in cap_columns]
+            rows = rows.filter(pl.any_horizontal(pl.col(c) > low for c, low in zip(columns, lowest, strict=True)))
+            aggregates = [(pl.col(c) - pl.col(f"{c}_cap")).clip(lower_bound=0).sum().cast(pl.Int64).alias(c)
+                          for c in columns]
+        sums = rows.join(typed.lazy(), on=keys, how="inner").group_by(keys).agg(aggregates).collect()
+        joined = typed.join(sums, on=keys, how="left", maintain_order="left")
+        if self.totals is None:
+            return caps.with_columns(joined.get_column(c).fill_null(0) for c in columns)
+        totals = typed.select(keys).join(self.totals.select(*keys, *columns), on=keys, how="left", maintain_order="left")
+        return caps.with_columns(
+            (totals.get_column(c).fill_null(0) - joined.get_column(c).fill_null(0)).cast(pl.Int64).alias(c)
+            for c in columns
+        )
+
+
+def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
+                noisy_pilot: Callable[[float], pl.Series]) -> pl.Series:
+    """Each cell's cap for a summed measure, from its noisy pilot sum and noisy user count.
+    `noisy_pilot(alpha)` draws the pilot sums' noise with that geometric parameter."""
+    if math.isinf(params.epsilon(measure)):  # exact: nothing is capped
+        return pl.repeat(params.max_cap, users_noisy.len(), dtype=pl.Int64, eager=True)
+    alpha = math.exp(-params.epsilon(measure) * params.pilot_share / params.pilot_cap)
+    pilot_noisy = noisy_pilot(alpha)
+    users = users_noisy.cast(pl.Float64).clip(lower_bound=1.0)
+    frame = pl.DataFrame({"pilot": pilot_noisy.cast(pl.Float64), "users": users})
+    # A cautious reading of the mean: the pilot's noise (sd pilot_cap / budget x sqrt 2) is
+    # large next to a small cell's pilot, and read at face value it would give small cells
+    # large caps and so large noise. Every user brings 1 to pilot_cap to the pilot sum.
+    cautious = pl.col("pilot") - params.pilot_shrink * geometric_std(alpha)
+    mean = (cautious / pl.col("users")).clip(1.0, float(params.pilot_cap))
+    growth = 1.0 + params.cap_growth * (pl.col("users").clip(lower_bound=100.0) / 100.0).log10()
+    cap = (params.cap_multiplier * mean * growth).ceil().clip(1.0, float(params.max_cap)).cast(pl.Int64)
+    return frame.select(cap.alias("cap")).to_series()
+
+
+def capped_true(frame: pl.DataFrame, contributions: Contributions, caps: dict[str, pl.Series],
+                needed: pl.Series) -> pl.DataFrame:
+    """Each summed column's capped sum per row of `frame` (0 where not `needed`)."""
+    rows = needed.arg_true()
+    wanted = pl.DataFrame([series[rows].alias(f"{name}_cap") for name, series in caps.items()])
+    if contributions.keys:
+        wanted = frame.select(contributions.keys)[rows].hstack(wanted)
+    sums = contributions.capped_sums(wanted, list(caps)) if rows.len() else wanted
+    return pl.DataFrame({
+        name: pl.zeros(frame.height, dtype=pl.Int64, eager=True).scatter(rows, sums.get_column(name))
+        if rows.len() else pl.zeros(frame.height, dtype=pl.Int64, eager=True)
+        for name in caps
+    })

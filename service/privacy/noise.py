@@ -1,0 +1,79 @@
+"""Consistent noise (the package docstring, point 1): each cell's description hashed under the
+secret gives uniform numbers, each pair of them one draw of two-sided geometric ("discrete
+Laplace") noise."""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import math
+import struct
+
+import polars as pl
+
+from service.privacy.params import EVENTS, KEYWORD_COUNT, PILOT, SUPPRESSIONS, UNIQUE_USERS, PrivacyParams
+
+# Each draw has its own slot of the cell's digest: 2 x 32 bits per slot, 8 slots = 512 bits.
+_SLOTS = {UNIQUE_USERS: 0, SUPPRESSIONS: 1, EVENTS: 2, KEYWORD_COUNT: 3,
+          SUPPRESSIONS + PILOT: 4, EVENTS + PILOT: 5}
+_U32 = 2.0**32
+_NOISE_DOMAIN = b"signals privacy noise v1"
+
+
+def noise_key(secret: str) -> bytes:
+    """The key the cell descriptions are hashed under, derived from the secret."""
+    return hmac.digest(secret.encode(), _NOISE_DOMAIN, "sha256")
+
+
+def noise_key_fingerprint(secret: str) -> str:
+    """A short, non-reversible fingerprint of the noise key (for logs: which secret is in use)."""
+    return hashlib.sha256(noise_key(secret)).hexdigest()[:8]
+
+
+def uniforms(key: bytes, messages: list[str]) -> list[tuple[int, ...]]:
+    """Sixteen 32-bit unsigned integers per message, from HMAC-SHA512 under the key."""
+    digests = b"".join(hmac.digest(key, m.encode(), "sha512") for m in messages)
+    flat = struct.unpack(f"<{16 * len(messages)}I", digests)
+    return [flat[i::16] for i in range(16)]
+
+
+def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
+    """The noise standard deviation of a summed measure for a cap column."""
+    epsilon = params.summed_epsilon(measure)
+    if math.isinf(epsilon):
+        return cap * 0.0
+    alpha = (-epsilon / cap.cast(pl.Float64)).exp()
+    return (2.0 * alpha).sqrt() / (1.0 - alpha)
+
+
+def noisy(params: PrivacyParams, true: pl.Series, measure: str, uniforms: list[tuple[int, ...]],
+          cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
+    """True values plus discrete Laplace noise from the measure's slot, clipped at 0. The
+    geometric parameter is `alpha`, or per row from `cap` (summed measures), or the measure's."""
+    true = true.fill_null(0).cast(pl.Int64)
+    slot = _SLOTS[measure]
+    if cap is not None:
+        epsilon = params.summed_epsilon(measure)
+        if math.isinf(epsilon):
+            return true.clip(lower_bound=0)
+        log_alpha: pl.Expr = -epsilon / pl.col("cap").cast(pl.Float64)
+    else:
+        alpha = params.alpha(measure) if alpha is None else alpha
+        if alpha == 0.0:  # infinite epsilon: no noise
+            return true.clip(lower_bound=0)
+        log_alpha = pl.lit(math.log(alpha))
+    frame = pl.DataFrame({
+        "t": true,
+        "a": pl.Series(uniforms[2 * slot], dtype=pl.Float64),
+        "b": pl.Series(uniforms[2 * slot + 1], dtype=pl.Float64),
+        "cap": cap if cap is not None else pl.repeat(1, true.len(), dtype=pl.Int64, eager=True),
+    })
+
+    def geometric(column: str) -> pl.Expr:
+        # Inverse CDF of the geometric distribution on {0, 1, ...} with P(g) = (1 - alpha) alpha^g.
+        u = (pl.col(column) + 0.5) / _U32
+        return (u.log() / log_alpha).floor().cast(pl.Int64)
+
+    return frame.select(
+        (pl.col("t") + geometric("a") - geometric("b")).clip(lower_bound=0).alias("noisy")
+    ).to_series()

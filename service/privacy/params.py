@@ -1,0 +1,87 @@
+"""The privacy parameters: the budget per measure, the cap rule and the threshold k, and the noise
+rate they give each measure (service/settings.py holds the defaults of the configurable ones)."""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+
+from service.settings import Settings
+
+SUPPRESSIONS = "suppressions"
+EVENTS = "events"
+UNIQUE_USERS = "unique_users"
+KEYWORD_COUNT = "keyword_count"
+SUMMED = (SUPPRESSIONS, EVENTS)  # measures whose per-user contribution is capped per cell
+PILOT = "_pilot"  # suffix of a summed column's pilot sum in the frame given to `publish`
+
+
+@dataclasses.dataclass(frozen=True)
+class PrivacyParams:
+    """The privacy budget, cap rule and threshold (settings SIGNALS_PRIVACY_*)."""
+
+    # The defaults of the settings are written once, in service/settings.py.
+    epsilon_suppressions: float = Settings.privacy_epsilon_suppressions
+    epsilon_events: float = Settings.privacy_epsilon_events
+    epsilon_users: float = Settings.privacy_epsilon_users
+    pilot_share: float = 0.2      # part of a sum's epsilon spent on the pilot sum that sets its cap
+    pilot_cap: int = 32           # the pilot sum's fixed per-user cap
+    cap_multiplier: float = 8.0   # cap = multiplier x mean per user x growth(n)
+    cap_growth: float = 1.5       # growth(n) = 1 + cap_growth x log10(max(n, 100) / 100)
+    pilot_shrink: float = 1.0     # the mean per user is read from pilot^ - pilot_shrink x its noise sd
+    max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
+    keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
+    min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published
+
+    def __post_init__(self) -> None:
+        for name in ("epsilon_suppressions", "epsilon_events", "epsilon_users"):
+            if not getattr(self, name) > 0:
+                raise ValueError(f"{name} must be positive")
+        if not 0 < self.pilot_share < 1:
+            raise ValueError("pilot_share must be between 0 and 1")
+        if min(self.pilot_cap, self.max_cap, self.keyword_rows_per_user) < 1 or self.min_users < 0:
+            raise ValueError("caps must be at least 1 and min_users at least 0")
+        if not (self.cap_multiplier > 0 and self.cap_growth >= 0):
+            raise ValueError("cap_multiplier must be positive and cap_growth not negative")
+
+    @classmethod
+    def exact(cls) -> PrivacyParams:
+        """No noise, no caps, no suppression: only for tests that check exact aggregates."""
+        return cls(epsilon_suppressions=math.inf, epsilon_events=math.inf, epsilon_users=math.inf,
+                   max_cap=2**62, keyword_rows_per_user=2**62, min_users=0)
+
+    def smallest_cap(self) -> int:
+        """No cell's cap is below this (the stage's caps: multiplier x a mean of at least 1 x a growth
+        of at least 1, rounded up, within [1, max_cap]; exact: max_cap). Users whose total in a cell
+        is at most this lose nothing to any cap, so an engine may leave them out of `Contributions`
+        when it also gives the cells' exact totals."""
+        return min(self.max_cap, max(1, math.ceil(self.cap_multiplier)))
+
+    def epsilon(self, measure: str) -> float:
+        return {SUPPRESSIONS: self.epsilon_suppressions, EVENTS: self.epsilon_events}.get(measure, self.epsilon_users)
+
+    def sensitivity(self, measure: str) -> float:
+        """How much one user can move a measure with a fixed bound: 1 for distinct users;
+        keyword_count: each user brings at most keyword_rows_per_user rows (engine/geo_heat.py).
+        Summed measures have a cap per cell instead (`cap_expr`)."""
+        return {KEYWORD_COUNT: self.keyword_rows_per_user}.get(measure, 1)
+
+    def summed_epsilon(self, measure: str) -> float:
+        """A summed measure's budget for its published sum: what its pilot left. Its noise rate is
+        this over the cell's cap (`alpha`, `noise.noisy`, `noise.summed_std`)."""
+        return self.epsilon(measure) * (1 - self.pilot_share)
+
+    def alpha(self, measure: str, cap: float | None = None) -> float:
+        """The geometric parameter of a measure's noise: P(noise = z) is proportional to alpha ** |z|.
+        For a summed measure, `cap` is the cell's cap and the epsilon is what the pilot left."""
+        if measure in SUMMED:
+            return math.exp(-self.summed_epsilon(measure) / (cap or 1))
+        return math.exp(-self.epsilon(measure) / self.sensitivity(measure))
+
+    def noise_std(self, measure: str, cap: float | None = None) -> float:
+        return geometric_std(self.alpha(measure, cap))
+
+
+def geometric_std(alpha: float) -> float:
+    """The standard deviation of two-sided geometric noise with parameter alpha."""
+    return math.sqrt(2 * alpha) / (1 - alpha)

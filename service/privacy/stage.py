@@ -1,0 +1,118 @@
+"""The privacy stage: `Privacy.publish` turns an aggregated frame into the numbers the service
+publishes (the package docstring has what it does and why)."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import polars as pl
+
+from service.privacy.caps import Contributions, capped_true, choose_caps
+from service.privacy.cells import CellContext, Published, cell_messages
+from service.privacy.noise import noise_key, noisy, summed_std, uniforms
+from service.privacy.params import PILOT, SUMMED, UNIQUE_USERS, PrivacyParams
+
+
+@dataclasses.dataclass
+class _Draws:
+    """What `publish` has drawn so far for one frame."""
+
+    drop: pl.Series                                   # rows not published
+    noisy: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
+    stds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
+    # Summed columns: each cell's cap, and the cell's uniforms and suppression.
+    caps: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
+    summed: dict[str, tuple[list[tuple[int, ...]], pl.Series]] = dataclasses.field(default_factory=dict)
+
+
+class Privacy:
+    def __init__(self, secret: str, params: PrivacyParams | None = None) -> None:
+        self.params = params or PrivacyParams()
+        self._key = noise_key(secret)
+
+    @classmethod
+    def exact(cls) -> Privacy:
+        """No noise, caps or suppression (tests of exact aggregates only)."""
+        return cls("exact", PrivacyParams.exact())
+
+    def publish(self, frame: pl.DataFrame, cell: CellContext, contributions: Contributions | None = None,
+                noise_std: bool = False) -> pl.DataFrame:
+        """Noisy, non-negative Int64 numbers for every Published column; suppressed cells dropped
+        or zeroed. Other columns pass through unchanged (pilot columns are removed).
+
+        Summed measures need `contributions` (see the package docstring). With `noise_std`, each
+        Published column gets a `<column>_std` column: the standard deviation of the noise that
+        was added to it (what trending needs to tell growth from noise; caps are post-processing
+        of DP releases, so showing them reveals nothing more)."""
+        summed = [p for p in cell.published if p.measure in SUMMED]
+        if summed and contributions is None:
+            raise ValueError("summed measures need the contributions behind them")
+        if frame.height == 0:
+            empty = frame.drop(f"{p.column}{PILOT}" for p in summed).with_columns(
+                pl.lit(0, dtype=pl.Int64).alias(p.column) for p in cell.published)
+            return empty.with_columns(pl.lit(0.0).alias(f"{p.column}_std") for p in cell.published) \
+                if noise_std else empty
+        draws = _Draws(drop=pl.Series([False] * frame.height))
+        self._draw_counts(frame, cell, noise_std, draws)
+        if summed:
+            assert contributions is not None
+            self._draw_sums(frame, summed, contributions, noise_std, draws)
+        result = frame.drop(f"{p.column}{PILOT}" for p in summed).with_columns(
+            series.alias(name) for name, series in draws.noisy.items())
+        if noise_std:
+            result = result.with_columns(series.alias(f"{name}_std") for name, series in draws.stds.items())
+        return result.filter(~draws.drop) if draws.drop.any() else result
+
+    def _draw_counts(self, frame: pl.DataFrame, cell: CellContext, noise_std: bool, draws: _Draws) -> None:
+        """Per group of Published columns that share a cell: the noisy user count that decides
+        suppression, the noisy counts, and the caps of the summed columns (their sums come later)."""
+        groups: dict[tuple, list[Published]] = {}
+        for item in cell.published:
+            groups.setdefault((item.period, item.extra, item.users), []).append(item)
+        for (_period, _extra, users), items in groups.items():
+            drawn = uniforms(self._key, cell_messages(frame, cell, items[0]))
+            users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn)
+            below = users_noisy < self.params.min_users
+            for item in items:
+                if item.measure in SUMMED:
+                    pilot = frame.get_column(f"{item.column}{PILOT}")
+                    draws.caps[item.column] = choose_caps(
+                        self.params, item.measure, users_noisy,
+                        lambda alpha, pilot=pilot, item=item, drawn=drawn:
+                            self._noisy(pilot, item.measure + PILOT, drawn, alpha=alpha))
+                    draws.summed[item.column] = (drawn, below)
+                    continue
+                # The cell's own user count was just drawn; any other measure gets its own slot.
+                value = users_noisy if item.column == users else \
+                    self._noisy(frame.get_column(item.column), item.measure, drawn)
+                draws.noisy[item.column] = value
+                if noise_std:
+                    draws.stds[item.column] = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                if item.when_suppressed == "drop":
+                    draws.drop = draws.drop | below
+                else:
+                    draws.noisy[item.column] = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
+
+    def _draw_sums(self, frame: pl.DataFrame, summed: list[Published], contributions: Contributions,
+                   noise_std: bool, draws: _Draws) -> None:
+        """The noisy capped sums of the summed columns, computed only for rows that are shown."""
+        for item in summed:
+            if item.when_suppressed == "drop":
+                draws.drop = draws.drop | draws.summed[item.column][1]
+        # Capped sums only for rows that will be shown (a count shown as 0 is zeroed below).
+        true = capped_true(frame, contributions, draws.caps, ~draws.drop)
+        for item in summed:
+            drawn, below = draws.summed[item.column]
+            cap = draws.caps[item.column]
+            value = self._noisy(true.get_column(item.column), item.measure, drawn, cap)
+            if item.when_suppressed == "zero":
+                value = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
+            draws.noisy[item.column] = value
+            if noise_std:
+                draws.stds[item.column] = pl.select(summed_std(self.params, item.measure, pl.lit(cap))).to_series()
+
+    def _noisy(self, true: pl.Series, measure: str, uniforms: list[tuple[int, ...]],
+               cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
+        """Every draw of the stage goes through here (`noise.noisy`); bench/bench_endpoints.py's
+        `Noiseless` overrides it to switch the noise off."""
+        return noisy(self.params, true, measure, uniforms, cap, alpha)
