@@ -160,6 +160,16 @@ def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions") -> g
         figure = go.Figure(go.Scatter(x=[r["ts"] for r in rows], y=[r[measure] for r in rows], mode="lines+markers",
                                       line_color=ACCENT))
     else:
-        figure = go.Figure(go.Bar(x=[str(r[dim]) for r in rows], y=[r[measure] for r in rows], marker_color=ACCENT))
+        figure = go.Figure(go.Bar(x=[_group_label(r, dim) for r in rows], y=[r[measure] for r in rows],
+                                  marker_color=ACCENT))
     figure.update_layout(**_LAYOUT, title=f"{measure} by {dim} ({body.get('window')})")
     return figure
+
+
+def _group_label(record: Mapping[str, Any], dim: str) -> str:
+    """A row's value of a group_by dimension: the field named after it, or for a place level
+    (country, region, county, city), whose records carry `<level>_id` and `<level>_name`, the name
+    (the id when the API has none)."""
+    if dim in record:
+        return str(record[dim])
+    return str(record.get(f"{dim}_name") or record.get(f"{dim}_id"))

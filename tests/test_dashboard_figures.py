@@ -83,6 +83,11 @@ def test_trending_activity_and_query_figures():
         {"ts": "2026-11-01T00:00:00Z", "suppressions": 1, "unique_users": 1, "events": 1}]}
     assert list(figures.query_figure(query).data[0].x) == ["2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z"]
     assert figures.query_figure({"group_by": ["keyword", "domain"], "results": [{}]}) is None
+    # a place level's records carry <level>_id and <level>_name, not <level> (a KeyError was a 500)
+    places = {"window": "7d", "group_by": ["country"], "results": [
+        {"country_id": "US", "country_name": "United States", "suppressions": 5, "unique_users": 2, "events": 3},
+        {"country_id": "XK", "country_name": None, "suppressions": 1, "unique_users": 1, "events": 1}]}
+    assert list(figures.query_figure(places).data[0].x) == ["United States", "XK"]
 
 
 def test_messages_a_person_understands():

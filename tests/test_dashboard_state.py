@@ -177,3 +177,26 @@ def test_the_query_builder_keeps_its_fields_in_the_url(demo, browser):
     css(browser, "#query-intervals input")[0].click()
     wait(browser, lambda d: query_of(d).get("intervals") == "true")
     assert query_of(browser)["platforms"] == "android" and query_of(browser)["group_by"] == "country"
+
+
+def test_run_on_a_restored_query_shows_the_apis_answer(demo, browser):
+    """Run pressed on a view loaded from its URL, no control touched first: the API's answer for
+    the same body. (Grouped by a place level, whose records carry country_id and country_name, the
+    chart looked for `country`: a 500, and the page showed nothing.)"""
+    browser.get(demo["dash"] + "/query?window=7d&group_by=country&compare=previous_period&limit=5")
+    wait(browser, lambda d: css(d, "#query-run"))
+    settle(browser)
+    css(browser, "#query-run")[0].click()
+    wait(browser, lambda d: css(d, "#query-count") and shown(d, "query-rows")(d))
+    with SignalsClient(demo["api"], demo["key"]) as api:
+        results = api.query(window="7d", group_by=["country"], compare="previous_period", limit=5)["results"]
+    assert css(browser, "#query-count")[0].text == f"{len(results)} rows"
+    table = rows(browser, "query-rows")
+    assert len(table) == len(results) == 5
+    assert [(r["country_id"], r["country_name"], r["suppressions"], r["previous_suppressions"]) for r in table] == \
+        [(r["country_id"], r["country_name"], str(r["suppressions"]), str(r["previous"]["suppressions"]))
+         for r in results]
+    bars = json.loads(figure_data(browser, "query-graph"))[0]
+    assert bars["x"] == [r["country_name"] for r in results] and bars["y"] == [r["suppressions"] for r in results]
+    assert query_of(browser)["group_by"] == "country" and query_of(browser)["limit"] == "5"
+    assert console_errors(browser) == []
