@@ -51,9 +51,12 @@ def _snapshot_bytes(data_dir: Path) -> int:
 
 
 def _every_endpoint(base: str, key: str, rounds: int) -> None:
-    """Every endpoint `rounds` times from 3 threads, so that every worker serves some of each."""
+    """Every endpoint `rounds` times from 3 threads, so that every worker serves some of each. Each
+    request on a connection of its own: a threaded worker keeps the connections it accepted, so
+    kept-alive connections could all land on one worker."""
     def one(_: int) -> list[int]:
-        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=60) as http:
+        with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}", "Connection": "close"},
+                          timeout=60) as http:
             statuses = [http.get(path, params=params).status_code for path, params in GETS]
             return statuses + [http.post("/api/v1/signals/query", json=QUERY).status_code]
 
