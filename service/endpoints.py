@@ -51,8 +51,8 @@ COMPARE = Param(
     "the window starts: what the same request with as_of one window earlier publishes for the same value, 0 where "
     "that cell is not published; for a timeseries bucket, the bucket one window earlier) and `change` (per count: "
     "`pct` = 100 x (current - previous) / |previous|, null when previous is 0, and `beyond_noise`: true when the "
-    "change is larger than the privacy noise and ordinary chance of both numbers can explain, each at 1 in 1,000, "
-    "as /trending decides growth). The period before must not start before the data's first hour. Leave it out "
+    "change is larger than the privacy noise and ordinary chance of both numbers can explain: /trending's margins, "
+    "each part at 1 in 1,000, added as independent errors). The period before must not start before the data's first hour. Leave it out "
     "for the plain answer.",
     enum=rq.COMPARE,
 )

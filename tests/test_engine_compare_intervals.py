@@ -11,7 +11,7 @@ from polars.testing import assert_frame_equal
 
 from service.engine import Engine, GeoHeat, KeywordActivity, KeywordTimeseries, TopKeywords
 from service.engine.compare import bucket_mapper, with_previous
-from service.engine.growth import CONFIDENCE_Z, COUNT_Z
+from service.engine.growth import CONFIDENCE_Z, COUNT_Z, beyond_noise
 from service.engine.intervals import CAP_BIAS, noise_bound, with_intervals
 from service.engine.shapes import SHAPES
 from service.privacy import Privacy, PrivacyParams
@@ -108,8 +108,8 @@ def test_with_previous_joins_fills_and_tests_the_change():
     assert rows["flat"]["change"]["suppressions"] == {"pct": 1.0, "beyond_noise": False}
     assert rows["new"]["previous"] == {"suppressions": 0, "users_est": 0}
     assert rows["new"]["change"]["suppressions"]["pct"] is None
-    # beyond noise: |change| > (z sd + 3.09 sqrt(count)) of each side
-    margin = CONFIDENCE_Z * 20.0 + COUNT_Z * math.sqrt(50) + CONFIDENCE_Z * 20.0 + COUNT_Z * 1.0
+    # beyond noise: |change| > sqrt((z sd)^2 of each side + 3.09^2 x (count of each side, at least 1))
+    margin = math.sqrt(2 * (CONFIDENCE_Z * 20.0) ** 2 + COUNT_Z**2 * (50 + 1))
     assert rows["new"]["change"]["suppressions"]["beyond_noise"] is (margin < 50)
 
 
@@ -149,3 +149,37 @@ def test_csv_flattens_nested_fields():
                                         "change_suppressions_pct", "change_suppressions_beyond_noise",
                                         "intervals_suppressions_low", "intervals_suppressions_high"]
     assert csv_body(frame).decode("utf-8-sig").splitlines()[1] == "a,3,2,50.0,true,1,5"
+
+
+def _two_sided_geometric(rng, alpha: float, n: int):
+    """Privacy noise: the difference of two geometric draws (discrete Laplace), sd sqrt(2 alpha)/(1-alpha)."""
+    return rng.geometric(1 - alpha, n) - rng.geometric(1 - alpha, n)
+
+
+@pytest.mark.parametrize(("mean", "alpha"), [(20, 0.5), (1_000, 0.9), (15_000, 0.997), (15_000, 0.5), (200, 0.99)])
+def test_flat_values_are_rarely_beyond_noise(mean, alpha):
+    """Simulated flat values (the same expected count in both periods, each period with its own
+    chance variation and its own noise draw) are flagged at about the rate the rule promises: each
+    part one-sided 1/1000, the test two-sided, so at most about 2 in 1,000."""
+    np = pytest.importorskip("numpy")
+    rng = np.random.default_rng(mean)
+    n = 400_000
+    std = math.sqrt(2 * alpha) / (1 - alpha)
+    now = rng.poisson(mean, n) + _two_sided_geometric(rng, alpha, n)
+    then = rng.poisson(mean, n) + _two_sided_geometric(rng, alpha, n)
+    frame = pl.DataFrame({"now": now, "then": then, "std": [std] * n})
+    flagged = frame.select(beyond_noise(pl.col("now"), pl.col("then"), current_chance=pl.col("now"),
+                                        previous_chance=pl.col("then"), current_std=pl.col("std"),
+                                        previous_std=pl.col("std")).mean()).item()
+    assert flagged < 0.0025, flagged
+
+
+def test_a_change_of_five_standard_deviations_is_beyond_noise():
+    """The demo's California, 7 days: 14,965 -> 17,417 suppressions with noise sd 267 and 304. Noise
+    and chance together have sd sqrt(267^2 + 304^2 + 14,965 + 17,417) = 443: the change is 5.5 of
+    them. Margins added end to end (3,293) called it within noise; in quadrature the margin is 1,861."""
+    frame = pl.DataFrame({"now": [17_417], "then": [14_965], "now_std": [304.0], "then_std": [267.0]})
+    judged = beyond_noise(pl.col("now"), pl.col("then"), current_chance=pl.col("now"), previous_chance=pl.col("then"),
+                          current_std=pl.col("now_std"), previous_std=pl.col("then_std"))
+    assert frame.select(judged).item() is True
+    assert frame.with_columns(pl.col("now") - 700).select(judged).item() is False  # 1,752 < 1,861

@@ -9,7 +9,7 @@ its numbers; a cell that is not published then (too few users, or no events) sho
 
 `change` holds, per measure, `pct` (100 x (current - previous) / |previous|, 2 decimals; null when
 previous is 0) and `beyond_noise`: the change is larger than the privacy noise and chance of both
-numbers can explain (growth.beyond_noise, trending's test).
+numbers can explain (growth.beyond_noise: trending's margins, added in quadrature).
 
 For timeseries, a bucket's previous is the bucket one window earlier (`periods.previous_bucket`).
 """
@@ -21,7 +21,7 @@ from collections.abc import Callable
 
 import polars as pl
 
-from service.engine.growth import beyond_noise, noise_margin, round_like_python
+from service.engine.growth import beyond_noise, round_like_python
 from service.engine.noise import STD
 from service.engine.shapes import RecordShape
 from service.periods import previous_bucket
@@ -66,8 +66,8 @@ def with_previous(current: pl.DataFrame, previous: pl.DataFrame, shape: RecordSh
         pct = round_like_python(100.0 * (now - then) / then.abs(), 2, height)
         chance_now = _chance(shape, m, "")
         chance_then = _chance(shape, m, _PREV)
-        beyond = beyond_noise(now, then, noise_margin(chance_now, pl.col(m + STD)),
-                              noise_margin(chance_then, pl.col(_PREV + m + STD)))
+        beyond = beyond_noise(now, then, current_chance=chance_now, previous_chance=chance_then,
+                              current_std=pl.col(m + STD), previous_std=pl.col(_PREV + m + STD))
         changes.append(pl.struct(pl.when(then != 0).then(pct).otherwise(None).alias("pct"),
                                  beyond.alias("beyond_noise")).alias(m))
     result = joined.with_columns(
