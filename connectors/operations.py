@@ -21,7 +21,7 @@ from typing import Any
 
 from paramcheck import FieldError, allowed, check_body, check_query, reason, summary
 
-__all__ = ["INVALID_TITLE", "FieldError", "Operation", "Operations", "Parameter", "query_text", "summary"]
+__all__ = ["INVALID_TITLE", "FieldError", "Operation", "Operations", "Parameter", "Plan", "query_text", "summary"]
 
 INVALID_TITLE = "Invalid or missing parameter"  # the title of the API's 400 problem
 
@@ -145,17 +145,33 @@ def _check_rule(rule: Mapping[str, Any], body: Mapping[str, Any], operation: Ope
     return []
 
 
+@dataclasses.dataclass(frozen=True)
+class Plan:
+    """One plan as the document lists them (`x-plans`, lowest first): `name` is the slug that
+    `x-min-tier` and the account's `plan` use, `label` the name people read."""
+
+    name: str
+    label: str
+    requests_per_minute: int | None = None
+
+    @classmethod
+    def from_openapi(cls, entry: Mapping[str, Any]) -> Plan:
+        return cls(entry["plan"], entry.get("label") or entry["plan"], entry.get("requests_per_minute"))
+
+
 class Operations(Mapping[str, Operation]):
     """The operations of a served OpenAPI document, by operationId. Also found by the last part of
     their path (`top-keywords`), which is how users name them on a command line."""
 
     def __init__(self, operations: Sequence[Operation], version: str = "",
-                 management: Sequence[Operation] = ()) -> None:
+                 management: Sequence[Operation] = (), plans: Sequence[Plan] = ()) -> None:
         self._by_name = {op.name: op for op in operations}
         self.version = version
         # The account-management operations (webhooks): not data, so not in the mapping (no
         # report, no MCP tool), but the client calls them and the dashboard builds forms from them.
         self.management: Mapping[str, Operation] = {op.name: op for op in management}
+        # The plans by slug, lowest first (empty for a document without `x-plans`).
+        self.plans: Mapping[str, Plan] = {plan.name: plan for plan in plans}
 
     @classmethod
     def from_openapi(cls, document: Mapping[str, Any]) -> Operations:
@@ -166,7 +182,14 @@ class Operations(Mapping[str, Operation]):
                     continue
                 kind = management if "webhooks" in op.get("tags", ()) else operations
                 kind.append(_operation(path, method.upper(), op))
-        return cls(operations, document.get("info", {}).get("version", ""), management)
+        plans = [Plan.from_openapi(entry) for entry in document.get("x-plans", ()) if isinstance(entry, dict)]
+        return cls(operations, document.get("info", {}).get("version", ""), management, plans)
+
+    def plan_label(self, name: str | None) -> str | None:
+        """A plan's label (`analyst` -> the document's label for it); a slug the document does not
+        list is returned as it is."""
+        plan = self.plans.get(name or "")
+        return plan.label if plan is not None else name
 
     def __getitem__(self, name: str) -> Operation:
         return self._by_name[name]

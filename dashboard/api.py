@@ -32,8 +32,6 @@ _lock = threading.Lock()
 _clients: cachetools.TTLCache[tuple[str, str | None], SignalsClient] = cachetools.TTLCache(maxsize=256, ttl=3600)
 _document: tuple[float, Operations] | None = None
 
-PLAN_LABELS = {"observer": "Observer", "analyst": "Analyst", "professional": "Professional"}
-
 
 def api_url() -> str:
     return _SETTINGS.api_url
@@ -92,6 +90,24 @@ def operation(name: str) -> Operation:
     return ops[name] if name in ops else ops.management[name]
 
 
+def plan_label(plan: str | None) -> str | None:
+    """A plan's name as the API writes it (the document's `x-plans`), for a slug such as an
+    operation's `min_tier`; the slug itself when the document does not list it or cannot be read."""
+    try:
+        return operations().plan_label(plan)
+    except SignalsError:
+        return plan
+
+
+def min_plan_label(name: str) -> str | None:
+    """The label of the lowest plan that may call operation `name`; None when the document does
+    not say (or cannot be read)."""
+    try:
+        return plan_label(operation(name).min_tier)
+    except (SignalsError, KeyError):
+        return None
+
+
 def fetch(key: str | None, name: str, arguments: Mapping[str, Any] | None = None) -> Reply:
     """The whole answer (body, as_of, headers); SignalsError on any failure. Webhook operations
     (`list_webhooks`, `create_webhook`, ...) take their path parameters among the arguments. The
@@ -145,15 +161,16 @@ def address_blocked(error: SignalsError) -> bool:
 
 
 def explain(error: SignalsError, *, needed_plan: str | None = None) -> str:
-    """A sentence for the viewer; never a traceback, never the key."""
+    """A sentence for the viewer; never a traceback, never the key. `needed_plan`: the label of
+    the plan a 403 asks for (`plan_label`)."""
     if error.status is None and error.sent:
         return (f"The Signals API is not answering at {_SETTINGS.api_url}. It may be restarting; "
                 "try again in a minute.")
     if error.status == 401:
         return "Your key was not accepted (it may have been revoked or have expired). Please sign in again."
     if error.status == 403:
-        plan = PLAN_LABELS.get(needed_plan or "", needed_plan)
-        head = f"This page needs the {plan} plan or higher. " if plan else "Your plan does not include this. "
+        head = f"This page needs the {needed_plan} plan or higher. " if needed_plan else \
+            "Your plan does not include this. "
         return head + (error.detail or "")
     if error.status == 429:
         wait = error.retry_after

@@ -152,6 +152,11 @@ def error_box(message: str) -> html.Div:
     return html.Div(message, className="error", role="alert")
 
 
+def notice(text: str) -> html.P:
+    """Something done or to know (not an error)."""
+    return html.P(text, className="notice", role="status")
+
+
 def flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
     """A record with its nested fields as columns, named as the API's CSV names them:
     previous_suppressions, change_suppressions_pct, intervals_suppressions ("low–high")."""
@@ -234,21 +239,14 @@ def answer(session: Mapping[str, Any] | None, calls: Sequence[tuple[str, Mapping
 def call(session: Mapping[str, Any] | None, name: str, arguments: Mapping[str, Any] | None = None, *,
          needed_plan: str | None = None) -> tuple[Reply | None, Any, dict[str, Any]]:
     """One call: (reply, None, meta) when it worked, (None, an error box, meta) when not; a 403
-    names `needed_plan`, by default the operation's own minimum plan."""
+    names `needed_plan` (a label), by default the operation's own minimum plan as the API names it."""
     try:
         reply = api.fetch(key_of(session), name, arguments)
     except SignalsError as error:
         if error.status == 403 and needed_plan is None:
-            needed_plan = _min_tier(name)
+            needed_plan = api.min_plan_label(name)
         return None, error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error)
     return reply, None, meta(reply)
-
-
-def _min_tier(name: str) -> str | None:
-    try:
-        return api.operation(name).min_tier
-    except (SignalsError, KeyError):
-        return None
 
 
 def unavailable_layout(error: SignalsError) -> html.Div:

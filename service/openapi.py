@@ -236,6 +236,9 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
                            + ", ".join(f"{t.label} {t.requests_per_minute}" for t in Tier) + ".",
         },
         "servers": [{"url": "/"}],
+        # The plans, lowest to highest, for consumers that name a plan (the dashboard's "needs the
+        # ... plan"): `x-min-tier` and the account's `plan` are these slugs.
+        "x-plans": [{"plan": t.slug, "label": t.label, "requests_per_minute": t.requests_per_minute} for t in Tier],
         "tags": [{"name": "signals", "description": "Aggregated statistics"},
                  {"name": "account", "description": "The key's subscription and plan"},
                  {"name": "webhooks", "description": "Trending alerts sent to your URL"}],

@@ -92,9 +92,11 @@ def test_trending_activity_and_query_figures():
 
 def test_messages_a_person_understands():
     assert "sign in again" in explain(SignalsError(401, "Missing or invalid API key"))
+    # needed_plan is the plan's label as the API names it (dashboard.api.plan_label)
     forbidden = explain(SignalsError(403, "higher plan", "POST /query requires the Analyst plan or higher."),
-                        needed_plan="analyst")
+                        needed_plan="Analyst")
     assert forbidden.startswith("This page needs the Analyst plan or higher.")
+    assert explain(SignalsError(403, "higher plan", "x")).startswith("Your plan does not include this.")
     assert "Try again in 17 seconds" in explain(SignalsError(429, "Too many", "30 a minute", retry_after=17))
     down = explain(SignalsError(None, "Cannot reach the Signals API", "GET x: ConnectError"))
     assert "not answering" in down and "ConnectError" not in down
@@ -137,16 +139,16 @@ def _page(path: str):
 
 
 def test_webhook_form_defaults_and_body_follow_the_document(served_document):
-    account = _page("/account")
+    from dashboard.webhooks import form
 
-    defaults = dict(zip([f for f, _ in account.FORM], account._defaults(), strict=True))
+    defaults = dict(zip([f for f, _ in form.FORM], form.defaults(), strict=True))
     assert defaults == {"url": "", "window": None, "dimension": None, "metric": "suppressions", "threshold_pct": None,
                         "cooldown_minutes": None, "min_baseline": 10, "enabled": ["enabled"], "description": ""}
-    body, empty = account._body(account._defaults())
+    body, empty = form.body(form.defaults())
     assert [e.split(" (")[0] for e in empty] == ["window", "dimension", "threshold pct", "cooldown minutes"]
     assert "cooldown minutes (an integer from 15 to 1440)" in empty
     values = [" https://example.com/hook ", "7d", "domain", "events", 12.5, 30, 0, [], "spikes"]
-    body, empty = account._body(values)
+    body, empty = form.body(values)
     assert empty == [] and body == {"url": "https://example.com/hook", "window": "7d", "dimension": "domain",
                                     "metric": "events", "threshold_pct": 12.5, "cooldown_minutes": 30,
                                     "min_baseline": 0, "enabled": False, "description": "spikes"}
@@ -178,23 +180,23 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
 
 
 def test_a_test_deliverys_outcome_in_words():
-    account = _page("/account")
+    from dashboard.webhooks import send_test
 
-    ok = account._test_outcome({"succeeded": True, "status_code": 204, "duration_ms": 12})
+    ok = send_test.outcome({"succeeded": True, "status_code": 204, "duration_ms": 12})
     assert ok.children == "Test delivery sent: your URL answered 204 in 12 ms."
-    refused = account._test_outcome({"succeeded": False, "status_code": 500, "error": None})
+    refused = send_test.outcome({"succeeded": False, "status_code": 500, "error": None})
     assert "answered 500" in refused.children and "retried" in refused.children
-    unreachable = account._test_outcome({"succeeded": False, "status_code": None, "error": "ConnectError: refused"})
+    unreachable = send_test.outcome({"succeeded": False, "status_code": None, "error": "ConnectError: refused"})
     assert "ConnectError: refused" in unreachable.children
-    assert "alert worker" in account._test_outcome(None).children
+    assert "alert worker" in send_test.outcome(None).children
 
 
 def test_a_logged_attempt_of_a_queued_test_in_words():
     """A queued test's outcome is read from the delivery log, whose items say `outcome`."""
-    account = _page("/account")
+    from dashboard.webhooks import send_test
 
     def said(**logged):
-        return account._test_outcome(account._as_attempt({"delivery_id": "dlv_1", "attempt": 1, **logged})).children
+        return send_test.outcome(send_test.as_attempt({"delivery_id": "dlv_1", "attempt": 1, **logged})).children
 
     assert said(outcome="succeeded", status_code=200, duration_ms=8, error=None) == \
         "Test delivery sent: your URL answered 200 in 8 ms."

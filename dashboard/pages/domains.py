@@ -9,11 +9,6 @@ from dashboard import api, series, ui
 dash.register_page(__name__, path="/domains", title="Domains · Signals", name="Domains")
 
 
-def layout(**query: str):
-    return series.layout("domains", "domain_timeseries", "domain", "Domains over time", "reddit.com, youtube.com",
-                         query)
-
-
 def _trending(session: dict, window: str) -> list[str]:
     # the domains growing fastest over a comparable window, else a well-known one
     trend_window = window if window in api.operation("trending").param("window").enum else "30d"
@@ -22,4 +17,6 @@ def _trending(session: dict, window: str) -> list[str]:
     return [t["value"] for t in body["trending"]] or ["reddit.com"]
 
 
-series.register("domains", "domain_timeseries", "domain", _trending)
+PAGE = series.page("domains", "domain_timeseries", "domain", "Domains over time", "reddit.com, youtube.com", _trending)
+PAGE.register()
+layout = PAGE.layout

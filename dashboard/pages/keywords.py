@@ -9,11 +9,6 @@ from dashboard import api, series, ui
 dash.register_page(__name__, path="/keywords", title="Keywords · Signals", name="Keywords")
 
 
-def layout(**query: str):
-    return series.layout("keywords", "keyword_timeseries", "keyword", "Keywords over time", "climate change, spoilers",
-                         query)
-
-
 def _top(session: dict, window: str) -> list[str]:
     # the most suppressed keywords of a comparable window (top-keywords has no 90d)
     top_window = window if window in api.operation("top_keywords").param("window").enum else "30d"
@@ -21,4 +16,6 @@ def _top(session: dict, window: str) -> list[str]:
     return [k["keyword_raw"] for k in body["keywords"]]
 
 
-series.register("keywords", "keyword_timeseries", "keyword", _top)
+PAGE = series.page("keywords", "keyword_timeseries", "keyword", "Keywords over time", "climate change, spoilers", _top)
+PAGE.register()
+layout = PAGE.layout

@@ -1,12 +1,12 @@
-"""/: the overview: top keywords, what is trending now, totals (Analyst and above: one /query
-with no grouping), and as_of."""
+"""/: the overview: top keywords, what is trending now, totals (one /query with no grouping, for
+the plans that may call it: the account's endpoints say which), and as_of."""
 
 from __future__ import annotations
 
 import dash
 from dash import Input, Output, State, html
 
-from dashboard import figures, ui
+from dashboard import api, figures, ui
 
 dash.register_page(__name__, path="/", title="Overview · Signals", name="Overview")
 
@@ -49,8 +49,8 @@ def load(_page: str, session: dict | None):
                                html.Div(m.replace("_", " "), className="card-label")], className="card")
                      for m in ("suppressions", "unique_users", "events")]
         else:
-            cards = [html.P("Totals come from the flexible query, which needs the Analyst plan or higher.",
-                            className="hint")]
+            cards = [html.P(f"Totals come from the flexible query, which needs the "
+                            f"{api.min_plan_label('query') or 'a higher'} plan or higher.", className="hint")]
         first = top.body["keywords"][0] if top.body["keywords"] else None
         leader = html.P(["Most suppressed: ", html.Strong(first["keyword_raw"], id="overview-leader"), " (",
                          html.Span(str(first["suppressions"]), id="overview-leader-count"), " suppressions)"]) \

@@ -1,7 +1,7 @@
-"""/query: the flexible query (POST /query, Analyst and above): filters, group_by, bucket, order,
-limit, and as_of, compare and intervals (issue 25); the results as a table (nested fields as
-columns, named as in the API's CSV) (and a chart for one dimension); CSV through the API's own CSV
-(format=csv, its file name from Content-Disposition)."""
+"""/query: the flexible query (POST /query, for the plans its `x-min-tier` allows): filters,
+group_by, bucket, order, limit, and as_of, compare and intervals (issue 25); the results as a
+table (nested fields as columns, named as in the API's CSV) (and a chart for one dimension); CSV
+through the API's own CSV (format=csv, its file name from Content-Disposition)."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ def layout(**query: str):
     return html.Div([
         html.H1("Query builder"),
         view_state.store("query"),
-        html.P(f"Needs the {api.PLAN_LABELS.get(op.min_tier or '', op.min_tier)} plan or higher. "
+        html.P(f"Needs the {api.plan_label(op.min_tier)} plan or higher. "
                "Values within a filter are alternatives; filters combine."),
         html.Div(id="query-plan-note"),
         html.Div([ui.radio("query-window", op.param("window"), query=query),
@@ -113,7 +113,7 @@ def plan_note(_page, session):
     """Said before the first click: the viewer's plan (known from sign-in) cannot run queries."""
     if not ui.key_of(session) or "query" in (session.get("operations") or []):
         return None
-    needed = api.PLAN_LABELS.get(api.operation("query").min_tier or "", "a higher")
+    needed = api.min_plan_label("query") or "a higher"
     return html.P(f"Your plan ({session.get('plan_label')}) does not include the query builder; it needs the "
                   f"{needed} plan or higher. The API will refuse these queries.", className="notice", role="status")
 
