@@ -9,7 +9,7 @@ import pytest
 
 from service.engine import cost as query_cost
 from tests.support.engines import land
-from tests.test_query_cost import AS_OF, random_bodies, random_frames, request
+from tests.support.query_cases import AS_OF, random_bodies, random_frames, request
 
 
 @pytest.fixture(scope="module")

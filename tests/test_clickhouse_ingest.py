@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.crashed_ingest import BAD_LINE, kill, write_files
 from tests.support.processes import ROOT, service_env
-from tests.test_ingest_crash import BAD_LINE, _kill, write_files
 
 
 def _env(data: Path, url: str) -> dict[str, str]:
@@ -106,7 +106,7 @@ def test_an_ingest_killed_at_each_stage_then_run_again(tmp_path: Path, files, af
         assert second.returncode == 1
         assert "held by another process" in second.stderr and "nothing was loaded" in second.stderr
     finally:
-        _kill(process)
+        kill(process)
 
     state = _probe(url)
     assert state["generation"] == (2 if stage == "published" else 1)

@@ -11,9 +11,19 @@ from urllib.parse import parse_qs, urlsplit
 import pytest
 
 from connectors.client import SignalsClient
-from tests.support.browser import chrome, console_errors, dashboard
+from tests.support.browser import (
+    SHOTS,
+    chrome,
+    click_option,
+    console_errors,
+    css,
+    dashboard,
+    figure_data,
+    settle,
+    sign_in,
+    wait,
+)
 from tests.support.processes import create_key, gunicorn
-from tests.test_dashboard_browser import SHOTS, click_option, css, figure_data, settle, sign_in, wait
 
 pytestmark = pytest.mark.process
 

@@ -11,9 +11,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import logging
-import os
 import shutil
-import signal
 import subprocess
 import sys
 import time
@@ -24,48 +22,15 @@ import pytest
 
 from service.settings import Settings
 from service.store import ingest, layout, reader, schema, snapshot, writer
+from tests.support.crashed_ingest import BAD_LINE, kill, write_files
 from tests.support.processes import ROOT, cli, service_env
 
 SECRET = Settings().secret  # the command line's (development) secret, so every path hashes alike
-BAD_LINE = 61  # B's line with an unknown platform: quarantined, once
-
-
-def _suppressions(n: int, first_day: int, days: int, user: str) -> list[dict[str, object]]:
-    return [
-        {
-            "ts": (dt.datetime(2025, 5, first_day + i % days, 8, tzinfo=dt.UTC) + dt.timedelta(minutes=i)).isoformat(),
-            "user_id": f"{user}-{i % 7}",
-            "keyword": ["spoilers", "crypto", "elon musk"][i % 3],
-            "domain": ["reddit.com", "x.com"][i % 2],
-            "platform": "chrome",
-            "page_context": "feed",
-            "country": "US",
-            "region": "US-CA",
-            "suppressions": 1 + i % 4,
-        }
-        for i in range(n)
-    ]
 
 
 @pytest.fixture
 def files(tmp_path: Path) -> dict[str, Path]:
     return write_files(tmp_path)
-
-
-def write_files(tmp_path: Path) -> dict[str, Path]:
-    """A: the store's old data. B (NDJSON, six days, one bad line) and C (CSV, keyword changes,
-    two days): the ingest that gets killed. Days of A and B overlap."""
-    a = tmp_path / "a.ndjson"
-    a.write_text("".join(json.dumps(row) + "\n" for row in _suppressions(40, 1, 3, "old")))
-    rows = _suppressions(120, 2, 6, "new")
-    rows.insert(BAD_LINE - 1, {**rows[0], "platform": "netscape"})
-    b = tmp_path / "b.ndjson"
-    b.write_text("".join(json.dumps(row) + "\n" for row in rows))
-    c = tmp_path / "c.csv"
-    c.write_text("ts,user_id,keyword,action,platform,country\n" + "".join(
-        f"2025-05-0{1 + i % 2}T09:{i:02d}:00Z,changer-{i % 5},gore,add,ios,GB\n" for i in range(30)
-    ))  # fmt: skip
-    return {"a": a, "b": b, "c": c}
 
 
 def _ingest(data: Path, *paths: Path) -> ingest.IngestReport:
@@ -108,12 +73,6 @@ def _start_paused(data: Path, stage: str, done: int, marker: Path, *paths: Path)
     return process
 
 
-def _kill(process: subprocess.Popen) -> None:
-    os.kill(process.pid, signal.SIGKILL)
-    process.communicate(timeout=30)
-    assert process.returncode == -signal.SIGKILL
-
-
 # (stage, files done): the crashed run lands 8 partition files and 1 quarantine file (9 in all)
 STAGES = [
     ("parsing", 1),  # b.ndjson read and validated, c.csv next
@@ -153,7 +112,7 @@ def test_an_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], 
         # A worker started now serves the old data (or, once published, the new), never a mix.
         assert _same(_loaded(data), after if stage == "published" else before)
     finally:
-        _kill(process)
+        kill(process)
 
     # After the kill: exactly the old data, or exactly the new.
     assert _same(_loaded(data), after if stage == "published" else before)
@@ -257,7 +216,7 @@ def test_an_ingest_waits_for_the_one_in_progress(tmp_path: Path, files: dict[str
         time.sleep(4)  # time enough to start and to land a 30-row file, were it not waiting
         assert second.poll() is None  # waiting, not landing beside the first
     finally:
-        _kill(process)
+        kill(process)
     out, err = second.communicate(timeout=60)
     assert second.returncode == 0, err
     assert "another process is writing to" in err

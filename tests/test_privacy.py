@@ -10,13 +10,9 @@ import statistics
 import polars as pl
 import pytest
 
-from service.privacy import PILOT, CellContext, Contributions, Privacy, PrivacyParams, Published
+from service.privacy import Privacy, PrivacyParams, Published
 from service.windows import TimeRange
-
-AS_OF = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
-WEEK = TimeRange(AS_OF - dt.timedelta(days=7), AS_OF)
-CELL = (Published("suppressions", "suppressions", "unique_users"), Published("events", "events", "unique_users"),
-        Published("unique_users", "unique_users", "unique_users"))
+from tests.support.privacy_stage import AS_OF, CELL, WEEK, context, publish
 
 
 def cells(n: int, suppressions: int = 10_000, events: int = 10_000, users: int = 100) -> pl.DataFrame:
@@ -24,29 +20,6 @@ def cells(n: int, suppressions: int = 10_000, events: int = 10_000, users: int =
         "keyword": [f"kw{i}" for i in range(n)],
         "suppressions": [suppressions] * n, "events": [events] * n, "unique_users": [users] * n,
     })
-
-
-def publish(privacy: Privacy, frame: pl.DataFrame, cell: CellContext, **options) -> pl.DataFrame:
-    """`frame` holds true totals per cell; its users contribute equally (totals divisible by the
-    user count). The stage gets what the engine gives it: pilot sums and the per-user rows."""
-    keys = [dim for dim in cell.dims if dim in frame.columns]
-    share = [(pl.col(m) // pl.col("unique_users").clip(lower_bound=1)).alias(m) for m in ("suppressions", "events")]
-    per_user = (
-        frame.select(*keys, "suppressions", "events", "unique_users").with_columns(share)
-        .with_columns(pl.int_ranges(pl.col("unique_users")).alias("user")).explode("user")
-        .filter(pl.col("user").is_not_null()).drop("user", "unique_users")
-    )
-    pilot = privacy.params.pilot_cap
-    pilots = frame.with_columns(
-        (pl.min_horizontal(pl.col(m) // pl.col("unique_users").clip(lower_bound=1), pl.lit(pilot))
-         * pl.col("unique_users")).alias(f"{m}{PILOT}") for m in ("suppressions", "events")
-    ).drop("suppressions", "events")
-    return privacy.publish(pilots, cell, Contributions(per_user, tuple(keys)), **options)
-
-
-def context(**overrides) -> CellContext:
-    return CellContext(**{"table": "suppressions", "dims": ("keyword",), "published": CELL, "time_range": WEEK,
-                          **overrides})
 
 
 def test_users_noise_has_mean_zero_and_the_configured_variance():

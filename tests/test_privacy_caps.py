@@ -15,6 +15,7 @@ from service.engine import Engine, FlexibleQuery, GeoHeat, TopKeywords
 from service.privacy import Privacy, PrivacyParams
 from service.store.reader import build_frames
 from tests.support import fixture_data as fx
+from tests.support.privacy_stage import context, publish
 
 AS_OF = fx.FIXTURE_AS_OF
 SECRET = "caps-test-secret"
@@ -119,8 +120,6 @@ def test_one_heavy_user_moves_a_cell_by_at_most_its_cap(heavy, heavy_total: int)
 def test_caps_follow_the_cell_small_cells_small_caps():
     """Through the stage directly: the noise of a small cell is scaled to a small cap, and a large
     cell with heavy users gets a large one."""
-    from tests.test_privacy import context, publish
-
     frame = pl.DataFrame({"keyword": ["small", "large"], "suppressions": [60, 400_000], "events": [30, 40_000],
                           "unique_users": [30, 4_000]})
     published = publish(Privacy(SECRET), frame, context(), noise_std=True)
