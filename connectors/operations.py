@@ -5,7 +5,7 @@ Nothing here is typed by hand: names, types, allowed values, bounds, defaults, w
 the records, and the rule across fields (`bucket` is required when `group_by` includes `time`) all
 come from the document (`Operations.from_openapi`). The reasons given for a bad argument are
 worded exactly as the API words them (`{name, reason}`, and the same `detail`), so a caller reads
-the same message whether the client or the server refused; tests/test_client.py holds the two
+the same message whether the client or the server refused; tests/connectors/test_client.py holds the two
 side by side.
 """
 
