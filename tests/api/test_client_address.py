@@ -5,8 +5,9 @@ from __future__ import annotations
 import falcon.testing
 import pytest
 
+from envfields import parse_networks
 from service.middleware.client_address import ClientAddress
-from service.settings import Settings, SettingsError, parse_networks
+from service.settings import Settings, SettingsError
 
 
 def request(peer: str, forwarded: str | None = None) -> falcon.Request:

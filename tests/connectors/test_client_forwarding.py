@@ -8,8 +8,9 @@ import httpx
 import pytest
 
 from connectors.client import FORWARDED_HOPS, SignalsClient, SignalsError, forwarded_chain
-from connectors.settings import ConnectorSettings, ConnectorSettingsError, parse_networks
+from connectors.settings import ConnectorSettings, ConnectorSettingsError
 from dashboard.settings import DashboardSettings
+from envfields import parse_networks
 
 LOCAL = parse_networks("127.0.0.1/32,::1/128")
 
