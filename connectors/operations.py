@@ -77,6 +77,18 @@ class Operation:
     record_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     rules: tuple[Mapping[str, Any], ...] = ()  # if/then rules across body fields
     path_params: tuple[str, ...] = ()  # names in the path's braces (`webhook_id`)
+    tags: tuple[str, ...] = ()  # the document's tags: `signals` (data), `account`, `webhooks`
+
+    @property
+    def is_data(self) -> bool:
+        """A data endpoint (tagged `signals`): records a report or an MCP tool is made of; not the
+        account or the webhook management."""
+        return "signals" in self.tags
+
+    @property
+    def chooses_format(self) -> bool:
+        """The answer's format is a parameter (`format`: json or csv, /query's body field)."""
+        return any(p.name == "format" for p in self.params)
 
     @property
     def slug(self) -> str:
@@ -212,4 +224,5 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
             break
     return Operation(name=op["operationId"], method=method, path=path, params=params, in_body="requestBody" in op,
                      min_tier=op.get("x-min-tier"), tool=op.get("x-mcp-tool"), records_field=records_field,
-                     record_schema=record_schema, rules=rules, path_params=path_params)
+                     record_schema=record_schema, rules=rules, path_params=path_params,
+                     tags=tuple(op.get("tags", ())))
