@@ -14,40 +14,10 @@ import pytest
 
 from service.store import columns, domains, schema, user_ids
 from service.store.validate import validate_rows
+from tests.support.event_rows import change, suppression
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
-
-
-def suppression(**changes: Any) -> dict[str, Any]:
-    row = {
-        "ts": "2025-06-01T10:00:00Z",
-        "user_id": "install-1",
-        "keyword": "spoilers",
-        "domain": "reddit.com",
-        "platform": "chrome",
-        "page_context": "feed",
-        "country": "US",
-        "region": "US-CA",
-        "county": "06037",
-        "city": "5368361",
-        "suppressions": 3,
-    }
-    row.update(changes)
-    return row
-
-
-def change(**changes: Any) -> dict[str, Any]:
-    row = {
-        "ts": "2025-06-01T10:00:00Z",
-        "user_id": "install-1",
-        "keyword": "spoilers",
-        "action": "add",
-        "platform": "firefox",
-        "country": "DE",
-    }
-    row.update(changes)
-    return row
 
 
 def validate(rows: list[dict[str, Any]], table: str = schema.SUPPRESSIONS, **kwargs: Any):

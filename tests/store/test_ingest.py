@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from service.store import ingest, layout, schema, user_ids, writer
+from tests.support import event_rows
 from tests.support.store import write_events
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
@@ -21,28 +22,13 @@ SECRET = "test-secret"
 
 
 def suppression(**changes: Any) -> dict[str, Any]:
-    row = {
-        "ts": "2025-06-01T10:00:00Z",
-        "user_id": "install-1",
-        "keyword": "Spoilers",
-        "domain": "www.reddit.com",
-        "platform": "chrome",
-        "page_context": "feed",
-        "country": "US",
-        "region": "US-CA",
-        "county": "06037",
-        "city": "5368361",
-        "suppressions": 2,
-    }
-    row.update(changes)
-    return row
+    """A row with text ingest normalises (keyword case, the domain's www.)."""
+    return event_rows.suppression(**{"keyword": "Spoilers", "domain": "www.reddit.com", "suppressions": 2, **changes})
 
 
 def change(**changes: Any) -> dict[str, Any]:
-    row = {"ts": "2025-06-01T09:00:00Z", "user_id": "install-9", "keyword": "AI Art", "action": "add",
-           "platform": "ios", "country": "GB"}  # fmt: skip
-    row.update(changes)
-    return row
+    return event_rows.change(**{"ts": "2025-06-01T09:00:00Z", "user_id": "install-9", "keyword": "AI Art",
+                          "platform": "ios", "country": "GB", **changes})
 
 
 def write_ndjson(path: Path, lines: list[str | dict[str, Any]]) -> Path:

@@ -20,25 +20,13 @@ import pytest
 
 from service import geo
 from service.store import ingest, layout, schema
+from tests.support import event_rows
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "types-secret"
 
-SUPPRESSION = {
-    "ts": "2025-06-01T10:00:00Z",
-    "user_id": "install-1",
-    "keyword": "spoilers",
-    "domain": "reddit.com",
-    "platform": "chrome",
-    "page_context": "feed",
-    "country": "US",
-    "region": "US-CA",
-    "county": "06037",
-    "city": "5368361",
-    "suppressions": 2,
-}
-CHANGE = {"ts": "2025-06-01T10:00:00Z", "user_id": "install-1", "keyword": "spoilers", "action": "add",
-          "platform": "ios", "country": "US"}  # fmt: skip
+SUPPRESSION = event_rows.suppression(suppressions=2)
+CHANGE = event_rows.change(platform="ios", country="US")
 
 # JSON values of every type (integers and integral numbers apart, since JSON does not tell 2 from 2.0).
 VALUES: dict[str, Any] = {
