@@ -3,7 +3,7 @@
 bench_endpoints.py compares the engines at 10M events. At 100M the polars engine would hold the
 events in each process (about 60 bytes an event: 6 GB, twice with the benchmark's own copy and the
 served worker's), past the memory this shared machine grants a benchmark, so this run times the
-ClickHouse engine alone, on the same cases. The 100M events are bench_endpoints.py's 10M (its
+ClickHouse engine alone, on the same cases (bench_endpoints.py's case table, imported). The 100M events are bench_endpoints.py's 10M (its
 chdb copy, bench/out/chdb-<events>-<days>-<seed>, which must exist: run bench_endpoints.py first)
 copied `--factor` times in ClickHouse with the user ids remapped per copy (`bitXor(user_id, k x
 constant)`: every copy's users are new users, with the same timestamps and dimensions), so cells
@@ -18,7 +18,6 @@ Prints a Markdown table and writes bench/out/clickhouse-scale.md and .json.
 from __future__ import annotations
 
 import argparse
-import datetime as dt
 import json
 import platform
 import shlex
@@ -26,25 +25,17 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
+
+from bench_endpoints import case_requests, case_subjects, endpoint_of  # noqa: E402  (the one case table)
 
 from service.app import privacy_params  # noqa: E402
 from service.clickhouse import schema as ch_schema  # noqa: E402
 from service.clickhouse.connection import ClickHouse  # noqa: E402
 from service.clickhouse.store import ClickHouseStore  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
-from service.engine import (  # noqa: E402
-    DomainTimeseries,
-    FlexibleQuery,
-    GeoHeat,
-    KeywordActivity,
-    KeywordTimeseries,
-    TopKeywords,
-    Trending,
-)
 from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
@@ -71,32 +62,6 @@ def scaled_database(ch: ClickHouse, factor: int) -> ClickHouse:
     return target
 
 
-def cases(engine: ClickHouseEngine, snapshot: Any, as_of: dt.datetime) -> list[tuple[str, str, Any]]:
-    keywords = engine.top_keywords(snapshot, as_of, TopKeywords("30d", 500)).get_column("keyword_raw").to_list()
-    domain = engine.query(snapshot, as_of, FlexibleQuery("90d", {}, ("domain",), None, limit=1)).item(0, "domain")
-    requests: list[tuple[str, str, Any]] = [
-        ("top-keywords 30d limit 500", "top_keywords", TopKeywords("30d", 500)),
-        (f"keyword-timeseries 90d hour, #1 keyword {keywords[0]!r}", "keyword_timeseries",
-         KeywordTimeseries(keywords[0], "90d", "hour")),
-        (f"keyword-timeseries 90d hour, #{len(keywords)} keyword {keywords[-1]!r}", "keyword_timeseries",
-         KeywordTimeseries(keywords[-1], "90d", "hour")),
-        (f"domain-timeseries 90d hour, #1 domain {domain!r}", "domain_timeseries", DomainTimeseries(domain, "90d", "hour")),
-        ("geo-heat 30d country", "geo_heat", GeoHeat("30d", "country")),
-        ("geo-heat 30d county", "geo_heat", GeoHeat("30d", "county")),
-        ("geo-heat 30d city", "geo_heat", GeoHeat("30d", "city")),
-        ("trending 30d keyword suppressions", "trending", Trending("30d", "keyword", "suppressions", 500, 10.0)),
-        ("trending 30d keyword unique_users", "trending", Trending("30d", "keyword", "unique_users", 500, 10.0)),
-        ("trending 30d domain suppressions", "trending", Trending("30d", "domain", "suppressions", 500, 10.0)),
-        ("keyword-activity 30d all limit 500", "keyword_activity", KeywordActivity("30d", "all", 500)),
-        ("query 90d totals", "query", FlexibleQuery("90d", {}, (), None)),
-        ("query 90d by keyword, limit 1000", "query", FlexibleQuery("90d", {}, ("keyword",), None, limit=1000)),
-        ("query 90d keyword x day, limit 1000", "query", FlexibleQuery("90d", {}, ("keyword", "time"), "day", limit=1000)),
-        ("query 90d US, county x platform", "query",
-         FlexibleQuery("90d", {"countries": ("US",)}, ("county", "platform"), None, limit=1000)),
-    ]
-    return requests
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--events", type=int, default=10_000_000)
@@ -117,8 +82,8 @@ def main() -> None:
     settings = Settings.from_env()
     engine = ClickHouseEngine(Privacy(settings.secret, privacy_params(settings)))
     rows = []
-    for name, method, request in cases(engine, snapshot, as_of):
-        call = getattr(engine, method)
+    for name, request in case_requests(*case_subjects(engine, snapshot, as_of)):
+        call = getattr(engine, endpoint_of(request))
         answer = call(snapshot, as_of, request)  # warm-up
         seconds = []
         for _ in range(args.runs):

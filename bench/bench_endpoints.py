@@ -504,16 +504,22 @@ def duckdb_connection() -> duckdb.DuckDBPyConnection:
 # ---- cases ---------------------------------------------------------------------------------
 
 
-def ranked_values(engine: Engine, frames: EventFrames, as_of: dt.datetime, column: str, limit: int) -> list[str]:
+def ranked_values(engine: Any, frames: Any, as_of: dt.datetime, column: str, limit: int) -> list[str]:
     """Values of `column` by number of events in the last 90 days, most frequent first (via the engine)."""
     by_events = FlexibleQuery("90d", {}, (column,), None, order_by="events", limit=limit)
     return engine.query(frames, as_of, by_events).get_column(column).to_list()
 
 
-def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: Sources) -> list[Case]:
-    keywords = ranked_values(engine, frames, as_of, "keyword", 500)
-    top_domain = ranked_values(engine, frames, as_of, "domain", 1)[0]
-    requests: list[tuple[str, Any]] = [
+def case_subjects(engine: Any, data: Any, as_of: dt.datetime) -> tuple[list[str], str]:
+    """The cases' keywords (the 500 with most events in 90 days, most first) and domain (the most
+    events); `engine` and `data` are either engine with its data (frames, or a ClickHouse snapshot)."""
+    keywords = ranked_values(engine, data, as_of, "keyword", 500)
+    return keywords, ranked_values(engine, data, as_of, "domain", 1)[0]
+
+
+def case_requests(keywords: list[str], top_domain: str) -> list[tuple[str, Any]]:
+    """The case table, (name, engine request), shared with bench_clickhouse_scale.py."""
+    return [
         ("top-keywords 30d limit 500", TopKeywords("30d", 500)),
         (f"keyword-timeseries 90d hour, #1 keyword {keywords[0]!r}", KeywordTimeseries(keywords[0], "90d", "hour")),
         (f"keyword-timeseries 90d hour, #{len(keywords)} keyword {keywords[-1]!r}",
@@ -540,6 +546,10 @@ def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: So
          FlexibleQuery("30d", {}, ("keyword", "time"), "day", limit=1000, compare="previous_period")),
         ("top-keywords 30d limit 500, intervals", TopKeywords("30d", 500, intervals=True)),
     ]
+
+
+def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: Sources) -> list[Case]:
+    requests = case_requests(*case_subjects(engine, frames, as_of))
     return [Case(name, endpoint_of(request), request, sql_for(src, as_of, request)) for name, request in requests]
 
 

@@ -172,7 +172,7 @@ class SignalsClient:
 
     # -- the endpoints ----------------------------------------------------------------------
     # One method each, named by the operationId; None leaves a parameter to the API's default.
-    # tests/test_client.py checks that these names are exactly the document's.
+    # tests/connectors/test_client.py checks that these names are exactly the document's.
 
     def top_keywords(self, *, window: str | None = None, limit: int | None = None, as_of: str | None = None,
                      compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
@@ -226,7 +226,7 @@ class SignalsClient:
 
     # -- webhooks (account management: any plan, the key's own subscription) -------------------
     # Fields are checked by the API, whose 400 names each bad field (SignalsError.errors); the
-    # fields' schemas are in `operations.management[...]`. tests/test_client_webhooks.py checks
+    # fields' schemas are in `operations.management[...]`. tests/connectors/test_client_webhooks.py checks
     # that these names are exactly the document's management operations.
 
     def webhooks(self) -> dict[str, Any]:

@@ -5,7 +5,7 @@ Nothing here is typed by hand: names, types, allowed values, bounds, defaults, w
 the records, and the rule across fields (`bucket` is required when `group_by` includes `time`) all
 come from the document (`Operations.from_openapi`). The reasons given for a bad argument are
 worded exactly as the API words them (`{name, reason}`, and the same `detail`), so a caller reads
-the same message whether the client or the server refused; tests/test_client.py holds the two
+the same message whether the client or the server refused; tests/connectors/test_client.py holds the two
 side by side.
 """
 
@@ -77,6 +77,18 @@ class Operation:
     record_schema: Mapping[str, Any] = dataclasses.field(default_factory=dict)
     rules: tuple[Mapping[str, Any], ...] = ()  # if/then rules across body fields
     path_params: tuple[str, ...] = ()  # names in the path's braces (`webhook_id`)
+    tags: tuple[str, ...] = ()  # the document's tags: `signals` (data), `account`, `webhooks`
+
+    @property
+    def is_data(self) -> bool:
+        """A data endpoint (tagged `signals`): records a report or an MCP tool is made of; not the
+        account or the webhook management."""
+        return "signals" in self.tags
+
+    @property
+    def chooses_format(self) -> bool:
+        """The answer's format is a parameter (`format`: json or csv, /query's body field)."""
+        return any(p.name == "format" for p in self.params)
 
     @property
     def slug(self) -> str:
@@ -235,4 +247,5 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
             break
     return Operation(name=op["operationId"], method=method, path=path, params=params, in_body="requestBody" in op,
                      min_tier=op.get("x-min-tier"), tool=op.get("x-mcp-tool"), records_field=records_field,
-                     record_schema=record_schema, rules=rules, path_params=path_params)
+                     record_schema=record_schema, rules=rules, path_params=path_params,
+                     tags=tuple(op.get("tags", ())))

@@ -8,37 +8,17 @@ sets. Every one is listed in the README ("Google Sheets") and in .env.example.
 from __future__ import annotations
 
 import dataclasses
-import ipaddress
-import os
 from collections.abc import Mapping
-from typing import Any
+
+from envfields import Network, read_env
+from envfields import env_field as _env  # each field names its variable; its type is the annotation
 
 DEFAULT_API_URL = "http://127.0.0.1:8000"
 DEFAULT_MCP_PORT = 8001
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
 
 class ConnectorSettingsError(ValueError):
     """A setting is malformed; the message names the variable."""
-
-
-def parse_networks(text: str) -> tuple[Network, ...]:
-    """'10.0.0.0/8, 127.0.0.1' -> networks (the syntax of the API's SIGNALS_TRUSTED_PROXIES).
-    Raises ValueError naming a bad entry."""
-    networks = []
-    for item in (part.strip() for part in text.split(",")):
-        if item:
-            try:
-                networks.append(ipaddress.ip_network(item, strict=False))
-            except ValueError:
-                raise ValueError(f"{item!r} is not an IP address or network") from None
-    return tuple(networks)
-
-
-def _env(name: str, default: object) -> Any:
-    """A field read from the environment variable `name` (unset or empty: `default`)."""
-    return dataclasses.field(default=default, metadata={"env": name})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -65,16 +45,4 @@ class ConnectorSettings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> ConnectorSettings:
         """Each field from its variable (`_env`): unset or empty = the field's default."""
-        env = os.environ if environ is None else environ
-        values: dict[str, Any] = {}
-        for field in dataclasses.fields(cls):
-            name = field.metadata["env"]
-            raw = env.get(name, "").strip()
-            if field.name == "trusted_proxies":
-                try:
-                    values[field.name] = parse_networks(raw)
-                except ValueError as exc:
-                    raise ConnectorSettingsError(f"{name}: {exc}") from None
-            else:
-                values[field.name] = raw or field.default
-        return cls(**values)
+        return cls(**read_env(cls, environ, ConnectorSettingsError))

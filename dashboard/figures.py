@@ -1,6 +1,6 @@
 """Figures as pure functions of the API's JSON: a body (dict) in, a `go.Figure` out.
 
-Nothing here calls the API, reads settings or knows Dash; tests/test_dashboard_figures.py calls
+Nothing here calls the API, reads settings or knows Dash; tests/dashboard/test_dashboard_figures.py calls
 them with recorded bodies. Every figure says in its title what is counted; the numbers are the
 API's estimates as given.
 """

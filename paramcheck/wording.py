@@ -1,6 +1,6 @@
 """The wording table: what a JSON Schema allows and why a value is refused, in the API's words.
 
-Every reason a user reads for a bad parameter is written here once; tests/test_client.py keeps the
+Every reason a user reads for a bad parameter is written here once; tests/connectors/test_client.py keeps the
 client's and the server's reasons equal on the same mistakes.
 """
 

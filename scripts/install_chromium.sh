@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Install Debian's chromium and chromium-driver for the dashboard's browser tests and benchmark
-# (tests/test_dashboard_browser.py, bench/bench_dashboard.py), only when /usr/bin/chromium or
+# (tests/dashboard/test_dashboard_browser.py, bench/bench_dashboard.py), only when /usr/bin/chromium or
 # /usr/bin/chromedriver is missing. No browser is downloaded from anywhere but the apt sources.
 set -euo pipefail
 if [ -x /usr/bin/chromium ] && [ -x /usr/bin/chromedriver ]; then exit 0; fi

@@ -5,7 +5,7 @@ gunicorn refuses some requests while parsing them: a request line past `limit_re
 with `gunicorn.util.write_error`, as an HTML page. Every error a client of this API sees is
 problem+json, so gunicorn.conf.py replaces that function in each worker with `write_problem`,
 which takes the same arguments and writes the same status in our format. A test over the real
-gunicorn (tests/test_http_edge_cases.py) fails if a gunicorn upgrade stops calling it.
+gunicorn (tests/api/test_http_edge_cases.py) fails if a gunicorn upgrade stops calling it.
 """
 
 from __future__ import annotations

@@ -5,14 +5,13 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
-import os
 import re
-import typing
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 from cache import REDIS_SPIN_SECONDS
+from envfields import Network, read_env
+from envfields import env_field as _env  # each field names its variable; its type is the annotation
 
 # Poll this long for Redis's answer before sleeping (0 = never); the default is the cache package's.
 _DEFAULT_SPIN_MICROSECONDS = round(REDIS_SPIN_SECONDS * 1e6)
@@ -29,21 +28,6 @@ ENGINES = ("polars", "clickhouse")
 DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
 
 
-Network = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-def parse_networks(text: str) -> tuple[Network, ...]:
-    """'10.0.0.0/8, 127.0.0.1' -> networks. Raises ValueError naming a bad entry."""
-    networks = []
-    for item in (part.strip() for part in text.split(",")):
-        if item:
-            try:
-                networks.append(ipaddress.ip_network(item, strict=False))
-            except ValueError:
-                raise ValueError(f"{item!r} is not an IP address or network") from None
-    return tuple(networks)
-
-
 _HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")
 
 
@@ -57,12 +41,6 @@ def _is_host(text: str) -> bool:
 
 class SettingsError(ValueError):
     """A setting is missing or malformed; the message names the variable."""
-
-
-def _env(name: str, default: object, *, lower: bool = False) -> Any:
-    """A field read from the environment variable `name`; its type is the field's annotation, and
-    `default` is used when the variable is unset or empty. `lower`: the value is lower-cased."""
-    return dataclasses.field(default=default, metadata={"env": name, "lower": lower})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -173,45 +151,5 @@ class Settings:
     @classmethod
     def from_env(cls, environ: Mapping[str, str] | None = None) -> Settings:
         """Each field from its variable (`_env`): unset or empty = the field's default."""
-        env = os.environ if environ is None else environ
-        types = typing.get_type_hints(cls)
-        values = {}
-        for field in dataclasses.fields(cls):
-            name = field.metadata["env"]
-            raw = env.get(name, "").strip()
-            if field.metadata["lower"]:
-                raw = raw.lower()
-            values[field.name] = _parse(name, types[field.name], raw, field.default)
-        return cls(**values)
+        return cls(**read_env(cls, environ, SettingsError))
 
-
-def _parse(name: str, kind: object, raw: str, default: Any) -> Any:
-    """The value of variable `name` (stripped text `raw`) as type `kind`; `default` when empty."""
-    if kind == tuple[Network, ...]:
-        try:
-            return parse_networks(raw)
-        except ValueError as exc:
-            raise SettingsError(f"{name}: {exc}") from None
-    if not raw:
-        return default
-    if kind is bool:
-        if raw.lower() in ("1", "true", "yes", "on"):
-            return True
-        if raw.lower() in ("0", "false", "no", "off"):
-            return False
-        raise SettingsError(f"{name} must be true or false, got {raw.lower()!r}")
-    if kind is int:
-        try:
-            return int(raw)
-        except ValueError:
-            raise SettingsError(f"{name} must be an integer, got {raw!r}") from None
-    if kind is float:
-        try:
-            return float(raw)
-        except ValueError:
-            raise SettingsError(f"{name} must be a number, got {raw!r}") from None
-    if kind is Path:
-        return Path(raw)
-    if kind in (str, str | None):
-        return raw
-    raise TypeError(f"settings: no reader for {name}'s type {kind}")

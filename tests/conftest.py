@@ -1,18 +1,25 @@
-"""Shared fixtures: the fixture event store, an accounts store with a key per tier, the app
-built with a fixed clock, a Falcon test client, and a Redis for the run."""
+"""Fixtures shared by more than one area: the fixture event store, the default demo data set, an
+accounts store with a key per tier, an empty accounts database per backend, the app built with a
+fixed clock, a Falcon test client, a Redis for the run, and the session's embedded ClickHouse.
+
+Each area's own fixtures are in its folder's conftest.py (tests/engine/conftest.py: the engine the
+engine tests run on, ...); helpers that tests import are in tests/support/."""
 
 from __future__ import annotations
 
-import datetime as dt
 import os
 import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import falcon.testing
 import pytest
+import sqlalchemy as sa
+from sqlalchemy.pool import NullPool
 
 from cache import LocalGate
 from service.accounts import AccountStore
+from service.accounts.tables import metadata
 from service.app import create_app
 from service.clock import FixedClock
 from service.engine import Engine
@@ -36,18 +43,13 @@ def fixture_data_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return data_dir
 
 
-# The data set `scripts/run.sh` makes (1,000,000 events over 90 days, seed 7, development secret),
-# ending at a fixed hour: what a new user sees first.
-DEFAULT_DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
-
-
 @pytest.fixture(scope="session")
 def default_demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    from service.store.demo import generate_demo
+    """The data set a new user sees first (tests.support.default_demo)."""
+    from tests.support.default_demo import write_default_demo
 
     data_dir = tmp_path_factory.mktemp("default-demo")
-    generate_demo(data_dir, events=1_000_000, days=90, seed=7, end=DEFAULT_DEMO_END, secret=Settings().secret,
-                  progress=False)
+    write_default_demo(data_dir)
     return data_dir
 
 
@@ -75,7 +77,7 @@ def app(fixture_data_dir: Path, fixture_store: EventStore, accounts: AccountStor
     """The app on the fixture data with a fixed clock, a fresh in-process gate (cache and limits),
     so functional tests do not share rate-limit windows or cached bodies, and the exact privacy
     stage, so they can check the fixture's known aggregates. Tests of the gate build apps on the
-    real Redis; tests of privacy (test_privacy*.py) build apps with the real stage."""
+    real Redis; tests of privacy (tests/privacy/) build apps with the real stage."""
     return create_app(
         Settings(data_dir=fixture_data_dir),
         clock=FixedClock(FIXTURE_NOW),
@@ -138,11 +140,16 @@ def chdb_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return tmp_path_factory.mktemp("chdb")
 
 
-@pytest.fixture(params=["polars", "clickhouse"])
-def engine_kind(request: pytest.FixtureRequest, chdb_dir: Path) -> str:
-    """Runs a test once per engine: tests.support.engines.Engine builds the engine of this kind."""
-    from tests.support import engines
-
-    engines.current.update(kind=request.param, chdb=chdb_dir)
-    yield request.param
-    engines.current.update(kind="polars")
+@pytest.fixture(params=["sqlite", pytest.param("postgresql", marks=pytest.mark.postgres)])
+def accounts_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """An empty accounts database on each backend (the accounts and webhooks tests)."""
+    if request.param == "sqlite":
+        # A directory that does not exist yet: the store must create it.
+        yield f"sqlite:///{(tmp_path / 'accounts' / 'accounts.db').as_posix()}"
+        return
+    url = request.getfixturevalue("postgres_database")
+    yield url
+    # The session shares one database: leave it without tables for the next test.
+    engine = sa.create_engine(url, poolclass=NullPool)
+    metadata.drop_all(engine)
+    engine.dispose()

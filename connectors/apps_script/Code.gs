@@ -13,7 +13,7 @@
  *
  * Tested under Node's test runner with fakes of UrlFetchApp, PropertiesService and CacheService
  * serving answers recorded from the real API (connectors/apps_script/test/, run by
- * tests/test_apps_script.py).
+ * tests/connectors/test_apps_script.py).
  */
 
 var SIGNALS_CLIENT = 'signals-apps-script/0.1.0';

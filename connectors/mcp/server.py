@@ -40,7 +40,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from connectors import __version__
 from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError, forwarded_chain
 from connectors.mcp import prompts, resources
-from connectors.mcp.tools import CSV_REFUSAL, ToolSpec, build_tools, error_result, from_signals_error, ok_result
+from connectors.mcp.tools import ToolSpec, build_tools, csv_refusal, error_result, from_signals_error, ok_result
 from connectors.operations import Operations
 from connectors.settings import ConnectorSettings, Network
 
@@ -164,9 +164,10 @@ class Backend:
         if not key:
             return error_result("Missing API key", "This call carries no Signals API key.", status=401)
         arguments = dict(arguments or {})
-        if spec.operation.name == "query" and arguments.get("format") not in (None, "json"):
-            return error_result("Invalid or missing parameter", f"Parameter 'format' {CSV_REFUSAL}", status=400,
-                                errors=[{"name": "format", "reason": CSV_REFUSAL}])
+        if spec.operation.chooses_format and arguments.get("format") not in (None, "json"):
+            refusal = csv_refusal(spec.operation)
+            return error_result("Invalid or missing parameter", f"Parameter 'format' {refusal}", status=400,
+                                errors=[{"name": "format", "reason": refusal}])
         try:
             body = self.client(key, forwarded_for).call(spec.operation.name, arguments)
         except SignalsError as exc:

@@ -45,8 +45,10 @@ ESTIMATES = ("Every number is an estimate: aggregated, anonymous statistics with
              "Read-only. Each call is one request to the Signals REST API with your key, counted against your "
              "plan's rate limit.")
 
-CSV_REFUSAL = ("signals_query answers in JSON only: leave 'format' out or set it to 'json'. For CSV, call "
-               "POST /api/v1/signals/query on the REST API.")
+def csv_refusal(operation: Operation) -> str:
+    """What a tool whose operation takes a `format` says of CSV: tools answer JSON only."""
+    return (f"{operation.tool} answers in JSON only: leave 'format' out or set it to 'json'. For CSV, call "
+            f"{operation.method} {operation.path} on the REST API.")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -116,8 +118,8 @@ def describe(raw: Mapping[str, Any], operation: Operation) -> str:
         meanings = [f"{name} = {MEASURES[name]}" for name in fields if name in MEASURES]
         if meanings:
             parts.append("Measures: " + "; ".join(meanings) + ".")
-    if operation.name == "query":
-        parts.append(CSV_REFUSAL)
+    if operation.chooses_format:
+        parts.append(csv_refusal(operation))
     parts.append(ESTIMATES)
     return "\n\n".join(p for p in parts if p)
 

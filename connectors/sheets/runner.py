@@ -56,9 +56,9 @@ class Runner:
                 detail = "; ".join(f"{e['name']}: {e['reason']}" for e in exc.errors) if exc.errors else exc.detail
                 problems.append(f"{where}{detail}")
                 continue
-            if operation.name == "account":
-                problems.append(f"{spec.label}: the account is not a report")
-            elif operation.in_body and request.get("format", "json") != "json":
+            if not operation.is_data:
+                problems.append(f"{spec.label}: the {operation.slug} is not a report")
+            elif operation.chooses_format and request.get("format", "json") != "json":
                 problems.append(f"{spec.label}: format: a sheet takes the JSON answer; leave format out")
             elif spec.backfill < 1:
                 problems.append(f"{where}backfill: {spec.backfill} is not a number of periods (1 or more)")

@@ -107,7 +107,7 @@ def beyond_noise(current: pl.Expr, previous: pl.Expr, *, current_chance: pl.Expr
     more rarely than that, and the end-to-end sum hid changes many times their noise (+16 % on a
     region's 15,000 weekly suppressions). For two Laplace draws of the same sd the exact 1/1000
     tail of their difference is 5.5 sd, below the quadrature's 4.39 sqrt 2 = 6.2 sd, so the test
-    stays on the safe side; tests/test_engine_compare_intervals.py measures by simulation how often
+    stays on the safe side; tests/engine/test_engine_compare_intervals.py measures by simulation how often
     flat values are flagged."""
     def chance(count: pl.Expr) -> pl.Expr:
         return count.cast(pl.Float64).clip(lower_bound=1.0)

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 
 import falcon
 
-from service.settings import Network
+from envfields import Network
 
 
 class ClientAddress:

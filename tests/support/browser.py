@@ -7,13 +7,16 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import time
 from pathlib import Path
 
-from tests.support.processes import procfile_command, service_env, serving
+from tests.support.processes import ROOT, procfile_command, service_env, serving
 from tests.support.redis_server import free_port
 
 CHROMIUM = os.environ.get("SIGNALS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SIGNALS_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
+SHOTS = ROOT / "docs" / "dashboard"  # the README's screenshots, written by the browser tests
+WAIT = 30
 
 
 def chrome(download_dir: Path | None = None):
@@ -75,3 +78,57 @@ def dashboard(api_url: str, data_dir: Path, **extra: str):
     env = service_env(data_dir, SIGNALS_API_URL=api_url, SIGNALS_DASHBOARD_PORT=str(port), **extra)
     with serving(procfile_command("dashboard"), env, base + "/sign-in", "the dashboard") as log:
         yield base, log
+
+
+# -- driving a page (the dashboard's browser tests) ----------------------------------------------
+
+def wait(driver, condition, timeout=WAIT):
+    """WebDriverWait's until, failing with what the page showed (its URL and text) at the end."""
+    from selenium.common.exceptions import TimeoutException
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    try:
+        return WebDriverWait(driver, timeout, poll_frequency=0.1).until(condition)
+    except TimeoutException:
+        shown = " ".join(driver.find_element("tag name", "body").text.split())
+        shown = shown if len(shown) < 2500 else shown[:500] + " … " + shown[-2000:]
+        raise TimeoutException(f"waited {timeout} s on {driver.current_url}; the page showed: {shown}; "
+                               f"requests unanswered or failed: {unanswered(driver)}; "
+                               f"console: {console_errors(driver)}") from None
+
+
+def css(driver, selector):
+    from selenium.webdriver.common.by import By
+
+    return driver.find_elements(By.CSS_SELECTOR, selector)
+
+
+def click_option(driver, control_id: str, value: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    label = f"//*[@id='{control_id}']//label[normalize-space()='{value}']"
+    driver.find_element(By.XPATH, label).click()
+    wait(driver, lambda d: d.find_element(By.XPATH, label).get_attribute("aria-selected") == "true")
+    time.sleep(0.5)  # Dash commits the new value to its store
+
+
+def settle(driver) -> None:
+    """Dash has rendered the page and answered its first callbacks."""
+    wait(driver, lambda d: d.execute_script("return document.readyState") == "complete"
+         and not css(d, "._dash-loading") and not css(d, "._dash-loading-callback"))
+    time.sleep(1.5)  # Pages may render the layout once more after the first callbacks
+
+
+def sign_in(driver, base: str, key: str) -> None:
+    driver.get(base + "/sign-in")
+    wait(driver, lambda d: css(d, "#api-key"))
+    settle(driver)
+    css(driver, "#api-key")[0].send_keys(key)
+    wait(driver, lambda d: css(d, "#api-key")[0].get_attribute("value") == key)
+    css(driver, "#sign-in")[0].click()
+
+
+def figure_data(driver, graph_id: str):
+    return driver.execute_script(
+        "const el = document.querySelector(arguments[0] + ' .js-plotly-plot');"
+        "return el && el.data ? JSON.stringify(el.data) : null;", f"#{graph_id}")

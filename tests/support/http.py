@@ -7,7 +7,7 @@ from typing import Any
 
 import falcon.testing
 
-from tests.spec_table import BASE
+from tests.support.spec_table import BASE
 
 
 def auth(key: str | None) -> dict[str, str]:

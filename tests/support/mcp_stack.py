@@ -4,17 +4,24 @@ its output to a file (not a pipe: a pipe nobody reads fills after about 64 KiB o
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
+import os
 import shlex
 import subprocess
+import sys
 import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import httpx2
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
 
-from tests.support.processes import ROOT, service_env
+from tests.support.processes import ROOT, create_key, service_env
 from tests.support.redis_server import free_port
 
 
@@ -68,3 +75,59 @@ def mcp_process(api: str, **extra: str) -> Iterator[tuple[str, list[str]]]:
     url = f"http://127.0.0.1:{port}/mcp"
     with _process(procfile()["mcp"], env, url, 401, "the MCP server") as log:
         yield url, log
+
+
+# -- the stack the MCP tests share: the seven tools, a session over either transport ------------
+
+TOOLS = {
+    "signals_top_keywords": ("GET", "/api/v1/signals/top-keywords"),
+    "signals_keyword_timeseries": ("GET", "/api/v1/signals/keyword-timeseries"),
+    "signals_geo_heat": ("GET", "/api/v1/signals/geo-heat"),
+    "signals_domain_timeseries": ("GET", "/api/v1/signals/domain-timeseries"),
+    "signals_trending": ("GET", "/api/v1/signals/trending"),
+    "signals_keyword_activity": ("GET", "/api/v1/signals/keyword-activity"),
+    "signals_query": ("POST", "/api/v1/signals/query"),
+}
+
+class Stack:
+    def __init__(self, data_dir: Path, api: str, mcp: str, keys: dict[str, str]) -> None:
+        self.data_dir, self.api, self.mcp, self.keys = data_dir, api, mcp, keys
+
+    def rest(self, key: str, tool: str, arguments: dict) -> httpx.Response:
+        method, path = TOOLS[tool]
+        headers = {"Authorization": f"Bearer {key}"}
+        if method == "POST":
+            return httpx.post(self.api + path, json=arguments, headers=headers, timeout=30)
+        return httpx.get(self.api + path, params=arguments, headers=headers, timeout=30)
+
+    def new_key(self, tier: str) -> str:
+        return create_key(self.data_dir, tier)
+
+
+@contextlib.asynccontextmanager
+async def http_session(url: str, key: str | None):
+    headers = {"Authorization": f"Bearer {key}"} if key else {}
+    async with (httpx2.AsyncClient(headers=headers, timeout=30) as http,
+                Client(streamable_http_client(url, http_client=http)) as client):
+        yield client
+
+
+def stdio_params(stack: Stack, key: str | None) -> StdioServerParameters:
+    env = {"SIGNALS_API_URL": stack.api, "PATH": os.environ.get("PATH", "")}
+    if key:
+        env["SIGNALS_API_KEY"] = key
+    return StdioServerParameters(command=sys.executable, args=["-m", "connectors.mcp"], env=env, cwd=str(ROOT))
+
+
+@contextlib.asynccontextmanager
+async def session(stack: Stack, transport: str, key: str):
+    if transport == "http":
+        async with http_session(stack.mcp, key) as client:
+            yield client
+    else:
+        async with Client(stdio_params(stack, key)) as client:
+            yield client
+
+
+def run(coro):
+    return asyncio.run(coro)

@@ -8,30 +8,37 @@ the product's commands as processes or waits on real time (listed below, with th
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 # Fixtures that generate large data sets (seconds each, per session).
 SLOW_FIXTURES = {"default_demo_dir"}
 
-# Modules whose tests run the product's command line or a worker as processes, or sleep on purpose.
+# Modules whose tests run the product's command line or a worker as processes, or sleep on purpose,
+# by their path below tests/.
 SLOW_MODULES = {
-    "test_ingest_crash",       # kills real ingest processes at each stage
-    "test_processes",          # the command line, as processes
-    "test_apps_script",        # node --test
-    "test_webhooks_worker",    # retries and timeouts in real time; worker processes
-    "test_wire",               # Redis connections broken and restored
-    "test_redis_outage",       # a throwaway redis-server stopped and started
-    "test_accounts_outage",    # PostgreSQL behind a proxy that is cut
-    "test_slow_clients",       # waits out client timeouts
-    "test_demo",               # one million demo events
-    "test_demo_trending",
-    "test_privacy_caps",       # heavy-tailed cells of many users
+    "store/test_ingest_crash.py",         # kills real ingest processes at each stage
+    "processes/test_processes.py",        # the command line, as processes
+    "connectors/test_apps_script.py",     # node --test
+    "webhooks/test_webhooks_worker.py",   # retries and timeouts in real time; worker processes
+    "cache/test_wire.py",                 # Redis connections broken and restored
+    "cache/test_redis_outage.py",         # a throwaway redis-server stopped and started
+    "accounts/test_accounts_outage.py",   # PostgreSQL behind a proxy that is cut
+    "processes/test_slow_clients.py",     # waits out client timeouts
+    "store/test_demo.py",                 # one million demo events
+    "store/test_demo_trending.py",
+    "privacy/test_privacy_caps.py",       # heavy-tailed cells of many users
 }
+TESTS = Path(__file__).resolve().parent.parent
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    missing = sorted(path for path in SLOW_MODULES if not (TESTS / path).is_file())
+    if missing:  # a module moved or renamed would otherwise join the quick tier unnoticed
+        raise pytest.UsageError(f"tests/support/tiers.py names test modules that do not exist: {missing}")
     slow = pytest.mark.slow
     for item in items:
-        module = item.module.__name__.rsplit(".", 1)[-1] if item.module else ""
+        module = item.path.relative_to(TESTS).as_posix() if item.path.is_relative_to(TESTS) else ""
         if module in SLOW_MODULES or SLOW_FIXTURES & set(getattr(item, "fixturenames", ())):
             item.add_marker(slow)

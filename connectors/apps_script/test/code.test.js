@@ -1,5 +1,5 @@
 // Code.gs under Node's test runner, with small fakes of the Apps Script services it uses.
-// The answers come from the real API: tests/test_apps_script.py records them and runs
+// The answers come from the real API: tests/connectors/test_apps_script.py records them and runs
 //   SIGNALS_APPS_SCRIPT_FIXTURES=<recorded.json> node --test connectors/apps_script/test/
 // Without that variable the tests are skipped (run them through pytest).
 'use strict';
@@ -12,7 +12,7 @@ const path = require('node:path');
 const vm = require('node:vm');
 
 const FIXTURES = process.env.SIGNALS_APPS_SCRIPT_FIXTURES;
-const skip = FIXTURES ? false : 'set SIGNALS_APPS_SCRIPT_FIXTURES (tests/test_apps_script.py does)';
+const skip = FIXTURES ? false : 'set SIGNALS_APPS_SCRIPT_FIXTURES (tests/connectors/test_apps_script.py does)';
 const recorded = FIXTURES ? JSON.parse(fs.readFileSync(FIXTURES, 'utf8')) : {recordings: [], cases: [], keys: {}};
 const SOURCE = fs.readFileSync(path.join(__dirname, '..', 'Code.gs'), 'utf8');
 

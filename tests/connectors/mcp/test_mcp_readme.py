@@ -1,0 +1,75 @@
+"""The README's MCP section matches the server: the tool table names exactly the seven tools, the
+client configurations are valid JSON that start this module or reach its HTTP path and port, and
+the settings it reads are the ones documented. No processes: the tools are built from the
+service's own OpenAPI document."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import re
+
+from connectors.mcp.tools import build_tools
+from connectors.settings import DEFAULT_MCP_PORT as DEFAULT_PORT
+from connectors.settings import ConnectorSettings
+from service.openapi import build_openapi
+from tests.support.processes import ROOT
+
+SEVEN = {"signals_top_keywords", "signals_keyword_timeseries", "signals_geo_heat", "signals_domain_timeseries",
+         "signals_trending", "signals_keyword_activity", "signals_query"}
+
+
+def section() -> str:
+    text = (ROOT / "README.md").read_text()
+    start = text.index("## MCP server (AI agents)")
+    return text[start:text.index("\n## ", start + 1)]
+
+
+def test_the_document_gives_exactly_the_seven_tools_read_only_with_schemas():
+    tools = build_tools(build_openapi())
+    assert set(tools) == SEVEN
+    for spec in tools.values():
+        assert spec.tool.annotations.read_only_hint is True
+        assert spec.tool.input_schema["type"] == "object" and spec.tool.output_schema["type"] == "object"
+        assert "estimate" in spec.tool.description
+
+
+def test_readme_table_names_the_seven_tools_and_their_endpoints():
+    tools = build_tools(build_openapi())
+    rows = re.findall(r"^\| `(signals_\w+)` \| `(GET|POST) (/[\w-]+)` \|", section(), re.M)
+    assert {name for name, _, _ in rows} == SEVEN and len(rows) == 7
+    for name, method, slug in rows:
+        assert tools[name].operation.method == method and tools[name].operation.path.endswith(slug)
+
+
+def test_readme_client_configurations():
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section(), re.S)]
+    stdio, http = (b["mcpServers"]["signals"] for b in blocks)
+    assert stdio["args"] == ["-m", "connectors.mcp"] and set(stdio["env"]) == {"SIGNALS_API_URL", "SIGNALS_API_KEY"}
+    assert http["url"] == f"http://127.0.0.1:{DEFAULT_PORT}/mcp"
+    assert http["headers"]["Authorization"].startswith("Bearer ")
+
+
+def test_every_setting_the_server_reads_is_documented():
+    source = "".join(p.read_text() for p in (ROOT / "connectors" / "mcp").glob("*.py"))
+    assert set(re.findall(r'"(SIGNALS_[A-Z_]+)"', source)) == set()  # connectors/settings.py reads them all
+    read = {field.metadata["env"] for field in dataclasses.fields(ConnectorSettings) if field.name.startswith("mcp_")}
+    assert read == {"SIGNALS_MCP_HOST", "SIGNALS_MCP_PORT"}
+    for name in read | {"SIGNALS_API_URL", "SIGNALS_API_KEY"}:
+        assert f"`{name}`" in section(), name
+
+
+def test_readme_tables_name_the_resources_and_prompts():
+    from connectors.mcp.prompts import PROMPTS
+    from connectors.mcp.resources import RESOURCES
+
+    text = section()
+    assert [(uri, kind.lower()) for uri, kind in re.findall(r"^\| `(signals://\w+)` \((\w+)\) \|", text, re.M)] == [
+        (str(r.uri), r.mime_type.split("/")[1]) for r in RESOURCES]
+    rows = re.findall(r"^\| `(\w+)` \| (.*?) \|", text, re.M)
+    prompts = {name: arguments for name, arguments in rows if name in PROMPTS}
+    assert list(prompts) == list(PROMPTS)
+    for name, arguments in prompts.items():
+        for argument, values in PROMPTS[name].choices.items():
+            default = (f"`{values[0]}` (default", f"`{values[0]}` default")
+            assert f"`{argument}`" in arguments and any(d in arguments for d in default), (name, argument)

@@ -1,0 +1,224 @@
+"""The dashboard's figures are pure functions of the API's JSON, and its messages are sentences:
+tested without a browser or a server."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("dash")
+
+from connectors.client import SignalsError  # noqa: E402
+from dashboard import figures, places  # noqa: E402
+from dashboard.api import Usage, explain  # noqa: E402
+from dashboard.app import usage_text  # noqa: E402
+from tests.support.processes import ROOT
+
+DISCLAIMER = "Numbers are approximate estimates."
+
+
+def test_top_keywords_largest_on_top():
+    body = {"window": "24h", "keywords": [{"keyword_raw": "a", "suppressions": 9, "users_est": 3, "rank": 1},
+                                         {"keyword_raw": "b", "suppressions": 4, "users_est": 2, "rank": 2}]}
+    figure = figures.top_keywords_figure(body)
+    assert list(figure.data[0].y) == ["b", "a"] and list(figure.data[0].x) == [4, 9]
+    assert "24h" in figure.layout.title.text
+    assert figures.top_keywords_figure(body) == figure  # same JSON, same figure
+
+
+def test_empty_answers_say_so_instead_of_an_empty_chart():
+    for figure in (figures.top_keywords_figure({"window": "1h", "keywords": []}),
+                   figures.trending_figure({"trending": []}),
+                   figures.activity_figure({"keywords": []}),
+                   figures.geo_figure({"level": "city", "regions": []}, {}),
+                   figures.timeseries_figure([])):
+        assert not figure.data and figure.layout.annotations
+
+
+def test_timeseries_one_line_per_subject_with_the_measure():
+    bodies = [{"keyword": k, "window": "7d", "bucket": "day",
+               "timeseries": [{"ts": "2026-11-01T00:00:00Z", "suppressions": n, "users_est": 1, "events": 2},
+                              {"ts": "2026-11-02T00:00:00Z", "suppressions": n + 1, "users_est": 1, "events": 2}]}
+              for k, n in (("x", 1), ("y", 5))]
+    figure = figures.timeseries_figure(bodies, measure="suppressions")
+    assert [t.name for t in figure.data] == ["x", "y"] and list(figure.data[1].y) == [5, 6]
+    assert list(figures.timeseries_figure(bodies, measure="events").data[0].y) == [2, 2]
+
+
+def test_countries_are_areas_and_other_levels_points_at_local_coordinates():
+    body = {"window": "24h", "level": "country", "regions": [
+        {"geo_key": "US", "label": "United States", "suppressions": 10, "unique_users": 2, "keyword_count": 1},
+        {"geo_key": "ZZ", "label": "Unknown", "suppressions": 1, "unique_users": 1, "keyword_count": 1}]}
+    figure = figures.geo_figure(body, {}, iso3=places.alpha3())
+    assert figure.data[0].type == "choropleth" and list(figure.data[0].locations) == ["USA"]
+    assert figure.layout.meta == {"places": 2, "drawn": 1}
+    cities = {"window": "24h", "level": "city", "regions": [
+        {"geo_key": "2643743", "label": "London, GB", "suppressions": 4, "unique_users": 1, "keyword_count": 1},
+        {"geo_key": "5368361", "label": "Los Angeles, US", "suppressions": 16, "unique_users": 1, "keyword_count": 1}]}
+    figure = figures.geo_figure(cities, places.coordinates("city"))
+    assert figure.data[0].type == "scattergeo"
+    assert round(figure.data[0].lat[0]) == 52 and round(figure.data[0].lon[1]) == -118
+    assert figure.data[0].marker.size[1] > figure.data[0].marker.size[0]  # sized by the measure
+    assert figure.layout.geo.scope is None  # not only the US: the world
+
+
+def test_us_only_levels_use_the_usa_scope_and_counties_have_coordinates():
+    coords = places.coordinates("county")
+    assert "06037" in coords and 33 < coords["06037"][0] < 35  # Los Angeles County, from its cities
+    assert "US-CA" in places.coordinates("region")
+    body = {"window": "7d", "level": "county", "regions": [
+        {"geo_key": "06037", "label": "Los Angeles County, CA", "suppressions": 3, "unique_users": 1,
+         "keyword_count": 1}]}
+    assert figures.geo_figure(body, coords).layout.geo.scope == "usa"
+
+
+def test_trending_activity_and_query_figures():
+    trend = {"dimension": "keyword", "metric": "suppressions", "recent_period": "last 6 hours",
+             "baseline_period": "6 to 24 hours ago",
+             "trending": [{"value": "a", "recent": 10, "baseline": 2, "growth_pct": 400.0}]}
+    assert list(figures.trending_figure(trend).data[0].x) == [400.0]
+    activity = {"window": "24h", "type": "all", "keywords": [
+        {"keyword": "k", "adds": 3, "removes": 1, "edits": 0, "total_events": 4, "unique_users": 2, "net_adds": 2}]}
+    assert [t.name for t in figures.activity_figure(activity).data] == ["adds", "removes", "edits"]
+    query = {"window": "7d", "group_by": ["time"], "results": [
+        {"ts": "2026-11-02T00:00:00Z", "suppressions": 2, "unique_users": 1, "events": 1},
+        {"ts": "2026-11-01T00:00:00Z", "suppressions": 1, "unique_users": 1, "events": 1}]}
+    assert list(figures.query_figure(query).data[0].x) == ["2026-11-01T00:00:00Z", "2026-11-02T00:00:00Z"]
+    assert figures.query_figure({"group_by": ["keyword", "domain"], "results": [{}]}) is None
+    # a place level's records carry <level>_id and <level>_name, not <level> (a KeyError was a 500)
+    places = {"window": "7d", "group_by": ["country"], "results": [
+        {"country_id": "US", "country_name": "United States", "suppressions": 5, "unique_users": 2, "events": 3},
+        {"country_id": "XK", "country_name": None, "suppressions": 1, "unique_users": 1, "events": 1}]}
+    assert list(figures.query_figure(places).data[0].x) == ["United States", "XK"]
+
+
+def test_messages_a_person_understands():
+    assert "sign in again" in explain(SignalsError(401, "Missing or invalid API key"))
+    # needed_plan is the plan's label as the API names it (dashboard.api.plan_label)
+    forbidden = explain(SignalsError(403, "higher plan", "POST /query requires the Analyst plan or higher."),
+                        needed_plan="Analyst")
+    assert forbidden.startswith("This page needs the Analyst plan or higher.")
+    assert explain(SignalsError(403, "higher plan", "x")).startswith("Your plan does not include this.")
+    assert "Try again in 17 seconds" in explain(SignalsError(429, "Too many", "30 a minute", retry_after=17))
+    down = explain(SignalsError(None, "Cannot reach the Signals API", "GET x: ConnectError"))
+    assert "not answering" in down and "ConnectError" not in down
+    refused = explain(SignalsError(400, "Invalid", errors=[{"name": "limit", "reason": "must be at most 500"}]))
+    assert "limit: must be at most 500" in refused
+    limit = "A subscription may have at most 10 webhooks; delete one before creating another."
+    assert explain(SignalsError(409, "Conflict", limit)) == limit
+    assert explain(SignalsError(404, "Not Found", "No webhook 'wh_x' in this key's subscription.")).startswith("No webhook")
+
+
+def test_rate_limit_use_from_the_headers():
+    usage = Usage.from_headers({"X-RateLimit-Limit": "300", "X-RateLimit-Remaining": "290", "X-RateLimit-Reset": "12"})
+    assert usage == Usage(300, 290, 12)
+    assert usage_text(usage.as_dict()) == "10 of 300 requests used this minute · resets in 12 s"
+    assert usage_text({}) == ""
+
+
+@pytest.fixture
+def served_document(monkeypatch):
+    """The operations as the API serves them, without a server (the account page reads its form
+    fields from them)."""
+    import time
+
+    from connectors.operations import Operations
+    from dashboard import api
+    from service.openapi import build_openapi
+
+    monkeypatch.setattr(api, "_document", (time.monotonic(), Operations.from_openapi(build_openapi())))
+
+
+def _page(path: str):
+    """A page's module as Dash Pages imported it (importing it again under its package name would
+    register the page twice)."""
+    import sys
+
+    import dash
+
+    entry = next(e for e in dash.page_registry.values() if e["path"] == path)
+    return sys.modules[entry["module"]]
+
+
+def test_webhook_form_defaults_and_body_follow_the_document(served_document):
+    from dashboard.webhooks import form
+
+    defaults = dict(zip([f for f, _ in form.FORM], form.defaults(), strict=True))
+    assert defaults == {"url": "", "window": None, "dimension": None, "metric": "suppressions", "threshold_pct": None,
+                        "cooldown_minutes": None, "min_baseline": 10, "enabled": ["enabled"], "description": ""}
+    body, empty = form.body(form.defaults())
+    assert [e.split(" (")[0] for e in empty] == ["window", "dimension", "threshold pct", "cooldown minutes"]
+    assert "cooldown minutes (an integer from 15 to 1440)" in empty
+    values = [" https://example.com/hook ", "7d", "domain", "events", 12.5, 30, 0, [], "spikes"]
+    body, empty = form.body(values)
+    assert empty == [] and body == {"url": "https://example.com/hook", "window": "7d", "dimension": "domain",
+                                    "metric": "events", "threshold_pct": 12.5, "cooldown_minutes": 30,
+                                    "min_baseline": 0, "enabled": False, "description": "spikes"}
+
+
+def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_document):
+    from dashboard import api, ui
+
+    query = _page("/query")
+    controls = query._period_controls(api.operation("query"), {})
+    ids = [c.children[1].id for c in controls]
+    assert ids == ["query-as-of", "query-compare", "query-intervals"]
+    assert [c.children[1].value for c in controls] == ["", [], []]
+    restored = query._period_controls(api.operation("query"), {"as_of": "2026-03-03T12:00:00Z",
+                                                                "compare": "previous_period", "intervals": "true"})
+    assert [c.children[1].value for c in restored] == ["2026-03-03T12:00:00Z", ["previous_period"], [True]]
+    assert controls[1].children[1].options == [{"label": "previous period", "value": "previous_period"}]
+    plain = query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json")
+    assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
+                       "", [], []) == plain  # nothing chosen: the request is as before
+    assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
+                       " 2026-03-03T12:00:00Z ", ["previous_period"], [True]) == {
+        **plain, "as_of": "2026-03-03T12:00:00Z", "compare": "previous_period", "intervals": True}
+    record = {"keyword": "a", "suppressions": 5, "previous": {"suppressions": 2},
+              "change": {"suppressions": {"pct": 150.0, "beyond_noise": False}}, "intervals": {"suppressions": [3, 9]}}
+    assert ui.flat(record) == {"keyword": "a", "suppressions": 5, "previous_suppressions": 2,
+                               "change_suppressions_pct": 150.0, "change_suppressions_beyond_noise": False,
+                               "intervals_suppressions": "3–9"}
+
+
+def test_a_test_deliverys_outcome_in_words():
+    from dashboard.webhooks import send_test
+
+    ok = send_test.outcome({"succeeded": True, "status_code": 204, "duration_ms": 12})
+    assert ok.children == "Test delivery sent: your URL answered 204 in 12 ms."
+    refused = send_test.outcome({"succeeded": False, "status_code": 500, "error": None})
+    assert "answered 500" in refused.children and "retried" in refused.children
+    unreachable = send_test.outcome({"succeeded": False, "status_code": None, "error": "ConnectError: refused"})
+    assert "ConnectError: refused" in unreachable.children
+    assert "alert worker" in send_test.outcome(None).children
+
+
+def test_a_logged_attempt_of_a_queued_test_in_words():
+    """A queued test's outcome is read from the delivery log, whose items say `outcome`."""
+    from dashboard.webhooks import send_test
+
+    def said(**logged):
+        return send_test.outcome(send_test.as_attempt({"delivery_id": "dlv_1", "attempt": 1, **logged})).children
+
+    assert said(outcome="succeeded", status_code=200, duration_ms=8, error=None) == \
+        "Test delivery sent: your URL answered 200 in 8 ms."
+    retrying = said(outcome="retrying", status_code=503, duration_ms=5, error=None)
+    assert "answered 503" in retrying and "retried" in retrying
+    gone = said(outcome="disabled", status_code=410, duration_ms=5, error=None)
+    assert "answered 410" in gone and "disabled" in gone
+    given_up = said(outcome="failed", status_code=None, duration_ms=0, error="the webhook is disabled")
+    assert "the webhook is disabled" in given_up and "not be retried" in given_up
+
+
+def test_the_readme_shows_every_page_from_the_browser_tests():
+    """Every screenshot the README links exists, and every page (and the 403/429 states, and
+    compare and intervals) has one; the browser tests write them (tests/dashboard/test_dashboard_browser.py,
+    tests/dashboard/test_dashboard_state.py)."""
+    import re
+
+    root = ROOT
+    linked = re.findall(r"\(docs/dashboard/([\w-]+\.png)\)", (root / "README.md").read_text())
+    assert all((root / "docs" / "dashboard" / name).is_file() for name in linked), linked
+    pages = ["overview", "keywords", "domains", "geography", "trending", "activity", "query", "account",
+             "account-webhooks", "sign-in", "state-403", "state-429", "geography-compare", "activity-compare",
+             "keywords-compare"]
+    assert sorted(linked) == sorted(f"{page}.png" for page in pages)

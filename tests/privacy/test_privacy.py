@@ -1,0 +1,186 @@
+"""The privacy stage without HTTP: noise distribution and determinism, secrets, suppression at
+the threshold, non-negativity, and canonical cell descriptions."""
+
+from __future__ import annotations
+
+import datetime as dt
+import math
+import statistics
+
+import polars as pl
+import pytest
+
+from service.privacy import Privacy, PrivacyParams, Published
+from service.windows import TimeRange
+from tests.support.privacy_stage import AS_OF, CELL, WEEK, context, publish
+
+
+def cells(n: int, suppressions: int = 10_000, events: int = 10_000, users: int = 100) -> pl.DataFrame:
+    return pl.DataFrame({
+        "keyword": [f"kw{i}" for i in range(n)],
+        "suppressions": [suppressions] * n, "events": [events] * n, "unique_users": [users] * n,
+    })
+
+
+def test_users_noise_has_mean_zero_and_the_configured_variance():
+    params = PrivacyParams(min_users=0)
+    frame = cells(20_000, suppressions=200, events=200, users=20)
+    noise = (publish(Privacy("s3cret", params), frame, context())["unique_users"] - frame["unique_users"]).to_list()
+    alpha = params.alpha("unique_users")
+    expected_variance = 2 * alpha / (1 - alpha) ** 2
+    std = math.sqrt(expected_variance)
+    assert abs(statistics.fmean(noise)) < 4 * std / math.sqrt(len(noise))  # mean 0, within 4 standard errors
+    assert statistics.pvariance(noise) == pytest.approx(expected_variance, rel=0.06)
+    assert all(isinstance(value, int) for value in noise)
+    assert params.noise_std("unique_users") == pytest.approx(std)
+
+
+@pytest.mark.parametrize("measure", ["suppressions", "events"])
+def test_summed_noise_has_mean_zero_and_the_variance_of_each_cells_cap(measure):
+    """Each cell's noise is scaled to its own cap: divided by the reported standard deviation,
+    the noise has mean 0 and variance 1."""
+    frame = cells(5_000, suppressions=12_000, events=6_000, users=100)  # 120 and 60 a user
+    published = publish(Privacy("s3cret"), frame, context(), noise_std=True)
+    standardised = ((published[measure] - frame[measure]) / published[f"{measure}_std"]).to_list()
+    assert abs(statistics.fmean(standardised)) < 4 / math.sqrt(len(standardised))
+    assert statistics.pvariance(standardised) == pytest.approx(1.0, rel=0.08)
+    # The caps vary with the pilot's noise but stay near 8 x the (pilot-capped) mean per user.
+    caps = published[f"{measure}_std"].to_list()
+    assert min(caps) > 0 and max(caps) < 10 * PrivacyParams().noise_std(measure, cap=8 * 32)
+
+
+def test_noise_scale_follows_epsilon_and_cap():
+    loose, tight = PrivacyParams(epsilon_suppressions=2.0), PrivacyParams(epsilon_suppressions=0.5)
+    default = PrivacyParams()
+    assert loose.noise_std("suppressions", 100) < default.noise_std("suppressions", 100) < tight.noise_std("suppressions", 100)
+    assert default.noise_std("suppressions", 10) < default.noise_std("suppressions", 100)
+    # The sum keeps what the pilot did not spend: epsilon x (1 - pilot_share).
+    assert default.alpha("suppressions", 100) == pytest.approx(math.exp(-0.8 / 100))
+
+
+def test_same_cell_same_noise_and_different_secret_different_noise():
+    frame = cells(500)
+    first = publish(Privacy("s3cret"), frame, context())
+    assert first.equals(publish(Privacy("s3cret"), frame, context()))
+    assert first.equals(publish(Privacy("s3cret"), frame.reverse(), context()).reverse())  # row order is no input
+    other = publish(Privacy("another secret"), frame, context())
+    assert (first["suppressions"] != other["suppressions"]).sum() > 450
+
+
+def test_noise_depends_on_every_part_of_the_cell():
+    frame = cells(300)
+    base = publish(Privacy("s"), frame, context())["suppressions"]
+    variants = [
+        context(time_range=TimeRange(WEEK.start + dt.timedelta(hours=1), WEEK.end)),
+        context(table="keyword_changes"),
+        context(fixed={"platform": ("chrome",)}),
+        context(versions={(AS_OF - dt.timedelta(days=2)).date(): 5}),  # new data for a date of the range
+    ]
+    for variant in variants:
+        assert (publish(Privacy("s"), frame, variant)["suppressions"] != base).sum() > 250, variant
+
+
+def test_noise_ignores_data_changes_outside_the_cells_range():
+    frame = cells(300)
+    base = publish(Privacy("s"), frame, context())["suppressions"]
+    elsewhere = context(versions={(WEEK.start - dt.timedelta(days=1)).date(): 9,
+                                  (WEEK.end + dt.timedelta(days=1)).date(): 9})
+    assert publish(Privacy("s"), frame, elsewhere)["suppressions"].equals(base)
+
+
+def test_a_finished_bucket_keeps_its_noise_as_hours_pass():
+    """The same day bucket seen from windows ending at different hours: the same cell, the same
+    noise (as_of is not part of a cell), so waiting for the next hour cannot average it away."""
+    day = dt.datetime(2026, 3, 5, tzinfo=dt.UTC)
+    frame = cells(50).with_columns(pl.lit(day).dt.cast_time_unit("us").alias("ts"))
+    seen = set()
+    for hours_later in range(0, 36, 5):  # the window starts before the bucket all along
+        end = AS_OF + dt.timedelta(hours=hours_later)
+        window = TimeRange(end - dt.timedelta(days=7), end)
+        published = publish(Privacy("s"), frame, context(dims=("keyword", "ts"), bucket="day", time_range=window))
+        seen.add(tuple(published["suppressions"]))
+    assert len(seen) == 1
+
+
+def test_data_version_is_the_last_generation_of_the_ranges_dates():
+    from service.privacy import data_version
+
+    versions = {dt.date(2026, 3, 1): 3, dt.date(2026, 3, 2): 7, dt.date(2026, 3, 4): 5}
+    at = lambda d, h=0: dt.datetime(2026, 3, d, h, tzinfo=dt.UTC)  # noqa: E731
+    assert data_version(versions, at(1), at(2)) == 3            # end is exclusive
+    assert data_version(versions, at(1), at(2, 1)) == 7
+    assert data_version(versions, at(3), at(4)) == 0
+    assert data_version(versions, at(1), at(5)) == 7
+    assert data_version({}, at(1), at(5)) == 0
+
+
+def test_filters_and_grouped_values_describe_the_same_cell():
+    """keyword X as a grouped value, or as a one-value filter with no grouping: one cell."""
+    grouped = publish(Privacy("s"), cells(1).with_columns(pl.lit("elon musk").alias("keyword")), context())
+    filtered = publish(Privacy("s"), cells(1).drop("keyword"),
+                                    context(dims=(), fixed={"keyword": ("elon musk",)}))
+    assert grouped["suppressions"].to_list() == filtered["suppressions"].to_list()
+    # a filter's values are a set: order and repetition do not matter
+    a = publish(Privacy("s"), cells(1), context(fixed={"platform": ("ios", "chrome")}))
+    b = publish(Privacy("s"), cells(1), context(fixed={"platform": ("chrome", "ios", "chrome")}))
+    assert a.equals(b)
+
+
+def test_values_with_separator_characters_cannot_collide():
+    frame = pl.DataFrame({"a": ["x|b=1:y", "x"], "b": ["z", "y|b=1:z"], "suppressions": [10_000] * 2,
+                          "events": [10_000] * 2, "unique_users": [1000] * 2})
+    published = publish(Privacy("s"), frame, context(dims=("a", "b")))
+    assert published["suppressions"][0] != published["suppressions"][1]
+
+
+def test_published_numbers_are_never_negative():
+    zeros = cells(5000, suppressions=0, events=0, users=0)
+    published = publish(Privacy("s", PrivacyParams(min_users=0)), zeros, context())
+    for column in ("suppressions", "events", "unique_users"):
+        assert published[column].min() >= 0 and published[column].dtype == pl.Int64
+
+
+def test_suppression_at_the_threshold_uses_the_noisy_count():
+    almost_exact = PrivacyParams(epsilon_users=1e6, min_users=10)  # users noise practically zero
+    frame = pl.DataFrame({"keyword": ["nine", "ten"], "suppressions": [500, 500], "events": [50, 50],
+                          "unique_users": [9, 10]})
+    assert publish(Privacy("s", almost_exact), frame, context())["keyword"].to_list() == ["ten"]
+    # With real noise, near the threshold the noisy count decides, in both directions.
+    noisy = Privacy("s", PrivacyParams(min_users=10))
+    frame = cells(4000, users=10)
+    published = publish(noisy, frame, context(published=CELL))
+    shown = published["unique_users"]
+    assert 0 < published.height < 4000  # some true-10 cells fall below 10 after noise, some do not
+    assert shown.min() >= 10
+
+
+def test_zero_policy_keeps_rows_and_shows_zeros():
+    frame = pl.DataFrame({"keyword": ["few", "many"], "suppressions": [40, 4000], "events": [4, 400],
+                          "unique_users": [2, 200]})
+    zero = tuple(Published(p.column, p.measure, p.users, when_suppressed="zero") for p in CELL)
+    published = publish(Privacy("s"), frame, context(published=zero))
+    assert published.height == 2
+    assert published.row(0) == ("few", 0, 0, 0)
+    assert published.row(1)[1] > 0
+
+
+def test_exact_params_publish_true_values_and_settings_cannot_ask_for_them():
+    from service.settings import Settings, SettingsError
+
+    frame = cells(10, suppressions=7, events=3, users=1)
+    assert publish(Privacy.exact(), frame, context()).select(frame.columns).equals(frame)
+    with pytest.raises(SettingsError, match="EPSILON"):
+        Settings.from_env({"SIGNALS_PRIVACY_EPSILON_USERS": "inf"})
+    with pytest.raises(SettingsError, match="EPSILON"):
+        Settings.from_env({"SIGNALS_PRIVACY_EPSILON_SUPPRESSIONS": "0"})
+    with pytest.raises(SettingsError, match="MIN_USERS"):
+        Settings.from_env({"SIGNALS_PRIVACY_MIN_USERS": "0"})
+
+
+def test_production_refuses_to_start_without_a_secret():
+    from service.settings import Settings, SettingsError
+
+    with pytest.raises(SettingsError, match="SIGNALS_SECRET"):
+        Settings.from_env({"SIGNALS_ENV": "production"})
+    assert Settings.from_env({"SIGNALS_ENV": "production", "SIGNALS_SECRET": "x" * 32}).secret == "x" * 32
+    assert Settings.from_env({}).uses_development_secret
