@@ -13,7 +13,9 @@ would refuse them). The same rows as Parquet (zstd) and NDJSON, in bench/out/ing
 
 Each store of N events is the demo data set of N events (bench/out/data-N-90-7, generated once);
 each run lands into a scratch copy of it (files hard-linked, as in bench_memory.py: landings never
-change a file in place), or into an empty directory for N = 0. Each run is the real command line
+change a file in place), its snapshot in the one-file format from before segments (which both the
+old code and this one read: the same start for both; this code appends a segment to it), or into
+an empty directory for N = 0. Each run is the real command line
 in a process of its own, timed with /usr/bin/time: wall seconds (process start included), CPU
 seconds (user + sys, all threads) and peak RSS. events/s = rows / wall.
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import shutil
 import statistics
@@ -42,7 +45,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_endpoints import ensure_data  # noqa: E402
 from bench_memory import scratch_store  # noqa: E402
 
-from service.store import layout, reader, schema  # noqa: E402
+from service.store import layout, reader, schema, snapshot  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -81,10 +84,24 @@ def make_inputs(rows: int, after: dt.datetime) -> dict[str, Path]:
 
 
 def store_end(events: int) -> dt.datetime:
-    import json
-
     data_dir, info = ensure_data(events, 90, 7)
     return dt.datetime.fromisoformat(info["end"].replace("Z", "+00:00"))
+
+
+def as_one_file_snapshot(data_dir: Path) -> None:
+    """The store's snapshot in the format before segments (`<table>.arrow`, no segment list), which
+    both the code before segments and this code read: the same starting point for either."""
+    directory = snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir))
+    meta = snapshot.read_meta(directory)
+    if "segments" not in meta:
+        return
+    for table in schema.TABLES:
+        (name,) = meta["segments"][table]  # a store landed by `data demo`: one segment a table
+        os.rename(directory / name, directory / f"{table}.arrow")
+    del meta["segments"]
+    fresh = directory / (snapshot.META_FILE + ".new")  # the old one is a hard link: replaced, not written
+    fresh.write_text(json.dumps(meta, indent=1))
+    os.replace(fresh, directory / snapshot.META_FILE)
 
 
 def run_once(code: Path, data_dir: Path, path: Path) -> tuple[float, float, float]:
@@ -125,6 +142,7 @@ def main() -> None:
                         data_dir = Path(scratch) / "data"
                         if source is not None:
                             scratch_store(source, data_dir)
+                            as_one_file_snapshot(data_dir)
                         measured = run_once(code, data_dir, inputs[fmt])
                     results.setdefault((events, fmt, code), []).append(measured)
                     print(f"run {run + 1}: store {events:,}, {fmt}, {code}: wall {measured[0]:.1f} s, "
