@@ -19,6 +19,13 @@ an empty directory for N = 0. Each run is the real command line
 in a process of its own, timed with /usr/bin/time: wall seconds (process start included), CPU
 seconds (user + sys, all threads) and peak RSS. events/s = rows / wall.
 
+--snapshot-step measures, in this process and for each store of N > 0 events, only the snapshot
+step of landing the --rows (validated once) into a scratch copy: appending a segment against a
+compaction of the same landing (forced with MAX_SEGMENTS = 1), and how long a worker holding the
+store takes to follow the new generation against a fresh worker:
+
+    .venv/bin/python bench/bench_ingest.py --rows 1000000 --stores 10000000 --snapshot-step
+
 --code DIR runs the command line of another checkout of the project (e.g. the commit before a
 change, extracted with `git archive <commit> | tar -x -C DIR`) with this checkout's virtualenv,
 so that before and after run on the same inputs and stores, interleaved run by run.
@@ -120,18 +127,63 @@ def run_once(code: Path, data_dir: Path, path: Path) -> tuple[float, float, floa
     return float(wall), float(user) + float(system), int(rss) / 1024
 
 
+def snapshot_step(rows: int, events: int, path: Path) -> None:
+    import time
+
+    from service.store import ingest, validate, writer
+
+    cpu, wall = time.process_time, time.perf_counter
+    source = ensure_data(events, 90, 7)[0]
+    read = ingest._parse(path, path.read_bytes())
+    landed, _rejected = validate.validate_rows(read.frame, schema.SUPPRESSIONS, now=dt.datetime.now(dt.UTC),
+                                               secret="bench")
+    for mode in ("append", "compaction"):
+        with tempfile.TemporaryDirectory(prefix="bench-ingest-", dir=OUT) as scratch:
+            data_dir = Path(scratch) / "data"
+            scratch_store(source, data_dir)
+            as_one_file_snapshot(data_dir)
+            store = reader.EventStore(data_dir, check_interval=0)
+            store.snapshot()
+            marks: dict[str, tuple[float, float]] = {}
+            bound = snapshot.MAX_SEGMENTS
+            snapshot.MAX_SEGMENTS = 1 if mode == "compaction" else bound
+            try:
+                writer.write_tables(data_dir, {schema.SUPPRESSIONS: landed},
+                                    on_stage=lambda name, _d, _t, marks=marks: marks.setdefault(name, (cpu(), wall())))
+            finally:
+                snapshot.MAX_SEGMENTS = bound
+            first = min(marks[name] for name in ("compacting", "snapshot") if name in marks)
+            end = marks["publishing"]
+            started = (cpu(), wall())
+            store.snapshot()
+            followed = (cpu() - started[0], wall() - started[1])
+            started = (cpu(), wall())
+            reader.EventStore(data_dir).snapshot()
+            fresh = (cpu() - started[0], wall() - started[1])
+            print(f"| {events:,} | {mode} | {end[0] - first[0]:.2f} / {end[1] - first[1]:.2f} | "
+                  f"{followed[0]:.2f} / {followed[1]:.2f} | {fresh[0]:.2f} / {fresh[1]:.2f} |")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--rows", type=int, default=1_000_000)
     parser.add_argument("--stores", type=int, nargs="+", default=[0, 10_000_000])
     parser.add_argument("--formats", nargs="+", default=["parquet", "ndjson"], choices=["parquet", "ndjson"])
     parser.add_argument("--runs", type=int, default=3)
+    parser.add_argument("--snapshot-step", action="store_true", help="only the snapshot step (docstring)")
     parser.add_argument("--code", type=Path, action="append", default=[],
                         help="another checkout to run beside this one (repeatable)")
     args = parser.parse_args()
     stores = {events: ensure_data(events, 90, 7)[0] if events else None for events in args.stores}
     after = max([store_end(events) for events in args.stores if events] or [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)])
     inputs = make_inputs(args.rows, after)
+    if args.snapshot_step:
+        print(f"\n{args.rows:,} events landed; CPU s / wall s\n")
+        print("| store | landing | snapshot step | following worker | fresh worker |")
+        print("|---|---|---:|---:|---:|")
+        for events in (e for e in args.stores if e):
+            snapshot_step(args.rows, events, inputs["parquet"])
+        return
     codes = [ROOT, *[c.resolve() for c in args.code]]
     results: dict[tuple, list[tuple[float, float, float]]] = {}
     for run in range(args.runs):

@@ -7,9 +7,7 @@ import contextlib
 import datetime as dt
 import sys
 from collections.abc import Iterator
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from service.settings import Settings
 from service.tiers import Tier

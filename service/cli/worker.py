@@ -7,9 +7,7 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from service.logging_setup import configure_logging
 from service.settings import Settings
