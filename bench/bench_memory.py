@@ -147,8 +147,7 @@ def print_memory(title: str, rows: list[tuple[str, process_memory.Usage]]) -> No
 
 def ingest_file(data_dir: Path, rows: int, target: Path) -> None:
     """`rows` suppressions drawn from the store's snapshot, in the ingest contract's raw form."""
-    frames = snapshot.read_table(snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)) /
-                                 "suppressions.arrow", "suppressions")
+    frames = snapshot.read(snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)))[0]["suppressions"]
     sample = frames.sample(n=min(rows, frames.height), seed=1, with_replacement=rows > frames.height)
     sample.with_columns(
         (pl.lit("bench-ingest-") + (pl.int_range(0, pl.len()) % 200_000).cast(pl.String)).alias("user_id"),

@@ -20,16 +20,18 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from service import backend
-from service.clickhouse import schema as ch_schema
-from service.clickhouse.connection import ClickHouseUnavailable
-from service.clickhouse.schema import SchemaMissing
 from service.clock import SystemClock
 from service.settings import Settings
-from service.store import demo, ingest, layout, schema, writer
-from service.store.target import LandingTarget
+from service.store import ingest, layout, schema, writer
 from service.windows import floor_hour, iso_z
+
+# ClickHouse and the demo generator are imported where used: an ingest into the Parquet store
+# need not load them (the command's start is part of every landing's cost).
+if TYPE_CHECKING:
+    from service.store.target import LandingTarget
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -94,6 +96,9 @@ def _positive_int(text: str) -> int:
 
 def _target(settings: Settings) -> LandingTarget | None:
     """Where rows land; None (after saying why) when ClickHouse cannot take them."""
+    from service.clickhouse.connection import ClickHouseUnavailable
+    from service.clickhouse.schema import SchemaMissing
+
     try:
         return backend.landing_target(settings)
     except (ClickHouseUnavailable, SchemaMissing) as exc:
@@ -106,6 +111,9 @@ def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
         print("error: set SIGNALS_CLICKHOUSE_URL (http(s)://user:password@host:8123/database or "
               "chdb://<directory>)", file=sys.stderr)
         return 2
+    from service.clickhouse import schema as ch_schema
+    from service.clickhouse.connection import ClickHouseUnavailable
+
     ch = backend.clickhouse(settings, deadline=False)
     if args.print_only:
         print(";\n\n".join(ch_schema.statements(ch.database, args.cluster)) + ";")
@@ -122,6 +130,8 @@ def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
+    from service.store import demo
+
     data_dir = settings.data_dir
     end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour
     target = _target(settings)

@@ -7,14 +7,14 @@ import contextlib
 import datetime as dt
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import sqlalchemy as sa
-from sqlalchemy import exc
-
-from service.accounts import AccountError, AccountStore, KeyInfo
 from service.settings import Settings
 from service.tiers import Tier
+
+# The accounts store (SQLAlchemy) is imported where used: `python -m service data ...` need not load it.
+if TYPE_CHECKING:
+    from service.accounts import AccountStore, KeyInfo
 
 
 def register(subparsers: Any) -> None:
@@ -100,6 +100,8 @@ def revoke_key(args: argparse.Namespace, settings: Settings) -> int:
     with _open_store(settings) as store:
         if store is None:
             return 1
+        from service.accounts import AccountError
+
         before = store.clock.now()
         try:
             info = store.revoke(args.key_or_prefix)
@@ -120,6 +122,11 @@ def revoke_key(args: argparse.Namespace, settings: Settings) -> int:
 @contextlib.contextmanager
 def _open_store(settings: Settings) -> Iterator[AccountStore | None]:
     """The store for the settings' accounts URL, or None after printing why it cannot be opened."""
+    import sqlalchemy as sa
+    from sqlalchemy import exc
+
+    from service.accounts import AccountStore
+
     try:
         store = AccountStore(settings.accounts_url)
     except exc.SQLAlchemyError as error:

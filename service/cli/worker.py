@@ -7,16 +7,16 @@ import logging
 import signal
 import sys
 import threading
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from service import backend
-from service.accounts import AccountStore
-from service.app import privacy_params
 from service.logging_setup import configure_logging
-from service.privacy import Privacy
 from service.settings import Settings
-from service.webhooks.store import WebhookStore
-from service.webhooks.worker import Worker
+
+# The worker's machinery (accounts, engine, webhooks) is imported where used: the other commands
+# (`python -m service data ingest`) need not load it.
+if TYPE_CHECKING:
+    from service.accounts import AccountStore
+    from service.webhooks.worker import Worker
 
 
 def register(subparsers: Any) -> None:
@@ -30,6 +30,13 @@ def register(subparsers: Any) -> None:
 
 
 def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
+    from service import backend
+    from service.accounts import AccountStore
+    from service.app import privacy_params
+    from service.privacy import Privacy
+    from service.webhooks.store import WebhookStore
+    from service.webhooks.worker import Worker
+
     accounts = AccountStore(settings.accounts_url)
     engine = backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
     worker = Worker(backend.event_store(settings), WebhookStore(accounts.engine), engine,

@@ -63,7 +63,11 @@ def bucket_key(bucket: str) -> pl.Expr:
 
 
 def as_strings(frame: pl.DataFrame, columns: Iterable[str]) -> pl.DataFrame:
-    """Dimension columns as plain strings: what is published and returned is never an Enum (codes)."""
+    """Dimension columns as plain strings: what is published and returned is never an Enum (codes).
+
+    Also what makes orderings right: a stored Enum's categories are not in string order (a
+    segmented snapshot appends new values after the old ones, store/snapshot.py), so every sort,
+    cut and tie-break on a dimension runs after this, on the strings."""
     return frame.with_columns(pl.col(column).cast(pl.String) for column in columns)
 
 

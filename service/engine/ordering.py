@@ -14,6 +14,8 @@ def first_rows(frame: pl.DataFrame, by: Sequence[str], descending: Sequence[bool
     keyword and day has hundreds of thousands of cells, of which at most 1000 are returned, and
     sorting all of them would cost more than the aggregation. `by` must identify a row (measure
     plus the cell's dimensions), so which rows make the cut is well defined even with ties.
+    Dimension columns must be strings here (`measures.as_strings`), never stored Enums: their
+    codes do not follow string order.
     """
     order = dict(by=list(by), descending=list(descending))
     if frame.height <= limit:

@@ -1,31 +1,55 @@
 """Writing a generation's snapshot at landing time (the format is `snapshot`'s).
 
 The landing writer calls `stage` once the generation's partition files are in place and before it
-publishes GENERATION. The new snapshot is the previous generation's snapshot (mapped) plus the rows
-being landed, when the previous snapshot holds exactly the partition files that were there before
-this landing; otherwise (no previous snapshot, `data demo --replace` moved the old tables away, a
-file placed by hand) it is read again from every partition file of the generation. Either way it
-holds exactly what `reader.read_partitions` would read for the generation.
+publishes GENERATION. The new snapshot builds on the previous generation's snapshot when that one
+holds exactly the partition files that were there before this landing; otherwise (no previous
+snapshot, `data demo --replace` moved the old tables away, a file placed by hand) it is read again
+from every partition file of the generation. Either way it holds exactly what
+`reader.read_partitions` would read for the generation.
 
-Merging keeps what is already sorted: rows that all come after the previous snapshot's last event
-(the usual case: new hours) are appended; otherwise the two, each sorted by ts, are merged in one
-pass. A table the landing does not touch is hard-linked from the previous
-snapshot (same bytes, no copy). The cost index's day spans merge the same way (min and max).
+Building on the previous snapshot, per table:
+
+- the landing adds no rows to it: its segment files are hard-linked (same bytes, no copy);
+- **append**: the rows all come at or after the table's last event, every dimension's appended
+  dictionary keeps its code width, and the table has fewer than `snapshot.MAX_SEGMENTS` segments:
+  the new rows are written as one new segment (dictionaries = the previous segment's plus the new
+  values) and the previous segment files are hard-linked. The cost is the landing's rows, not the
+  store's;
+- otherwise **compaction**: the previous segments (mapped) and the new rows are merged into one
+  segment with sorted dictionaries (appended when they come after, else one linear merge of the
+  two sorted runs), as every landing did before segments.
+
+The cost index's day spans are small and rewritten each generation (merged by min and max, so a
+landing computes only the new rows' spans).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 import polars as pl
 
 from service.store import day_spans, reader, schema, snapshot
 
 log = logging.getLogger(__name__)
+
+APPEND, COMPACT, LINK, FRESH = "append", "compact", "link", "fresh"
+
+
+@dataclasses.dataclass(frozen=True)
+class TablePlan:
+    """What a landing does to one table's segments."""
+
+    action: str  # APPEND, COMPACT, LINK (nothing new), FRESH (no previous rows: one new segment)
+    linked: tuple[str, ...] = ()  # previous segment files kept (hard-linked)
+    reason: str = ""  # why a table is compacted
+    frame: pl.DataFrame | None = None  # the encoded rows to write (APPEND: the new rows only)
 
 
 def _partitions(data_dir: Path, generation: int) -> list[str]:
@@ -37,53 +61,125 @@ def _partitions(data_dir: Path, generation: int) -> list[str]:
 
 
 def _merged(old: pl.DataFrame, new: pl.DataFrame, table: str) -> pl.DataFrame:
-    """The rows of two encoded tables as one (see the module's docstring)."""
+    """The rows of two encoded tables as one, with sorted dictionaries."""
     old, new = snapshot.recode(old, new, table)
     if not old.height or not new.height or new.get_column("ts")[0] >= old.get_column("ts")[-1]:
         return pl.concat([old, new], rechunk=True)
     return old.merge_sorted(new, key="ts").rechunk()  # one linear pass: both are sorted by ts
 
 
+def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table: str) -> TablePlan:
+    """Append or compact (module docstring); `new` in the stored schema (not encoded)."""
+    if new is None or not new.height:
+        return TablePlan(LINK, tuple(names))
+    newest = snapshot._mapped(previous / names[-1])
+    last = None
+    for name in reversed(names):  # the last event: in the newest segment that has rows
+        last = snapshot.last_ts(newest if name == names[-1] else snapshot._mapped(previous / name))
+        if last is not None:
+            break
+    if last is None:
+        return TablePlan(FRESH)
+    if len(names) >= snapshot.MAX_SEGMENTS:
+        return TablePlan(COMPACT, reason=f"{len(names)} segments, the most a table keeps")
+    if new.get_column("ts").min() < last:
+        return TablePlan(COMPACT, reason="rows before the last event (a backfill)")
+    dictionaries = {}
+    for d in schema.DIMENSIONS[table]:
+        old = snapshot.dictionary(newest, d)
+        grown = snapshot.appended_dictionary(old, new.get_column(d))
+        if snapshot.code_width(grown.len()) != snapshot.code_width(old.len()):
+            return TablePlan(COMPACT, reason=f"{d} grows to {grown.len():,} values (wider codes)")
+        dictionaries[d] = grown
+    return TablePlan(APPEND, tuple(names), frame=snapshot.encode_with(new, table, dictionaries))
+
+
 def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], landed_files: list[str], *,
-          before_file: Callable[[int, int], None] | None = None) -> Path:
+          on_stage: Callable[[str, int, int], None] | None = None) -> Path:
     """Write generation `generation`'s snapshot into the staging directory (the caller renames it
     into place with `snapshot.place`). `landed` are the rows this landing adds (stored schema),
-    `landed_files` its partition files (relative to the data directory); `before_file(done, total)`
-    is called before each file of the snapshot is written (progress, tests)."""
+    `landed_files` its partition files (relative to the data directory).
+
+    `on_stage(stage, done, total)` is called on the way (progress, tests): "compacting" before the
+    previous rows of a compacted table are read and merged, "snapshot" before each file written
+    (segments, then spans, then snapshot.json), "linking" before each previous segment file is
+    hard-linked into the new directory (after every file is written)."""
     data_dir = Path(data_dir)
+    step = on_stage or (lambda _stage, _done, _total: None)
     partitions = _partitions(data_dir, generation)
     staged = snapshot.staged_snapshot_dir(data_dir, generation)
     snapshot.remove(staged)
     versions = {table: reader.date_versions(data_dir, table, generation) for table in schema.TABLES}
     meta = snapshot.meta_record(generation, partitions, versions)
     previous = snapshot.snapshot_dir(data_dir, generation - 1)
-    base = None
-    linked = True  # tables the landing does not touch can be linked from `previous`
-    if set(partitions) == set(landed_files):  # nothing before this landing: build on empty tables
-        empty = {table: snapshot.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table) for table in schema.TABLES}
-        base, linked = (empty, day_spans.day_spans(empty[schema.SUPPRESSIONS]), {}), False
-    else:
+    held_meta: dict[str, Any] | None = None
+    fresh = set(partitions) == set(landed_files)  # nothing before this landing: build on empty tables
+    if not fresh:
         with contextlib.suppress(FileNotFoundError, ValueError):
-            held = set(snapshot.read_meta(previous).get("partitions", []))
+            candidate = snapshot.read_meta(previous)
+            held = set(candidate.get("partitions", []))
             if held | set(landed_files) == set(partitions) and not held & set(landed_files):
-                base = snapshot.read(previous)
-    if base is None:
+                held_meta = candidate
+    if not fresh and held_meta is None:
         log.info("snapshot of generation %d: reading %d partition files", generation, len(partitions))
         tables = {table: reader.read_table(data_dir, table, generation) for table in schema.TABLES}
-        snapshot.write(staged, tables, day_spans.day_spans(tables[schema.SUPPRESSIONS]), meta, before_file)
+        snapshot.write(staged, tables, day_spans.day_spans(tables[schema.SUPPRESSIONS]), meta,
+                       lambda done, total: step("snapshot", done, total))
         return staged
-    old_tables, old_spans, _meta = base
-    added = {table: landed.get(table) for table in schema.TABLES}
-    changed = {table: snapshot.encode(frame, table) for table, frame in added.items() if frame is not None and frame.height}
-    tables = {table: _merged(old_tables[table], frame, table) for table, frame in changed.items()}
-    if not linked:
-        tables = {table: tables.get(table, old_tables[table]) for table in schema.TABLES}
-    new_rows = changed.get(schema.SUPPRESSIONS)
-    spans = old_spans
-    if new_rows is not None:
-        spans = day_spans.merge(old_spans, day_spans.day_spans(new_rows))
-    snapshot.write(staged, tables, spans, meta, before_file)
-    for table in schema.TABLES:
-        if table not in tables:
-            os.link(previous / f"{table}.arrow", staged / f"{table}.arrow")
+
+    if fresh:
+        plans = {table: TablePlan(FRESH) for table in schema.TABLES}
+    else:
+        assert held_meta is not None
+        plans = {table: plan_table(previous, snapshot.segment_names(held_meta, table), landed.get(table), table)
+                 for table in schema.TABLES}
+    compacted = [table for table, plan in plans.items() if plan.action == COMPACT]
+    spans_changed = landed.get(schema.SUPPRESSIONS) is not None and landed[schema.SUPPRESSIONS].height > 0
+    written = [table for table, plan in plans.items() if plan.action != LINK]
+    total = len(written) + len(day_spans.NAMES) + 1
+    staged.mkdir(parents=True)
+    segments: dict[str, list[str]] = {}
+    new_suppressions: pl.DataFrame | None = None
+    for done, table in enumerate(written):
+        plan = plans[table]
+        name = snapshot.segment_name(table, generation)
+        rows = landed.get(table)
+        if plan.action == APPEND:
+            assert plan.frame is not None
+            frame = encoded = plan.frame
+            segments[table] = [*plan.linked, name]
+        else:
+            encoded = snapshot.encode(rows if rows is not None else pl.DataFrame(schema=schema.SCHEMAS[table]), table)
+            frame = encoded
+            if plan.action == COMPACT:
+                step("compacting", compacted.index(table), len(compacted))
+                assert held_meta is not None
+                old = snapshot.read_segments([previous / n for n in snapshot.segment_names(held_meta, table)], table)
+                frame = _merged(old, encoded, table)
+                del old
+            segments[table] = [name]
+        if table == schema.SUPPRESSIONS:
+            new_suppressions = encoded
+        step("snapshot", done, total)
+        snapshot.write_segment(staged / name, frame, table)
+        log.info("snapshot of generation %d: %s: %s, %d rows written%s", generation, table, plan.action,
+                 frame.height, f" ({plan.reason})" if plan.reason else "")
+        del frame
+    for table, plan in plans.items():
+        if plan.action == LINK:
+            segments[table] = list(plan.linked)
+    if fresh:
+        assert new_suppressions is not None
+        spans = day_spans.day_spans(new_suppressions)
+    else:
+        spans = snapshot.read_spans(previous)
+        if spans_changed and new_suppressions is not None:
+            spans = day_spans.merge(spans, day_spans.day_spans(new_suppressions))
+    snapshot.write_spans(staged, spans, lambda index: step("snapshot", len(written) + index, total))
+    step("snapshot", total - 1, total)
+    snapshot.write_meta(staged, {**meta, "segments": segments})
+    links = [name for table in schema.TABLES for name in segments[table] if not (staged / name).exists()]
+    for index, name in enumerate(links):
+        step("linking", index, len(links))
+        os.link(previous / name, staged / name)
     return staged

@@ -139,4 +139,13 @@ def map_distinct(series: pl.Series, fn: Callable[[Any], Any], dtype: pl.DataType
     if distinct.len() == 0:
         return pl.Series(series.name, [None] * series.len(), dtype=dtype)
     mapped = pl.Series([fn(v) for v in distinct.to_list()], dtype=dtype)
-    return series.replace_strict(distinct, mapped, default=None, return_dtype=dtype)
+    return spread(series, distinct, mapped).rename(series.name)
+
+
+def spread(series: pl.Series, distinct: pl.Series, mapped: pl.Series) -> pl.Series:
+    """`mapped[i]` wherever `series` holds `distinct[i]` (null where it is null). For text, each
+    row's position among the distinct values is an Enum code (one hash lookup a row), then a
+    gather; cheaper than `replace_strict`, which it equals."""
+    if series.dtype == pl.String and distinct.dtype == pl.String:
+        return mapped.gather(series.cast(pl.Enum(distinct)).to_physical())
+    return series.replace_strict(distinct, mapped, default=None, return_dtype=mapped.dtype)

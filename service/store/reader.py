@@ -2,9 +2,9 @@
 
 A worker serves queries from an immutable `EventFrames`. Sorting by `ts` lets the engine cut any
 time window out of a table with two binary searches and a zero-copy slice; dimension columns are
-Enums over their sorted values, so grouping and filtering work on integer codes.
+Enums over their values (snapshot: not necessarily in string order), so grouping and filtering work on integer codes.
 
-The frames come from the generation's snapshot (`snapshot`): files written at landing time that
+The frames come from the generation's snapshot (`snapshot`): segment files written at landing time that
 every process maps, so the events are in memory once per machine, not once per worker, and a
 worker is ready as soon as the files are mapped (no parse, no sort). A store without a snapshot
 for its generation (written by hand, or before snapshots existed) is read from its Parquet
@@ -134,13 +134,14 @@ def date_versions(data_dir: Path, table: str, generation: int | None = None) -> 
     return versions
 
 
-def load_frames(data_dir: Path, generation: int) -> EventFrames:
-    """Both tables as of `generation`: its snapshot, mapped; without one, read from the Parquet
-    partitions of generations up to it. Raises GenerationMoved when the snapshot went away because
-    a newer generation was published (the caller reads GENERATION again)."""
+def load_frames(data_dir: Path, generation: int, cache: snapshot.SegmentCache | None = None) -> EventFrames:
+    """Both tables as of `generation`: its snapshot, mapped (segments already in `cache` reused);
+    without one, read from the Parquet partitions of generations up to it. Raises GenerationMoved
+    when the snapshot went away because a newer generation was published (the caller reads
+    GENERATION again)."""
     directory = snapshot.snapshot_dir(data_dir, generation)
     try:
-        tables, spans, meta = snapshot.read(directory)
+        tables, spans, meta = snapshot.read(directory, cache)
     except FileNotFoundError:
         if layout.read_generation(data_dir) != generation:
             raise GenerationMoved(generation) from None
@@ -188,6 +189,8 @@ class EventStore:
         self._lock = threading.Lock()
         self._frames: EventFrames | None = None
         self._next_check = 0.0
+        # Segments mapped for the current generation: a new generation reuses the files it shares.
+        self._segments = snapshot.SegmentCache()
 
     @property
     def loaded(self) -> bool:
@@ -233,12 +236,14 @@ class EventStore:
         # the generation read was replaced meanwhile, read GENERATION again.
         for attempt in range(_LOAD_ATTEMPTS):
             generation = layout.read_generation(self._data_dir)
+            self._segments.begin()
             try:
-                frames = load_frames(self._data_dir, generation)
+                frames = load_frames(self._data_dir, generation, self._segments)
                 break
             except GenerationMoved:
                 if attempt == _LOAD_ATTEMPTS - 1:
                     raise
+        self._segments.keep_used()  # let go of the replaced generation's own segments
         self._next_check = time.monotonic() + self._check_interval
         log.info(
             "event store loaded: generation %d, %d suppressions, %d keyword changes",

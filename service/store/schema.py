@@ -39,7 +39,8 @@ KEYWORD_CHANGES_SCHEMA: dict[str, pl.DataType] = {
 
 SCHEMAS = {SUPPRESSIONS: SUPPRESSIONS_SCHEMA, KEYWORD_CHANGES: KEYWORD_CHANGES_SCHEMA}
 
-# Columns that are low-cardinality dimensions: held as Enum (codes into sorted values) in memory.
+# Columns that are low-cardinality dimensions: held as Enum (codes into their values) in memory. The
+# values are not in string order in a segmented snapshot (store/snapshot.py): order by strings.
 DIMENSIONS = {
     SUPPRESSIONS: ("keyword", "domain", "platform", "page_context", "country", "region", "county", "city"),
     KEYWORD_CHANGES: ("keyword", "action", "platform", "country"),

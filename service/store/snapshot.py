@@ -1,30 +1,51 @@
-"""A generation's snapshot: the whole of each event table in one file that every process maps.
+"""A generation's snapshot: every event table as a list of segments that every process maps.
 
-    <data>/snapshots/g<generation>/suppressions.arrow       every row of the generation, sorted by ts
-    <data>/snapshots/g<generation>/keyword_changes.arrow
-    <data>/snapshots/g<generation>/spans-<name>.arrow       day_spans of the suppressions (cost index)
-    <data>/snapshots/g<generation>/snapshot.json            the partition files it holds, date versions
+    <data>/snapshots/g<generation>/<table>-g<G>.arrow      a segment of the table, written by generation G
+    <data>/snapshots/g<generation>/spans-<name>.arrow      day_spans of the suppressions (cost index)
+    <data>/snapshots/g<generation>/snapshot.json           its segments per table, partition files, date versions
 
-Each table file is uncompressed Arrow IPC with one record batch, so a column is one contiguous
-buffer in the file, at an aligned offset. A process opens it with `pyarrow.memory_map` and hands
-the buffers to polars without copying: the pages live once in the OS page cache, however many
-workers read them (docs/architecture.md, "One copy of the events per machine").
+Each segment is uncompressed Arrow IPC with one record batch, sorted by ts, so a column is one
+contiguous buffer in the file, at an aligned offset. A process opens it with `pyarrow.memory_map`
+and hands the buffers to polars without copying: the pages live once in the OS page cache, however
+many workers read them (docs/architecture.md, "One copy of the events per machine"). A table is
+its segments in order, each starting at or after the previous one's last event; the reader
+concatenates them without copying (`pl.concat(..., rechunk=False)`: one chunk per segment) and
+the ts column stays marked sorted.
 
-Dimension columns are Arrow dictionary columns: the file holds, per column, the sorted distinct
-values once (the dictionary) and a code per row (the indices) in the integer width polars gives
-an `Enum` of that many values. A reader maps the indices and declares them `Enum(dictionary)`,
-which is a re-labelling of the same buffer, not a conversion. A `Categorical` would not do: its
-codes belong to a process-wide string cache, so every process would rewrite every code into a
-private copy. With the dictionary sorted, an Enum orders like its strings.
+Segments let a landing cost what it lands, not what the store holds: a landing whose rows all
+come at or after the previous snapshot's last event writes one new segment and hard-links the
+previous generation's segment files into the new generation's directory (same inode, no copy).
+Otherwise it compacts: the table is rewritten whole into one segment (`consolidate`).
 
-Written by the landing writer (`writer.write_tables`) in the staging directory, then renamed into
-place before GENERATION is published; a reader opens only the snapshot of the GENERATION it read.
+Dimension columns are Arrow dictionary columns: the file holds, per column, the distinct values
+once (the dictionary) and a code per row (the indices) in the integer width polars gives an `Enum`
+of that many values (UInt8 below 256 values, UInt16 below 65,536, else UInt32). A reader maps the
+indices and declares them `Enum(dictionary)`, which is a re-labelling of the same buffer, not a
+conversion. A `Categorical` would not do: its codes belong to a process-wide string cache, so every
+process would rewrite every code into a private copy.
+
+The Enum of a column must be one dtype over all segments, so a table's dictionaries are append-only
+from one segment to the next: a new segment's dictionary is the previous one's followed by the new
+values (sorted among themselves), and codes of older segments stay valid. The reader labels every
+segment with the newest segment's dictionary. So the dictionary, hence the Enum, is not in string
+order once a segment appended values: nothing may order or compare dimension values by their codes
+(the engine turns them into strings before it orders anything). A compaction writes sorted
+dictionaries again. When an appended value would change the codes' width, the landing compacts
+(older segments' codes would no longer fit the Enum's physical type).
+
+A snapshot written before segments (`<table>.arrow`, no "segments" in snapshot.json) is read as one
+segment per table, and the next landing builds on it.
+
+Written by the landing writer (`writer.write_tables`, through `consolidate.stage`) in the staging
+directory, then renamed into place before GENERATION is published; a reader opens only the snapshot
+of the GENERATION it read.
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import os
 import re
 import shutil
@@ -41,6 +62,16 @@ from service.store import day_spans, layout, schema
 
 META_FILE = "snapshot.json"
 _SNAPSHOT_NAME = re.compile(r"^g(\d+)$")
+
+# At most this many segments per table; a landing that would add one more compacts the table
+# instead. Each segment is a chunk of every column of the served frame: polars runs its kernels
+# chunk by chunk and a group-by combines per-chunk partial states, so many small chunks slow every
+# query a little, and a reader maps and labels each file. 16 keeps that overhead small (measured in
+# docs/benchmarks.md section 8) while a compaction, which rewrites the whole table, comes at most
+# once in 16 landings that append.
+MAX_SEGMENTS = 16
+
+log = logging.getLogger(__name__)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,8 +148,40 @@ def recode(frame: pl.DataFrame, more: pl.DataFrame, table: str) -> tuple[pl.Data
     return cast(frame), cast(more)
 
 
+def code_width(values: int) -> pl.DataType:
+    """The integer type polars gives the codes of an Enum of `values` categories (tests check it
+    against polars)."""
+    return pl.UInt8() if values < 2**8 else pl.UInt16() if values < 2**16 else pl.UInt32()
+
+
+def appended_dictionary(old: pl.Series, values: pl.Series) -> pl.Series:
+    """`old` followed by the values of `values` it lacks, sorted among themselves (append-only)."""
+    fresh = values.drop_nulls().unique()
+    fresh = fresh.filter(fresh.is_in(old.cast(pl.String).implode()).not_()).sort()
+    return pl.concat([old.cast(pl.String), fresh.cast(pl.String)]) if fresh.len() else old.cast(pl.String)
+
+
+def encode_with(frame: pl.DataFrame, table: str, dictionaries: Mapping[str, pl.Series]) -> pl.DataFrame:
+    """Like `encode`, but each dimension an Enum over the given dictionary (which holds every value
+    of the column), in its order."""
+    stored = frame.lazy().select(pl.col(column).cast(dtype) for column, dtype in schema.SCHEMAS[table].items())
+    encoded = stored.with_columns(pl.col(d).cast(pl.Enum(dictionaries[d])) for d in schema.DIMENSIONS[table]).collect()
+    if encoded.get_column("ts").is_sorted():
+        return encoded.with_columns(pl.col("ts").set_sorted())
+    return encoded.sort("ts")
+
+
 # ---------------------------------------------------------------------------------------------
 # Writing
+
+
+def segment_name(table: str, generation: int) -> str:
+    """The file name of the segment of `table` that generation `generation` wrote."""
+    return f"{table}-g{generation:08d}.arrow"
+
+
+def _legacy_name(table: str) -> str:
+    return f"{table}.arrow"  # one file per table, before segments
 
 
 def _arrow_table(frame: pl.DataFrame, table: str) -> pa.Table:
@@ -146,24 +209,42 @@ def _write_ipc(table: pa.Table, path: Path) -> None:
         os.fsync(handle.fileno())
 
 
-def write(directory: Path, tables: Mapping[str, pl.DataFrame], spans: Mapping[str, pl.DataFrame],
-          meta: Mapping[str, Any], before_file: Callable[[int, int], None] | None = None) -> None:
-    """Write a snapshot's files into `directory` (which must not exist yet), each fsynced.
-    `before_file(done, total)` is called before each file."""
-    directory.mkdir(parents=True)
-    total = len(tables) + len(spans) + 1
-    step = before_file or (lambda _done, _total: None)
-    for done, (table, frame) in enumerate(tables.items()):
-        step(done, total)
-        _write_ipc(_arrow_table(frame, table), directory / f"{table}.arrow")
-    for done, (name, frame) in enumerate(spans.items(), start=len(tables)):
-        step(done, total)
+def write_segment(path: Path, frame: pl.DataFrame, table: str) -> None:
+    """One segment file (an encoded frame, sorted by ts), fsynced."""
+    _write_ipc(_arrow_table(frame, table), path)
+
+
+def write_spans(directory: Path, spans: Mapping[str, pl.DataFrame],
+                before_file: Callable[[int], None] | None = None) -> None:
+    for index, (name, frame) in enumerate(spans.items()):
+        if before_file is not None:
+            before_file(index)
         _write_ipc(frame.to_arrow(), directory / f"spans-{name}.arrow")
-    step(total - 1, total)
+
+
+def write_meta(directory: Path, meta: Mapping[str, Any]) -> None:
     with open(directory / META_FILE, "w", encoding="utf-8") as handle:
         json.dump(meta, handle, indent=1)
         handle.flush()
         os.fsync(handle.fileno())
+
+
+def write(directory: Path, tables: Mapping[str, pl.DataFrame], spans: Mapping[str, pl.DataFrame],
+          meta: Mapping[str, Any], before_file: Callable[[int, int], None] | None = None) -> None:
+    """Write a whole snapshot into `directory` (which must not exist yet): one segment per table
+    (named for `meta`'s generation), each file fsynced. `before_file(done, total)` is called
+    before each file."""
+    directory.mkdir(parents=True)
+    total = len(tables) + len(spans) + 1
+    step = before_file or (lambda _done, _total: None)
+    segments = {}
+    for done, (table, frame) in enumerate(tables.items()):
+        step(done, total)
+        segments[table] = [segment_name(table, meta["generation"])]
+        write_segment(directory / segments[table][0], frame, table)
+    write_spans(directory, spans, lambda index: step(len(tables) + index, total))
+    step(total - 1, total)
+    write_meta(directory, {**meta, "segments": segments})
 
 
 def meta_record(generation: int, partitions: list[str], versions: Mapping[str, Mapping[date, int]]) -> dict[str, Any]:
@@ -178,27 +259,129 @@ def meta_record(generation: int, partitions: list[str], versions: Mapping[str, M
 # Reading (mapping)
 
 
+def segment_names(meta: Mapping[str, Any], table: str) -> list[str]:
+    """The segment files of `table`, oldest first (a snapshot from before segments: its one file)."""
+    segments = meta.get("segments")
+    if segments is None:
+        return [_legacy_name(table)]
+    return list(segments[table])
+
+
 def _mapped(path: Path) -> pa.Table:
     source = pa.memory_map(str(path), "r")
     return pa.ipc.open_file(source).read_all()
 
 
-def _column(chunked: pa.ChunkedArray) -> pl.Series:
-    """A mapped column as polars, without copying its buffers."""
-    array = chunked.chunk(0) if chunked.num_chunks == 1 else chunked.combine_chunks()
-    if isinstance(array, pa.DictionaryArray):
-        categories = pl.Series(array.dictionary.to_pylist(), dtype=pl.String)
-        return pl.Series(array.indices).cat.to(pl.Enum(categories))
-    return pl.Series(array)
+def _single(chunked: pa.ChunkedArray) -> pa.Array:
+    if chunked.num_chunks == 1:
+        return chunked.chunk(0)
+    if chunked.num_chunks == 0:
+        return pa.array([], type=chunked.type)
+    return chunked.combine_chunks()  # not written by this module (one record batch per file)
+
+
+def dictionary(mapped: pa.Table, column: str) -> pl.Series:
+    """A mapped segment's dictionary of `column`, as strings."""
+    array = _single(mapped.column(column))
+    values = array.dictionary if isinstance(array, pa.DictionaryArray) else pa.array([], type=pa.large_string())
+    return pl.Series(column, values.cast(pa.large_string()), dtype=pl.String)
+
+
+def last_ts(mapped: pa.Table) -> Any:
+    """The last event of a mapped segment (its rows are sorted by ts); None when it is empty."""
+    return pl.Series(_single(mapped.column("ts")))[-1] if mapped.num_rows else None
+
+
+def _labelled(array: pa.Array, enum: pl.Enum, column: str) -> pl.Series:
+    """A mapped dictionary column's indices declared `enum` (the same buffer, relabelled)."""
+    indices = pl.Series(column, array.indices)
+    width = code_width(enum.categories.len())
+    if indices.dtype != width:  # not written by this module: a copy, but still correct
+        log.warning("snapshot column %s holds %s codes for %d values; converting", column, indices.dtype,
+                    enum.categories.len())
+        indices = indices.cast(width)
+    return indices.cat.to(enum)
+
+
+class SegmentCache:
+    """Mapped segments and their labelled dimension columns, kept from one load to the next.
+
+    A worker that follows a new generation maps only the segments it did not hold: a file of the
+    new snapshot that is the same file (device and inode: hard-linked) as one already mapped is
+    reused, and so are its dimension columns when their dictionary did not change. While an entry
+    is held its file stays allocated, so its inode cannot be reused by another file."""
+
+    def __init__(self) -> None:
+        self._tables: dict[tuple[int, int], pa.Table] = {}
+        self._columns: dict[tuple[int, int, str], tuple[pl.Series, pl.Series]] = {}  # -> (categories, column)
+        self._used: set[tuple[int, int]] = set()
+
+    def open(self, path: Path) -> tuple[tuple[int, int], pa.Table]:
+        info = os.stat(path)
+        key = (info.st_dev, info.st_ino)
+        mapped = self._tables.get(key)
+        if mapped is None:
+            mapped = self._tables[key] = _mapped(path)
+        self._used.add(key)
+        return key, mapped
+
+    def column(self, key: tuple[int, int], column: str, array: pa.Array, enum: pl.Enum) -> pl.Series:
+        held = self._columns.get((*key, column))
+        if held is not None and held[0].equals(enum.categories):
+            return held[1]
+        series = _labelled(array, enum, column)
+        self._columns[(*key, column)] = (enum.categories, series)
+        return series
+
+    def begin(self) -> None:
+        self._used = set()
+
+    def keep_used(self) -> None:
+        """Forget what the last load did not use (the files of replaced snapshots)."""
+        self._tables = {key: table for key, table in self._tables.items() if key in self._used}
+        self._columns = {key: value for key, value in self._columns.items() if key[:2] in self._used}
+
+    @property
+    def held(self) -> int:
+        return len(self._tables)
+
+
+def read_segments(paths: list[Path], table: str, cache: SegmentCache | None = None) -> pl.DataFrame:
+    """A table from its segment files, mapped (module docstring): each segment's dimension codes
+    labelled with the newest segment's dictionary, the segments concatenated without copying."""
+    opened = [cache.open(path) if cache is not None else ((0, index), _mapped(path)) for index, path in enumerate(paths)]
+    dimensions = [d for d in schema.DIMENSIONS[table] if d in opened[-1][1].column_names]
+    enums = {d: pl.Enum(dictionary(opened[-1][1], d)) for d in dimensions}
+    parts = []
+    for index, (key, mapped) in enumerate(opened):
+        columns = []
+        for name in mapped.column_names:
+            array = _single(mapped.column(name))
+            if name in enums:
+                if index < len(opened) - 1:  # an older segment's dictionary must be a prefix of the newest
+                    own = dictionary(mapped, name)
+                    if not own.equals(enums[name].categories.head(own.len())):
+                        raise ValueError(f"{paths[index]}: the dictionary of {name} is not a prefix of the newest one")
+                if cache is not None:
+                    columns.append(cache.column(key, name, array, enums[name]).alias(name))
+                else:
+                    columns.append(_labelled(array, enums[name], name))
+            else:
+                columns.append(pl.Series(name, array))
+        parts.append(pl.DataFrame(columns))
+    nonempty = [part for part in parts if part.height]
+    if not nonempty:  # polars gives an empty dictionary column its own type; the schema is the table's
+        return encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table)
+    for before, after in zip(nonempty, nonempty[1:], strict=False):
+        if after.get_column("ts")[0] < before.get_column("ts")[-1]:
+            raise ValueError(f"segments of {table} out of order: {', '.join(p.name for p in paths)}")
+    frame = nonempty[0] if len(nonempty) == 1 else pl.concat(nonempty, rechunk=False)
+    return frame.with_columns(pl.col("ts").set_sorted())
 
 
 def read_table(path: Path, table: str) -> pl.DataFrame:
-    """A table file of a snapshot, mapped (see the module's docstring)."""
-    mapped = _mapped(path)
-    frame = pl.DataFrame([_column(mapped.column(name)).alias(name) for name in mapped.column_names])
-    if not frame.height:  # polars gives an empty dictionary column its own type; the schema is the table's
-        return encode(frame, table)
-    return frame
+    """One table file (a segment) of a snapshot, mapped."""
+    return read_segments([path], table)
 
 
 def read_meta(directory: Path) -> dict[str, Any]:
@@ -217,10 +400,14 @@ def read_spans(directory: Path) -> dict[str, pl.DataFrame]:
     return {name: pl.read_ipc(directory / f"spans-{name}.arrow") for name in day_spans.NAMES}
 
 
-def read(directory: Path) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame], dict[str, Any]]:
+def read(directory: Path, cache: SegmentCache | None = None
+         ) -> tuple[dict[str, pl.DataFrame], dict[str, pl.DataFrame], dict[str, Any]]:
     """(tables, spans, meta) of the snapshot in `directory`; FileNotFoundError when it is gone."""
     meta = read_meta(directory)
-    tables = {table: read_table(directory / f"{table}.arrow", table) for table in schema.TABLES}
+    tables = {
+        table: read_segments([directory / name for name in segment_names(meta, table)], table, cache)
+        for table in schema.TABLES
+    }
     return tables, read_spans(directory), meta
 
 

@@ -6,6 +6,8 @@ import hashlib
 
 import polars as pl
 
+from service.store.kinds import spread
+
 
 def _hash_key(secret: str) -> bytes:
     if not secret:
@@ -31,6 +33,4 @@ def hash_user_ids(raw: pl.Series, secret: str) -> pl.Series:
         int.from_bytes(hashlib.blake2b(v.encode("utf-8"), key=key, digest_size=8).digest(), "big")
         for v in distinct.to_list()
     ]
-    return text.replace_strict(
-        distinct, pl.Series(hashed, dtype=pl.UInt64), default=None, return_dtype=pl.UInt64
-    ).rename(raw.name)
+    return spread(text, distinct, pl.Series(hashed, dtype=pl.UInt64)).rename(raw.name)

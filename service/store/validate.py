@@ -82,6 +82,7 @@ MAX_FUTURE_SKEW = dt.timedelta(minutes=5)
 SUPPRESSIONS_MAX = 2**31 - 1  # stored as Int32
 REJECTED_SCHEMA: dict[str, pl.DataType] = {"row_number": pl.Int64(), "reason": pl.String(), "row": pl.String()}
 
+_DISTINCT_FROM = 10_000  # rows from which a rule that reads few distinct values runs once per value
 _SHOWN_CHARS = 40  # longer values are cut in reasons so one bad row cannot flood the quarantine
 _CONTROL = r"[\x00-\x1f\x7f-\x9f]"
 
@@ -119,10 +120,20 @@ def _parse_ts(series: pl.Series, kinds: pl.Series | None = None) -> tuple[pl.Ser
     if isinstance(bad, str):
         return pl.Series("ts", [None] * series.len(), dtype=schema.TS), text, bad
     candidates = text if bad is None else pl.select(pl.when(bad.is_null()).then(text)).to_series()
-    uniform = candidates.str.replace(r"^(\d{4}-\d{2}-\d{2})[ t]", "${1}T")
-    with_offset = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f%#z", time_unit="us", time_zone="UTC", strict=False)
-    without = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.f", time_unit="us", time_zone="UTC", strict=False)
-    parsed = with_offset.fill_null(without)
+    # A space or "t" may replace the "T"; the usual file has "T" everywhere (no rewrite then).
+    if (candidates.str.slice(10, 1) != "T").any():
+        uniform = candidates.str.replace(r"^(\d{4}-\d{2}-\d{2})[ t]", "${1}T")
+    else:
+        uniform = candidates
+    # Formats tried in turn, each only on what the ones before could not read: "Z" (the usual
+    # spelling, and the cheapest), any offset, no offset (UTC); then Python's reader.
+    parsed = uniform.str.to_datetime("%Y-%m-%dT%H:%M:%S%.fZ", time_unit="us", time_zone="UTC", strict=False)
+    for fmt in ("%Y-%m-%dT%H:%M:%S%.f%#z", "%Y-%m-%dT%H:%M:%S%.f"):
+        missing = parsed.is_null() & uniform.is_not_null()
+        if not missing.any():
+            break
+        more = uniform.filter(missing).str.to_datetime(fmt, time_unit="us", time_zone="UTC", strict=False)
+        parsed = parsed.scatter(missing.arg_true(), more)
     leftover = uniform.filter(parsed.is_null() & uniform.is_not_null())
     if leftover.len():
         slow = map_distinct(uniform.filter(parsed.is_null()), _parse_iso, schema.TS)
@@ -194,7 +205,9 @@ def validate_rows(
         {
             "row_number": row_numbers.filter(bad).cast(pl.Int64),
             "reason": reason.filter(bad),
-            "row": source_rows.filter(bad).cast(pl.String)
+            # A source row may still end with its line end (NDJSON read whole): cut it off here,
+            # for the rejected rows only.
+            "row": source_rows.filter(bad).cast(pl.String).str.strip_chars_end("\r\n")
             if source_rows is not None
             else _rows_as_json(frame.filter(bad)),
         },
@@ -369,7 +382,33 @@ class _Rows:
         return country_ok
 
     def check_geography(self) -> None:
-        """country, region, county and city: valid keys that agree with each other."""
+        """country, region, county and city: valid keys that agree with each other.
+
+        The rules read nothing but these four values, and a file holds few combinations of them
+        (places), each on many rows: the rules run once per combination and the outcome (clean
+        values, reasons) is joined back onto the rows. Not when a column mixes kinds of values
+        (`value_kinds`: their kinds are per row), nor when combinations are not repeated."""
+        names = [name for name in schema.GEO_LEVELS if name in self.frame.columns]
+        if self.n < _DISTINCT_FROM or any(name in self.kinds for name in names):
+            return self._check_geography_rows()
+        places = self.frame.select(names).unique()
+        if places.height * 4 > self.n:
+            return self._check_geography_rows()
+        per_place = _Rows(places, self.table, text_cells=self.text_cells, kinds={})
+        per_place._check_geography_rows()
+        work = per_place.work_frame()
+        reason = pl.concat_str(per_place.reasons, separator="; ", ignore_nulls=True)
+        outcome = work.select(
+            *(pl.col(name).alias(f"{name}__clean") for name in schema.GEO_LEVELS),
+            pl.when(reason != "").then(reason).alias("geo__reason"),
+        ).with_columns(places)
+        joined = self.frame.select(names).join(outcome, on=names, how="left", nulls_equal=True, maintain_order="left")
+        for name in schema.GEO_LEVELS:
+            self.columns[name] = joined.get_column(f"{name}__clean").rename(name)
+        self.columns["geo__reason"] = joined.get_column("geo__reason")
+        self.add(pl.col("geo__reason"))
+
+    def _check_geography_rows(self) -> None:
         country_ok = self.check_country()
         country = pl.col("country")
 

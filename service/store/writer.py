@@ -10,7 +10,8 @@ GENERATION + 1 in steps, each safe to be killed in:
    files (quarantine) the generation will put in place, and the source files' SHA-256 hashes;
 3. renaming: the files are renamed to `<table>/date=YYYY-MM-DD/part-g<N>-<uuid4 hex>.parquet`
    (and the quarantine's own names);
-4. snapshot: generation N's snapshot (every row of the generation in one mappable file per table,
+4. snapshot: generation N's snapshot (every row of the generation in mappable segment files per
+   table: a new segment beside the previous generation's, hard-linked, or one rewritten segment;
    `snapshot`, `consolidate`) is written under the staging directory, then renamed to
    `snapshots/g<N>`;
 5. publishing: GENERATION is set to N (by rename). Afterwards the snapshots of earlier generations
@@ -50,7 +51,9 @@ log = logging.getLogger(__name__)
 COMPRESSION = "zstd"
 
 # on_stage(stage, done, total) is called before each step of a landing: "staging" and "renaming"
-# before each file, "snapshot" before each file of the snapshot, "publishing" when GENERATION's new
+# before each file, "compacting" before a table's snapshot is rewritten whole, "snapshot" before
+# each file of the snapshot is written, "linking" before each segment file of the previous snapshot
+# is hard-linked into the new one (`consolidate.stage`), "publishing" when GENERATION's new
 # value is written but not yet renamed into place, "published" after. For callers that follow progress (the command line passes none); the
 # crash tests pause a real ingest there to kill it (tests/support/pausing_ingest.py).
 StageCallback = Callable[[str, int, int], None]
@@ -403,7 +406,7 @@ def write_tables(
                 _fsync_dir(directory)
             staged_snapshot = consolidate.stage(
                 data_dir, generation, frames, [final.relative_to(data_dir).as_posix() for _staged, final in planned],
-                before_file=lambda done, files: stage("snapshot", done, files),
+                on_stage=stage,
             )
             snapshot.place(staged_snapshot, data_dir, generation)
             layout.write_generation(data_dir, generation, before_publishing=lambda: stage("publishing", 0, 1))

@@ -93,8 +93,8 @@ def test_a_page_spec_without_table_or_switches_and_values_from_the_url(served_do
 
 
 def test_the_pages_built_on_the_skeleton_keep_their_ids(served_document):
-    """The ids the URLs, the callbacks and the browser tests use (tests/test_dashboard_browser.py,
-    tests/test_dashboard_state.py) did not change with the skeleton."""
+    """The ids the URLs, the callbacks and the browser tests use (tests/dashboard/test_dashboard_browser.py,
+    tests/dashboard/test_dashboard_state.py) did not change with the skeleton."""
     expected = {
         "/trending": ["trending-url-state", "trending-window", "trending-dimension", "trending-metric",
                       "trending-min-baseline", "trending-limit", "trending-as-of", "trending-graph", "trending-table",

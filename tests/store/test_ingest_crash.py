@@ -79,6 +79,7 @@ STAGES = [
     ("staging", 4),  # 4 of 9 files staged
     ("renaming", 0),  # all staged, the manifest in place, nothing renamed
     ("renaming", 5),  # the quarantine file and 4 partition files renamed into place, 4 to go
+    ("compacting", 0),  # every file in place; B comes before A's last event: suppressions compacted next
     ("snapshot", 1),  # every file in place; the snapshot's suppressions written, the rest not yet
     ("snapshot", 7),  # the snapshot's tables and spans written, its record not yet
     ("publishing", 0),  # everything in place, GENERATION's new value written but not renamed
@@ -138,6 +139,49 @@ def test_an_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], 
     again = cli(data, "data", "ingest", str(files["b"]), str(files["c"]), "--no-progress")
     assert again.returncode == 0 and again.stdout.count("skipped, already in the store") == 2
     assert _same(_loaded(data), after) and _quarantined_bad_lines(data) == 1
+
+
+# An ingest of rows after the store's last event: the snapshot gets a new segment beside the
+# previous generation's, which are hard-linked after it is written.
+APPEND_STAGES = [
+    ("snapshot", 0),  # the new suppressions segment about to be written
+    ("linking", 0),  # every new file written, the previous segments not yet linked
+    ("publishing", 0),
+]
+
+
+@pytest.mark.parametrize(("stage", "done"), APPEND_STAGES, ids=[f"{s}-{d}" for s, d in APPEND_STAGES])
+def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], stage: str, done: int) -> None:
+    later = tmp_path / "later.ndjson"
+    later.write_text("".join(json.dumps(row) + "\n" for row in _suppressions(30, 20, 2, "later")))
+    data = tmp_path / "data"
+    _ingest(data, files["a"], files["c"])
+    before = _loaded(data)
+    reference = tmp_path / "reference"
+    _ingest(reference, files["a"], files["c"])
+    _ingest(reference, later)
+    after = _loaded(reference)
+    segments = snapshot.read_meta(snapshot.snapshot_dir(reference, 2))["segments"]
+    assert segments == {"suppressions": [snapshot.segment_name("suppressions", 1), snapshot.segment_name("suppressions", 2)],
+                        "keyword_changes": [snapshot.segment_name("keyword_changes", 1)]}  # appended, linked
+
+    process = _start_paused(data, stage, done, tmp_path / "marker", later)
+    try:
+        assert _same(_loaded(data), before)
+        if stage == "linking":
+            staged = snapshot.staged_snapshot_dir(data, 2)
+            assert (staged / snapshot.segment_name("suppressions", 2)).is_file()
+            assert not (staged / snapshot.segment_name("suppressions", 1)).exists()
+    finally:
+        _kill(process)
+    assert _same(_loaded(data), before) and layout.read_generation(data) == 1
+    rerun = cli(data, "data", "ingest", str(later), "--no-progress")
+    assert rerun.returncode == 0, rerun.stderr
+    assert "removed the leftovers of an unfinished ingest" in rerun.stderr
+    assert list(layout.staging_dir(data).iterdir()) == []
+    assert set(snapshot.existing(data)) == {2}
+    assert snapshot.read_meta(snapshot.snapshot_dir(data, 2))["segments"] == segments
+    assert _same(_loaded(data), after)
 
 
 def test_the_reported_crash_state_is_invisible_and_swept(

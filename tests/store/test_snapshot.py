@@ -36,8 +36,11 @@ def _same_as_partitions(data_dir: Path) -> reader.EventFrames:
     parsed = reader.read_partitions(data_dir, generation)
     for table in schema.TABLES:
         ours, theirs = getattr(mapped, table), getattr(parsed, table)
-        assert ours.schema == theirs.schema  # the same Enum dictionaries
+        # The same Enum values: an appended segment's dictionary holds the new values after the
+        # old ones (not in string order), a fresh read sorts them.
+        assert _values(ours) == _values(theirs)
         assert ours.get_column("ts").is_sorted()
+        assert ours.get_column("ts").flags["SORTED_ASC"]  # marked sorted across segments
         assert_frame_equal(_canonical(ours, table), _canonical(theirs, table))
     assert mapped.versions == parsed.versions
     assert mapped.last_event == parsed.last_event
@@ -45,6 +48,12 @@ def _same_as_partitions(data_dir: Path) -> reader.EventFrames:
     for name in day_spans.NAMES:
         assert_frame_equal(mapped.spans[name].sort(pl.all()), fresh[name].sort(pl.all()), check_column_order=False)
     return mapped
+
+
+def _values(frame: pl.DataFrame) -> dict[str, object]:
+    """Each column's dtype, with an Enum's categories as a set (their order is the writer's)."""
+    return {name: sorted(dtype.categories.to_list()) if isinstance(dtype, pl.Enum) else dtype
+            for name, dtype in frame.schema.items()}
 
 
 def _late(keyword: str, day: int, hour: int, rows: int = 3) -> pl.DataFrame:
@@ -63,15 +72,22 @@ def test_landings_build_on_the_previous_snapshot_and_equal_the_partitions(tmp_pa
     # Rows after the last event (appended), with values that sort before and after existing ones.
     write_events(tmp_path, schema.SUPPRESSIONS, pl.concat([_late("aaa first", 11, 9), _late("zzz last", 11, 10)]))
     second = _same_as_partitions(tmp_path)
-    assert "aaa first" in second.suppressions.schema["keyword"].categories.to_list()
-    # Rows among the existing ones (the union is sorted again).
+    keywords = second.suppressions.schema["keyword"].categories.to_list()
+    assert keywords[-2:] == ["aaa first", "zzz last"]  # appended after the old values: a second segment
+    assert second.suppressions.get_column("keyword").n_chunks() == 2
+    # Rows among the existing ones: a backfill, compacted into one segment with sorted values.
     write_events(tmp_path, schema.SUPPRESSIONS, _late("middle", 9, 12))
     third = _same_as_partitions(tmp_path)
     assert third.suppressions.height == first.suppressions.height + 9
+    assert third.suppressions.schema["keyword"].categories.is_sorted()
+    assert third.suppressions.get_column("keyword").n_chunks() == 1
     # keyword_changes was not touched: the same file, linked.
     directories = snapshot.existing(tmp_path)
     assert set(directories) == {3}
-    assert os.stat(directories[3] / "keyword_changes.arrow").st_nlink == 1  # generation 1's and 2's are gone
+    meta = snapshot.read_meta(directories[3])
+    assert meta["segments"] == {"suppressions": ["suppressions-g00000003.arrow"],
+                                "keyword_changes": ["keyword_changes-g00000001.arrow"]}
+    assert os.stat(directories[3] / "keyword_changes-g00000001.arrow").st_nlink == 1  # 1's and 2's are gone
 
 
 def test_a_store_without_snapshot_gets_one_at_the_next_landing(tmp_path: Path) -> None:
@@ -87,7 +103,7 @@ def test_the_reader_maps_the_snapshot(tmp_path: Path) -> None:
     big = pl.concat([fx.suppressions_frame()] * 4000)  # about 1.1M rows: pages worth counting
     writer.write_tables(tmp_path, {schema.SUPPRESSIONS: big, schema.KEYWORD_CHANGES: fx.keyword_changes_frame()})
     del big
-    size = (snapshot.snapshot_dir(tmp_path, 1) / "suppressions.arrow").stat().st_size
+    size = (snapshot.snapshot_dir(tmp_path, 1) / snapshot.segment_name("suppressions", 1)).stat().st_size
     before = process_memory.usage(os.getpid())
     frames = reader.EventStore(tmp_path).snapshot()
     checksum = frames.suppressions.select(pl.all().to_physical().cast(pl.Float64).sum())  # touches every column

@@ -180,10 +180,10 @@ def test_first_load_happens_once_across_threads(store_dir: Path, monkeypatch: py
     real_load = reader.load_frames
     calls = []
 
-    def slow_load(data_dir: Path, generation: int) -> reader.EventFrames:
+    def slow_load(data_dir: Path, generation: int, *rest: object) -> reader.EventFrames:
         calls.append(generation)
         time.sleep(0.05)  # widen the window in which other threads arrive
-        return real_load(data_dir, generation)
+        return real_load(data_dir, generation, *rest)
 
     monkeypatch.setattr(reader, "load_frames", slow_load)
     store = EventStore(store_dir, check_interval=0)
@@ -203,10 +203,10 @@ def test_other_threads_keep_the_old_snapshot_during_a_reload(store_dir: Path, mo
     real_load = reader.load_frames
     entered, release = threading.Event(), threading.Event()
 
-    def blocking_load(data_dir: Path, generation: int) -> reader.EventFrames:
+    def blocking_load(data_dir: Path, generation: int, *rest: object) -> reader.EventFrames:
         entered.set()
         release.wait(5)
-        return real_load(data_dir, generation)
+        return real_load(data_dir, generation, *rest)
 
     monkeypatch.setattr(reader, "load_frames", blocking_load)
     _extra_day(store_dir)

@@ -6,8 +6,9 @@ Runs the real command line (`service.__main__.main`) in this process, with one c
 given an `on_stage` callback (`writer.StageCallback`; the command line itself passes none) that,
 when called with (STAGE, DONE, _), writes MARKER and sleeps until the process is killed. The
 stages: "parsing" before each file is read, "staging" before each file is staged, "renaming"
-before each file is renamed into place (after the generation's manifest), "snapshot" before each
-file of the generation's snapshot is written, "publishing" with
+before each file is renamed into place (after the generation's manifest), "compacting" before a
+table's snapshot is rewritten whole, "snapshot" before each file of the generation's snapshot is
+written, "linking" before each previous segment file is hard-linked into it, "publishing" with
 GENERATION's new value written but not yet renamed into place, "published" after. Nothing of this
 is in the service: without this wrapper nobody passes a pausing callback.
 """

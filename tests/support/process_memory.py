@@ -80,6 +80,18 @@ def tree_usage(pid: int, under: Path | None = None) -> list[Usage]:
     return found
 
 
+def mapped_inodes(pid: int, under: Path) -> set[int]:
+    """The inodes of the files under a directory that a process maps (by the path it opened them
+    with: a file mapped through a directory since deleted still counts)."""
+    prefix = str(Path(under).resolve())
+    found = set()
+    for line in Path(f"/proc/{pid}/maps").read_text().splitlines():
+        parts = line.split(None, 5)
+        if len(parts) == 6 and parts[5].startswith(prefix):
+            found.add(int(parts[4]))
+    return found
+
+
 def mapped_files(pid: int, under: Path) -> set[str]:
     """The files under a directory that a process maps (a deleted one ends in " (deleted)")."""
     prefix = str(Path(under).resolve())
