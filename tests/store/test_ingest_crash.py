@@ -22,7 +22,7 @@ import pytest
 
 from service.settings import Settings
 from service.store import ingest, layout, reader, schema, snapshot, writer
-from tests.support.crashed_ingest import BAD_LINE, kill, write_files
+from tests.support.crashed_ingest import BAD_LINE, kill, suppression_rows, write_files
 from tests.support.processes import ROOT, cli, service_env
 
 SECRET = Settings().secret  # the command line's (development) secret, so every path hashes alike
@@ -153,7 +153,7 @@ APPEND_STAGES = [
 @pytest.mark.parametrize(("stage", "done"), APPEND_STAGES, ids=[f"{s}-{d}" for s, d in APPEND_STAGES])
 def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], stage: str, done: int) -> None:
     later = tmp_path / "later.ndjson"
-    later.write_text("".join(json.dumps(row) + "\n" for row in _suppressions(30, 20, 2, "later")))
+    later.write_text("".join(json.dumps(row) + "\n" for row in suppression_rows(30, 20, 2, "later")))
     data = tmp_path / "data"
     _ingest(data, files["a"], files["c"])
     before = _loaded(data)
@@ -173,7 +173,7 @@ def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[st
             assert (staged / snapshot.segment_name("suppressions", 2)).is_file()
             assert not (staged / snapshot.segment_name("suppressions", 1)).exists()
     finally:
-        _kill(process)
+        kill(process)
     assert _same(_loaded(data), before) and layout.read_generation(data) == 1
     rerun = cli(data, "data", "ingest", str(later), "--no-progress")
     assert rerun.returncode == 0, rerun.stderr

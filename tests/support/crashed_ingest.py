@@ -13,7 +13,7 @@ from pathlib import Path
 BAD_LINE = 61  # B's line with an unknown platform: quarantined, once
 
 
-def _suppressions(n: int, first_day: int, days: int, user: str) -> list[dict[str, object]]:
+def suppression_rows(n: int, first_day: int, days: int, user: str) -> list[dict[str, object]]:
     return [
         {
             "ts": (dt.datetime(2025, 5, first_day + i % days, 8, tzinfo=dt.UTC) + dt.timedelta(minutes=i)).isoformat(),
@@ -34,8 +34,8 @@ def write_files(tmp_path: Path) -> dict[str, Path]:
     """A: the store's old data. B (NDJSON, six days, one bad line) and C (CSV, keyword changes,
     two days): the ingest that gets killed. Days of A and B overlap."""
     a = tmp_path / "a.ndjson"
-    a.write_text("".join(json.dumps(row) + "\n" for row in _suppressions(40, 1, 3, "old")))
-    rows = _suppressions(120, 2, 6, "new")
+    a.write_text("".join(json.dumps(row) + "\n" for row in suppression_rows(40, 1, 3, "old")))
+    rows = suppression_rows(120, 2, 6, "new")
     rows.insert(BAD_LINE - 1, {**rows[0], "platform": "netscape"})
     b = tmp_path / "b.ndjson"
     b.write_text("".join(json.dumps(row) + "\n" for row in rows))
