@@ -60,7 +60,7 @@ The demo data set (`service.store.demo`) is generated once per (events, days, se
 bench/out/data-<events>-<days>-<seed>/ and reused afterwards. HTTP requests are paced to stay
 under the Professional rate limit (300 a minute).
 
-    .venv/bin/python bench/bench_endpoints.py [--events 10000000] [--days 90] [--runs 5] [--seed 7] [--no-clickhouse]
+    .venv/bin/python bench/bench_endpoints.py [--events 10000000] [--days 90] [--runs 5] [--seed 7] [--no-clickhouse] [--cases TEXT...]
 
 Prints a Markdown table and writes bench/out/endpoints.json and bench/out/endpoints.md.
 """
@@ -817,6 +817,8 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--no-clickhouse", dest="clickhouse", action="store_false",
                         help="leave the ClickHouse (chdb) side out (at 100M events its load and its slowest "
                         "queries take hours here; bench_clickhouse_scale.py times it alone)")
+    parser.add_argument("--cases", nargs="+", metavar="TEXT",
+                        help="only the cases whose name contains one of these (e.g. 'top-keywords' 'query 90d totals')")
     args = parser.parse_args()
     if args.events < 1 or args.days < 1 or args.runs < 1:
         parser.error("--events, --days and --runs must be at least 1")
@@ -837,6 +839,8 @@ def main() -> None:
     # Checked against DuckDB: the same privacy stage and parameters without noise.
     checked = Engine(Noiseless(settings.secret, privacy_params(settings)))
     cases = build_cases(checked, frames, as_of, Sources.of(data_dir, checked.privacy.params))
+    if args.cases:  # --cases: only the cases whose name contains one of these
+        cases = [case for case in cases if any(part in case.name for part in args.cases)]
     con = duckdb_connection()
     snapshot, clickhouse_load, clickhouse = None, None, None
     if args.clickhouse:
