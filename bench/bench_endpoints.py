@@ -577,8 +577,11 @@ def free_port() -> int:
 
 
 def server_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
-    env = {**os.environ, "SIGNALS_DATA_DIR": str(data_dir), "WEB_CONCURRENCY": "1",
-           "SIGNALS_CACHE_RESPONSES": "false", "SIGNALS_LOG_LEVEL": "warning",
+    # The compute deadline at its maximum (600 s) unless set: this times the computation, and on a
+    # loaded 2-core machine /query keyword x day passes the default 20 s even at 10M events (a 503
+    # would stop the run).
+    env = {"SIGNALS_COMPUTE_DEADLINE_SECONDS": "600", **os.environ, "SIGNALS_DATA_DIR": str(data_dir),
+           "WEB_CONCURRENCY": "1", "SIGNALS_CACHE_RESPONSES": "false", "SIGNALS_LOG_LEVEL": "warning",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("REDIS_URL", "SIGNALS_ACCOUNTS_URL"):  # in-process gate; accounts in the data dir
         env.pop(name, None)
