@@ -60,7 +60,7 @@ The demo data set (`service.store.demo`) is generated once per (events, days, se
 bench/out/data-<events>-<days>-<seed>/ and reused afterwards. HTTP requests are paced to stay
 under the Professional rate limit (300 a minute).
 
-    .venv/bin/python bench/bench_endpoints.py [--events 10000000] [--days 90] [--runs 5] [--seed 7]
+    .venv/bin/python bench/bench_endpoints.py [--events 10000000] [--days 90] [--runs 5] [--seed 7] [--no-clickhouse] [--cases TEXT...]
 
 Prints a Markdown table and writes bench/out/endpoints.json and bench/out/endpoints.md.
 """
@@ -134,7 +134,7 @@ LOAD_RUNS = 3
 REQUESTS_PER_MINUTE = 250  # below the Professional limit of 300, with room to spare
 CHECK_ROWS = 3  # differing rows printed per case (all rows are compared)
 GROWTH_TOLERANCE = 0.01 + 1e-9  # growth_pct: both round to 2 decimals, half-way cases may differ
-HTTP_TIMEOUT = 120.0
+HTTP_TIMEOUT = 600.0  # a /query at 100M events on a loaded 2-core machine takes minutes
 READY_TIMEOUT = 600.0
 
 
@@ -182,10 +182,13 @@ def ensure_data(events: int, days: int, seed: int) -> tuple[Path, dict[str, Any]
     data_dir.mkdir(parents=True)
     end = floor_hour(SystemClock().now())
     print(f"Generating demo data in {data_dir} ...", file=sys.stderr)
+    # Above demo.PIECE_EVENTS events the demo lands in pieces (one generation each), so that
+    # generating 100M events needs a few GB rather than some 25 GB.
     report = demo.generate_demo(data_dir, events=events, days=days, seed=seed, end=end,
                                 secret=DEVELOPMENT_SECRET, progress=True)
     info = {**wanted, "end": iso_z(end), "suppressions": report.suppressions,
             "keyword_changes": report.keyword_changes, "users": report.users,
+            "pieces": report.pieces, "piece_events": demo.PIECE_EVENTS,
             "generation_seconds": round(report.seconds, 1), "generated_at": iso_z(SystemClock().now())}
     marker.write_text(json.dumps(info, indent=2) + "\n")
     return data_dir, info
@@ -584,8 +587,11 @@ def free_port() -> int:
 
 
 def server_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
-    env = {**os.environ, "SIGNALS_DATA_DIR": str(data_dir), "WEB_CONCURRENCY": "1",
-           "SIGNALS_CACHE_RESPONSES": "false", "SIGNALS_LOG_LEVEL": "warning",
+    # The compute deadline at its maximum (600 s) unless set: this times the computation, and on a
+    # loaded 2-core machine /query keyword x day passes the default 20 s even at 10M events (a 503
+    # would stop the run).
+    env = {"SIGNALS_COMPUTE_DEADLINE_SECONDS": "600", **os.environ, "SIGNALS_DATA_DIR": str(data_dir),
+           "WEB_CONCURRENCY": "1", "SIGNALS_CACHE_RESPONSES": "false", "SIGNALS_LOG_LEVEL": "warning",
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("REDIS_URL", "SIGNALS_ACCOUNTS_URL"):  # in-process gate; accounts in the data dir
         env.pop(name, None)
@@ -724,8 +730,8 @@ def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) 
 
 
 def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFrames, as_of: dt.datetime,
-            con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int, clickhouse: ClickHouseEngine,
-            snapshot: ClickHouseSnapshot) -> tuple[list[Timings], list[str]]:
+            con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int, clickhouse: ClickHouseEngine | None,
+            snapshot: ClickHouseSnapshot | None) -> tuple[list[Timings], list[str]]:
     """Times `engine` (the privacy stage as served); checks `checked` (the same stage without
     noise) against DuckDB, which computes the same capped aggregates from true values, and the
     ClickHouse engine's answer against `engine`'s (equal, noise included)."""
@@ -734,17 +740,18 @@ def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFra
     with tqdm(total=len(cases) * (runs + 1), desc="cases x runs", unit="run", file=sys.stderr) as bar:
         for case in cases:
             run_engine = getattr(engine, case.endpoint)
-            run_clickhouse = getattr(clickhouse, case.endpoint)
             sides: dict[str, Callable[[], Any]] = {
                 "engine": lambda run_engine=run_engine, case=case: run_engine(frames, as_of, case.request),
                 "duckdb": lambda case=case: con.sql(case.sql).to_arrow_table(),
-                "clickhouse": lambda run_ch=run_clickhouse, case=case: run_ch(snapshot, as_of, case.request),
             }
+            if clickhouse is not None:  # --no-clickhouse: not timed
+                run_clickhouse = getattr(clickhouse, case.endpoint)
+                sides["clickhouse"] = lambda run_ch=run_clickhouse, case=case: run_ch(snapshot, as_of, case.request)
             request = http_request(case)
             # Warm-up (not timed): code paths, page cache; and the sanity checks.
             ours, theirs = sides["engine"](), pl.from_arrow(sides["duckdb"]())
             warnings += compare(case, getattr(checked, case.endpoint)(frames, as_of, case.request), theirs)
-            if not sides["clickhouse"]().equals(ours):
+            if "clickhouse" in sides and not sides["clickhouse"]().equals(ours):
                 warnings.append(f"{case.name}: the ClickHouse engine's frame differs from the engine's")
             _, resp = send(client, pacer, request)
             warnings += check_http(case, resp, ours.height, as_of)
@@ -752,7 +759,8 @@ def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFra
             timings = Timings(rows=ours.height)
             for run in range(runs):
                 for side in ("engine", "duckdb", "clickhouse") if run % 2 == 0 else ("clickhouse", "duckdb", "engine"):
-                    getattr(timings, side).append(timed(sides[side])[0])
+                    if side in sides:
+                        getattr(timings, side).append(timed(sides[side])[0])
                 timings.http.append(send(client, pacer, request)[0])
                 bar.update(1)
             results.append(timings)
@@ -763,7 +771,7 @@ def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFra
 
 
 def ms(seconds: list[float]) -> float:
-    return statistics.median(seconds) * 1000
+    return statistics.median(seconds) * 1000 if seconds else math.nan  # nan: a side not timed
 
 
 def table(cases: list[Case], results: list[Timings]) -> str:
@@ -773,7 +781,7 @@ def table(cases: list[Case], results: list[Timings]) -> str:
     for case, t in zip(cases, results, strict=True):
         e, h, d, c = ms(t.engine), ms(t.http), ms(t.duckdb), ms(t.clickhouse)
         lines.append(f"| {case.name} | {t.rows:,} | {e:.1f} | {h:.1f} | {d:.1f} | {c:.1f} | {d / e:.2f} | {d / h:.2f} "
-                     f"| {c / e:.2f} |")
+                     f"| {c / e:.2f} |".replace("nan", "—"))
     return "\n".join(lines)
 
 
@@ -819,6 +827,11 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--days", type=int, default=90, help="days of history (default 90)")
     parser.add_argument("--runs", type=int, default=5, help="timed runs per case and side (default 5)")
     parser.add_argument("--seed", type=int, default=7, help="demo data seed (default 7)")
+    parser.add_argument("--no-clickhouse", dest="clickhouse", action="store_false",
+                        help="leave the ClickHouse (chdb) side out (at 100M events its load and its slowest "
+                        "queries take hours here; bench_clickhouse_scale.py times it alone)")
+    parser.add_argument("--cases", nargs="+", metavar="TEXT",
+                        help="only the cases whose name contains one of these (e.g. 'top-keywords' 'query 90d totals')")
     args = parser.parse_args()
     if args.events < 1 or args.days < 1 or args.runs < 1:
         parser.error("--events, --days and --runs must be at least 1")
@@ -839,9 +852,13 @@ def main() -> None:
     # Checked against DuckDB: the same privacy stage and parameters without noise.
     checked = Engine(Noiseless(settings.secret, privacy_params(settings)))
     cases = build_cases(checked, frames, as_of, Sources.of(data_dir, checked.privacy.params))
+    if args.cases:  # --cases: only the cases whose name contains one of these
+        cases = [case for case in cases if any(part in case.name for part in args.cases)]
     con = duckdb_connection()
-    snapshot, clickhouse_load = ensure_clickhouse(data_dir, args.events, args.days, args.seed)
-    clickhouse = ClickHouseEngine(Privacy(settings.secret, privacy_params(settings)))
+    snapshot, clickhouse_load, clickhouse = None, None, None
+    if args.clickhouse:
+        snapshot, clickhouse_load = ensure_clickhouse(data_dir, args.events, args.days, args.seed)
+        clickhouse = ClickHouseEngine(Privacy(settings.secret, privacy_params(settings)))
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
         served_generation = ready["checks"]["data"]["generation"]

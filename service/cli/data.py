@@ -1,6 +1,6 @@
 """`python -m service data ...`: load event data (demo data set, or files).
 
-    data demo [--events N] [--days D] [--seed S] [--replace] [--no-progress]
+    data demo [--events N] [--days D] [--seed S] [--piece-events P] [--replace] [--no-progress]
     data ingest FILE... [--table suppressions|keyword_changes] [--force] [--no-progress]
     data clickhouse-init [--cluster NAME] [--print]
 
@@ -49,6 +49,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     demo_parser.add_argument("--days", type=_positive_int, default=90, help="days of history (default 90)")
     demo_parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
+    demo_parser.add_argument(
+        "--piece-events", type=_positive_int, default=demo.PIECE_EVENTS,
+        help=f"above this many events, generate and land the data set in pieces of at most this many, "
+        f"one generation each, so that memory follows the piece, not the data set (default {demo.PIECE_EVENTS})",
+    )
     demo_parser.add_argument("--replace", action="store_true", help="replace event data already in the data directory")
     demo_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
     demo_parser.set_defaults(func=run_demo)
@@ -148,6 +153,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             progress=args.progress,
             replace=args.replace,
             target=target,
+            piece_events=args.piece_events,
         )
     except demo.DemoDataExistsError:
         where = "ClickHouse" if settings.uses_clickhouse else data_dir
@@ -162,7 +168,8 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     print(
         f"Demo data in {'ClickHouse' if settings.uses_clickhouse else data_dir}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
         f"keyword changes from {report.users:,} users, {iso_z(report.start)} to {iso_z(report.end)}, "
-        f"{len(report.files)} files in {report.seconds:.1f} s; data generation {report.generation}."
+        f"{len(report.files)} files in {report.seconds:.1f} s; data generation {report.generation}"
+        + (f" ({report.pieces} pieces, one generation each)." if report.pieces > 1 else ".")
     )
     print("Injected bursts:")
     for burst in report.bursts:

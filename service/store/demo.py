@@ -34,6 +34,23 @@ cumulative weights in polars):
   as extra "add" changes.
 
 All events lie in [end - days, end). The same seed, arguments and secret give the same rows.
+
+Pieces: a data set of more than `piece_events` events (default `PIECE_EVENTS`) is not built in
+memory at once (about 250 bytes an event at its peak: 7.6 GB at 30M). The world (users, homes,
+platforms, activity, filter lists, user ids) is built once for the whole data set; then the days
+are sampled in consecutive ranges, each expected to hold at most `piece_events` events (its share
+of the total by the day weights, growth measured over the whole period), and the last range
+covers the longest trending window of a burst (30 days, or every day when there are fewer), so a
+burst is sized and placed on its whole window exactly as in one piece. Each range is sampled in
+index form (a few integers per event), then materialised and landed in slices of whole days of at
+most `piece_events` events, one generation each, in time order (each landing's rows come after the
+previous one's: the snapshot appends). Peak memory is then about one slice materialised plus the
+index form of the last range (about 40 bytes an event of the last 30 days), not the whole set.
+The rows are not the one-piece rows (each range draws its own numbers, and the hour shifted
+across midnight wraps inside its range instead of the whole period), but the same model: the
+same users and places, day weights, bursts. The burst thinning (below) applies to the last range
+only. Without `replace`, a failure part-way leaves the pieces landed so far (a consistent store
+with the first days); with `replace`, see `_replacing`.
 """
 
 from __future__ import annotations
@@ -57,11 +74,15 @@ import pyarrow.compute as pc
 from tqdm import tqdm
 
 from service import geo, windows
-from service.store import layout, schema
+from service.store import layout, schema, snapshot, writer
 from service.store.target import LandingTarget, ParquetTarget
 from service.store.user_ids import hash_user_ids
+from service.windows import iso_z
 
 VOCABULARY_FILE = Path(__file__).with_name("demo_vocabulary.txt")
+# Data sets with more events are generated and landed in pieces of at most this many (one
+# generation each); memory follows this, not the data set's size (module docstring, "Pieces").
+PIECE_EVENTS = 10_000_000
 EVENTS_PER_USER = 20
 CHANGES_PER_EVENT = 0.07
 FILTER_LIST_SIZE = 8
@@ -192,6 +213,7 @@ class DemoReport:
     files: tuple[Path, ...]
     generation: int
     seconds: float
+    pieces: int = 1  # generations landed (data sets above `piece_events` land in several)
 
 
 def load_vocabulary(path: Path = VOCABULARY_FILE) -> tuple[str, ...]:
@@ -211,6 +233,7 @@ def generate_demo(
     progress: bool = True,
     replace: bool = False,
     target: LandingTarget | None = None,
+    piece_events: int = PIECE_EVENTS,
 ) -> DemoReport:
     """Generate and land the demo data set; see the module docstring for the model.
 
@@ -218,13 +241,21 @@ def generate_demo(
     top (~7 %). Refuses
     (DemoDataExistsError) when the data directory already holds event data, unless `replace`:
     then the two table directories are moved aside, the demo lands, and the old data is deleted
-    (or moved back if landing fails). Either way the generation is bumped once. `target`: where
-    the rows land (default: the Parquet store in `data_dir`; service/store/target.py).
+    (or moved back if landing fails). `target`: where the rows land (default: the Parquet store in
+    `data_dir`; service/store/target.py).
+
+    Up to `piece_events` events the data set is built in memory and lands as one generation.
+    Larger data sets are built and landed in pieces of consecutive days (see "Pieces" in the
+    module docstring), one generation each, each piece's rows after the previous piece's, so
+    memory follows `piece_events` rather than `events`. With `replace`, the old data is moved
+    aside once for all pieces and moved back if any piece fails (Parquet store; see `_replacing`).
     """
     if events < 1:
         raise ValueError("events must be at least 1")
     if days < 1:
         raise ValueError("days must be at least 1")
+    if piece_events < 1:
+        raise ValueError("piece_events must be at least 1")
     if end.tzinfo is None:
         raise ValueError("end must be timezone-aware")
     data_dir = Path(data_dir)
@@ -234,6 +265,11 @@ def generate_demo(
     started = time.perf_counter()
     end = end.astimezone(dt.UTC)
     start = end - dt.timedelta(days=days)
+    if events > piece_events:
+        return _generate_in_pieces(
+            target, events=events, days=days, seed=seed, start=start, end=end, secret=secret,
+            progress=progress, replace=replace, piece_events=piece_events, started=started,
+        )
 
     with tqdm(total=5, unit="step", desc="demo", file=sys.stderr, disable=not progress) as bar:
         bar.set_postfix_str("users")
@@ -252,7 +288,7 @@ def generate_demo(
         bar.update(1)
 
         bar.set_postfix_str("user ids")
-        user_ids = hash_user_ids(pl.Series([f"demo-{seed}-{i}" for i in range(world.n_users)]), secret)
+        user_ids = _user_ids(world, seed, secret)
         frames = {
             # Sorting the integer index rows is much cheaper than sorting the stored rows later.
             schema.SUPPRESSIONS: _materialise_suppressions(suppressions.sort("t"), world, user_ids, clock),
@@ -278,6 +314,167 @@ def generate_demo(
         generation=result.generation if result.generation is not None else target.read_generation(),
         seconds=time.perf_counter() - started,
     )
+
+
+def _user_ids(world: _World, seed: int, secret: str) -> pl.Series:
+    return hash_user_ids(pl.Series([f"demo-{seed}-{i}" for i in range(world.n_users)]), secret)
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces
+
+
+@dataclasses.dataclass(frozen=True)
+class _Chunk:
+    """Days [first_day, first_day + days) of the data set, sampled together (`events`
+    suppressions, `changes` keyword changes); `bursts` only in the last chunk."""
+
+    first_day: int
+    days: int
+    events: int
+    changes: int
+    bursts: bool
+
+
+def _day_weights(start: dt.datetime, days: int) -> list[float]:
+    """Relative volume of each day of the data set: slow growth, busier weekends."""
+    weights = []
+    for day in range(days):
+        weekday = (start + dt.timedelta(days=day)).weekday()
+        growth = 1.0 + GROWTH_OVER_PERIOD * day / max(1, days - 1)
+        weights.append(growth * (WEEKEND_FACTOR if weekday >= 5 else 1.0))
+    return weights
+
+
+def _apportion(total: int, shares: Sequence[float]) -> list[int]:
+    """`total` split by `shares` (cumulative rounding: the parts add up to `total` exactly)."""
+    whole, running, previous, parts = sum(shares), 0.0, 0, []
+    for share in shares:
+        running += share
+        upto = round(total * running / whole)
+        parts.append(upto - previous)
+        previous = upto
+    parts[-1] += total - previous
+    return parts
+
+
+def _chunks(start: dt.datetime, days: int, events: int, piece_events: int) -> list[_Chunk]:
+    """Consecutive day ranges, each expected to hold at most `piece_events` events (at least one
+    day), except the last: it covers at least the longest trending window of a burst (all of it
+    when the data set is shorter), so that a burst is sized and placed on its whole window."""
+    weights = _day_weights(start, days)
+    per_day = _apportion(events, weights)
+    burst_days = min(days, max(math.ceil(windows.WINDOW_HOURS[b.window] / 24) for b in DEMO_BURSTS))
+    ranges: list[tuple[int, int]] = []
+    first = 0
+    for day in range(days - burst_days):
+        if day > first and sum(per_day[first : day + 1]) > piece_events:
+            ranges.append((first, day))
+            first = day
+    if days - burst_days > first:
+        ranges.append((first, days - burst_days))
+    ranges.append((days - burst_days, days))
+    shares = [sum(weights[a:b]) for a, b in ranges]
+    counts = _apportion(events, shares)
+    changes = _apportion(round(events * CHANGES_PER_EVENT), shares)
+    return [
+        _Chunk(a, b - a, n, c, bursts=(b == days))
+        for (a, b), n, c in zip(ranges, counts, changes, strict=True)
+    ]
+
+
+def _landing_slices(frame: pl.DataFrame, clock: _Clock, piece_events: int) -> list[tuple[int, int]]:
+    """Ranges of whole days [a, b) (relative to the clock's start) of the time-sorted index rows
+    `frame`, each with at most `piece_events` rows (a single busier day stays whole)."""
+    day_us = 86_400 * _US
+    per_day = frame.group_by((pl.col("t") // day_us).alias("day")).len()
+    counts = dict(zip(per_day["day"].to_list(), per_day["len"].to_list(), strict=True))
+    slices, first, rows = [], 0, 0
+    for day in range(clock.days):
+        n = counts.get(day, 0)
+        if day > first and rows + n > piece_events:
+            slices.append((first, day))
+            first, rows = day, 0
+        rows += n
+    slices.append((first, clock.days))
+    return slices
+
+
+def _generate_in_pieces(
+    target: LandingTarget,
+    *,
+    events: int,
+    days: int,
+    seed: int,
+    start: dt.datetime,
+    end: dt.datetime,
+    secret: str,
+    progress: bool,
+    replace: bool,
+    piece_events: int,
+    started: float,
+) -> DemoReport:
+    """`generate_demo` for data sets larger than `piece_events` (module docstring, "Pieces")."""
+    say = (lambda text: print(text, file=sys.stderr, flush=True)) if progress else (lambda _text: None)
+    rnd = _Random(seed)
+    world = _World.build(rnd, n_users=max(1, round(events / EVENTS_PER_USER)))
+    user_ids = _user_ids(world, seed, secret)
+    chunks = _chunks(start, days, events, piece_events)
+    say(f"demo: {events:,} events in pieces of at most {piece_events:,} (days sampled in {len(chunks)} "
+        f"ranges; the last, {chunks[-1].days} days, with the bursts); {world.n_users:,} users")
+    files: list[Path] = []
+    suppressions_total = changes_total = 0
+    generation = None
+    piece = 0
+    with target.replacing() if replace else contextlib.nullcontext():
+        for chunk in chunks:
+            clock = _Clock(start + dt.timedelta(days=chunk.first_day), chunk.days,
+                           first_day=chunk.first_day, total_days=days)
+            bursts = DEMO_BURSTS if chunk.bursts else ()
+            suppressions = _suppressions(rnd, world, clock, chunk.events, bursts).sort("t")
+            changes = _keyword_changes(rnd, world, clock, chunk.changes, bursts).sort("t")
+            for first, last in _landing_slices(suppressions, clock, piece_events):
+                piece += 1
+                piece_started = time.perf_counter()
+                low, high = first * 86_400 * _US, last * 86_400 * _US
+                rows = {
+                    schema.SUPPRESSIONS: _materialise_suppressions(
+                        _between(suppressions, low, high), world, user_ids, clock),
+                    schema.KEYWORD_CHANGES: _materialise_changes(_between(changes, low, high), world, user_ids, clock),
+                }
+                result = target.write_tables(rows)
+                files += result.paths
+                generation = result.generation if result.generation is not None else generation
+                suppressions_total += rows[schema.SUPPRESSIONS].height
+                changes_total += rows[schema.KEYWORD_CHANGES].height
+                since = iso_z(clock.start + dt.timedelta(days=first))
+                until = iso_z(clock.start + dt.timedelta(days=last))
+                say(f"demo: piece {piece}: {since} to {until}, "
+                    f"{rows[schema.SUPPRESSIONS].height:,} suppressions and "
+                    f"{rows[schema.KEYWORD_CHANGES].height:,} keyword changes landed as generation {generation} "
+                    f"in {time.perf_counter() - piece_started:.1f} s ({suppressions_total:,} of {events:,} events, "
+                    f"{time.perf_counter() - started:.0f} s so far)")
+                del rows
+            del suppressions, changes
+    return DemoReport(
+        suppressions=suppressions_total,
+        keyword_changes=changes_total,
+        users=world.n_users,
+        start=start,
+        end=end,
+        bursts=DEMO_BURSTS,
+        files=tuple(files),
+        generation=generation if generation is not None else target.read_generation(),
+        seconds=time.perf_counter() - started,
+        pieces=piece,
+    )
+
+
+def _between(rows: pl.DataFrame, low: int, high: int) -> pl.DataFrame:
+    """The rows (sorted by t) with low <= t < high."""
+    t = rows.get_column("t")
+    first, last = t.search_sorted(low, side="left"), t.search_sorted(high, side="left")
+    return rows.slice(first, last - first)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -415,8 +612,13 @@ def _keyword_ranks(vocabulary: pl.Series, shuffled: pl.Series) -> pl.Series:
 
 @dataclasses.dataclass(frozen=True)
 class _Clock:
+    """Days [start, start + days): the whole data set, or a piece of it that begins on day
+    `first_day` of a data set of `total_days` (its growth is the whole data set's)."""
+
     start: dt.datetime
     days: int
+    first_day: int = 0
+    total_days: int | None = None
 
     @property
     def span_us(self) -> int:
@@ -429,11 +631,9 @@ class _Clock:
     def sample(self, rnd: _Random, offsets_hours: pl.Series) -> pl.Series:
         """Microseconds after `start`: a day, a local hour by profile, shifted to UTC."""
         n = offsets_hours.len()
-        day_weights = []
-        for day in range(self.days):
-            weekday = (self.start + dt.timedelta(days=day)).weekday()
-            growth = 1.0 + GROWTH_OVER_PERIOD * day / max(1, self.days - 1)
-            day_weights.append(growth * (WEEKEND_FACTOR if weekday >= 5 else 1.0))
+        total_days = self.total_days or self.days
+        origin = self.start - dt.timedelta(days=self.first_day)
+        day_weights = _day_weights(origin, total_days)[self.first_day : self.first_day + self.days]
         day = rnd.choice(n, day_weights).cast(pl.Int64)
         hour = rnd.choice(n, HOURLY_PROFILE).cast(pl.Int64)
         within = (rnd.uniform(n) * 3600 * _US).cast(pl.Int64)
@@ -688,9 +888,17 @@ def _materialise_changes(rows: pl.DataFrame, world: _World, user_ids: pl.Series,
 
 @contextlib.contextmanager
 def _replacing(data_dir: Path) -> Iterator[None]:
-    """Move the table directories aside; delete them on success, move them back on failure."""
+    """Move the table directories aside; delete them on success, move them back on failure.
+
+    A demo in pieces publishes a generation per piece inside this block. If a later piece fails,
+    the generations published so far held the new rows only: after moving the old tables back,
+    the current generation's snapshot (the new rows) is removed and one more generation is
+    published with no snapshot, so readers read the restored partition files (and caches keyed
+    on the generation do not serve what the pieces showed); the next landing writes a snapshot.
+    """
     aside = layout.staging_dir(data_dir) / f"replaced-{uuid.uuid4().hex}"
     aside.mkdir(parents=True)
+    before = layout.read_generation(data_dir)
     moved: list[tuple[Path, Path]] = []
     try:
         for table in schema.TABLES:
@@ -704,6 +912,14 @@ def _replacing(data_dir: Path) -> Iterator[None]:
             if source.exists():
                 shutil.rmtree(source)
             target.rename(source)
+        if not moved:  # nothing to move back, but the pieces landed so far go too
+            for table in schema.TABLES:
+                shutil.rmtree(layout.table_dir(data_dir, table), ignore_errors=True)
+        with writer.lock(data_dir):
+            current = layout.read_generation(data_dir)
+            if current != before:
+                snapshot.remove(snapshot.snapshot_dir(data_dir, current))
+                layout.write_generation(data_dir, current + 1)
         raise
     finally:
         shutil.rmtree(aside, ignore_errors=True)

@@ -74,11 +74,24 @@ def test_demo_progress_bar_on_stderr(settings: Settings, capsys: pytest.CaptureF
     assert "%" not in captured.out
 
 
+def test_demo_in_pieces_with_a_line_per_piece(settings: Settings, capsys: pytest.CaptureFixture[str]) -> None:
+    argv = ["data", "demo", "--events", "4000", "--days", "40", "--piece-events", "1500"]
+    assert main(argv, settings) == 0
+    captured = capsys.readouterr()
+    pieces = [line for line in captured.err.splitlines() if line.startswith("demo: piece ")]
+    assert len(pieces) >= 3 and "landed as generation 1 " in pieces[0]
+    assert "4,000 suppressions" in captured.out and f"data generation {len(pieces)} ({len(pieces)} pieces" in captured.out
+    assert main([*argv, "--replace", "--no-progress"], settings) == 0
+    captured = capsys.readouterr()
+    assert captured.err == "" and f"data generation {2 * len(pieces)} " in captured.out
+
+
 @pytest.mark.parametrize(
     "argv",
     [
         ["data"],
         ["data", "demo", "--events", "0"],
+        ["data", "demo", "--piece-events", "0"],
         ["data", "demo", "--events", "many"],
         ["data", "demo", "--days", "-1"],
         ["data", "ingest"],

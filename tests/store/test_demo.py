@@ -10,7 +10,7 @@ import polars as pl
 import pytest
 
 from service import geo, windows
-from service.store import demo, layout, schema, user_ids, validate, writer
+from service.store import demo, layout, reader, schema, user_ids, validate, writer
 from service.store.normalise import normalise_keyword
 from tests.support.growth import growth_pct
 
@@ -369,3 +369,142 @@ def test_bursts_lead_the_raw_growth_of_their_window_and_dimension(big_run, metri
         )
         expected = {b.value for b in demo.DEMO_BURSTS if (b.dimension, b.window) == (dimension, window)}
         assert {v for _g, v in growth[: len(expected)]} == expected, (dimension, window, growth[:5])
+
+
+# ---------------------------------------------------------------------------------------------
+# Pieces (issue 22): data sets above `piece_events` are generated and landed in pieces
+#
+# The rows are not the one-piece rows as a set: each range of days draws its own random numbers
+# (drawing the whole data set's numbers to keep one piece's would cost the memory the pieces
+# save). What the pieces keep is the model: one world (the same users, homes and user ids), the
+# day weights over the whole period, the bursts on their whole windows. These tests check that,
+# plus the landing: one generation per piece, in time order, the snapshot equal to the files.
+
+PIECES_EVENTS = 60_000
+PIECE = 8_000
+
+
+@pytest.fixture(scope="module")
+def pieces_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, demo.DemoReport, Path, demo.DemoReport]:
+    """The same data set (90 days) in one piece and in pieces of at most 8,000 events."""
+    pieces, whole = tmp_path_factory.mktemp("demo-pieces"), tmp_path_factory.mktemp("demo-whole")
+    options = dict(events=PIECES_EVENTS, days=90, seed=7)
+    return pieces, generate(pieces, piece_events=PIECE, **options), whole, generate(whole, **options)
+
+
+def test_pieces_land_one_generation_each_in_time_order(pieces_run) -> None:
+    data_dir, report, _whole_dir, whole = pieces_run
+    assert whole.pieces == 1 and whole.generation == 1
+    assert report.pieces >= 7 and report.generation == report.pieces == layout.read_generation(data_dir)
+    assert report.suppressions == PIECES_EVENTS
+    assert report.keyword_changes == round(PIECES_EVENTS * demo.CHANGES_PER_EVENT)
+    assert set(report.files) == {p for t in schema.TABLES for p in layout.table_dir(data_dir, t).glob("date=*/*.parquet")}
+    previous_last = None
+    for generation in range(1, report.generation + 1):
+        files = [p for p in report.files if layout.file_generation(p) == generation
+                 and p.is_relative_to(layout.table_dir(data_dir, schema.SUPPRESSIONS))]
+        rows = pl.concat([pl.read_parquet(f, hive_partitioning=False) for f in files])
+        assert rows.height <= PIECE  # no day of this data set holds more than a piece
+        if previous_last is not None:
+            assert rows["ts"].min() >= previous_last  # each piece after the previous one: appended
+        previous_last = rows["ts"].max()
+    # The snapshot the pieces built by appending holds exactly the rows of the partition files.
+    store = reader.load_frames(data_dir, report.generation)
+    for table in schema.TABLES:
+        from_files = read(data_dir, table).sort("ts", "user_id", "keyword")
+        mapped = getattr(store, table).with_columns(pl.col(pl.Enum).cast(pl.String))
+        assert mapped.select(from_files.columns).sort("ts", "user_id", "keyword").equals(from_files)
+
+
+def test_pieces_keep_one_world_and_the_model(pieces_run) -> None:
+    data_dir, report, whole_dir, whole = pieces_run
+    assert report.users == whole.users and report.start == whole.start and report.end == whole.end
+    places = ["country", "region", "county", "city"]
+    pieces, one = read(data_dir, schema.SUPPRESSIONS), read(whole_dir, schema.SUPPRESSIONS)
+    assert not pieces.equals(one)  # different draws (see above)
+    # One world: a user has one home in every piece, the home the one-piece data set gives them.
+    homes = pieces.select("user_id", *places).unique()
+    assert homes["user_id"].is_unique().all()
+    joined = homes.join(one.select("user_id", *places).unique(), on="user_id", suffix="_one")
+    assert joined.height > 0.8 * homes.height
+    for place in places:
+        assert joined.select(pl.col(place).eq_missing(pl.col(f"{place}_one")).all()).item()
+    # Same model: per-value shares within sampling noise, no step in daily volume at piece edges.
+    for dimension in ("domain", "platform", "page_context", "country"):
+        a = pieces[dimension].value_counts(normalize=True)
+        b = one[dimension].value_counts(normalize=True)
+        both = a.join(b, on=dimension, suffix="_one").filter(pl.col("proportion_one") > 0.05)
+        assert both.select((pl.col("proportion") - pl.col("proportion_one")).abs().max()).item() < 0.02, dimension
+    daily = [d.select(pl.col("ts").dt.date()).group_by("ts").len().sort("ts")["len"].slice(1, 58).sum()
+             for d in (pieces, one)]
+    assert abs(daily[0] - daily[1]) < 0.03 * daily[1]
+    changes = read(data_dir, schema.KEYWORD_CHANGES)
+    assert set(changes["user_id"]) <= set(user_ids.hash_user_ids(
+        pl.Series([f"demo-7-{i}" for i in range(report.users)]), SECRET))
+
+
+def test_pieces_keep_the_bursts(pieces_run) -> None:
+    data_dir, report, _whole_dir, _whole = pieces_run
+    suppressions = read(data_dir, schema.SUPPRESSIONS)
+    for burst in report.bursts:
+        periods = windows.trending_periods(burst.window, END)
+        rows = suppressions.filter(pl.col(burst.dimension) == burst.value)
+        recent = rows.filter(pl.col("ts") >= periods.recent.start).height
+        baseline = rows.filter(pl.col("ts").is_between(periods.baseline.start, periods.baseline.end, "left")).height
+        growth = growth_pct(recent, baseline, periods.recent.hours, periods.baseline.hours)
+        assert growth is not None and growth > 100 * (burst.factor - 1) / 2, (burst, recent, baseline, growth)
+
+
+def test_pieces_are_deterministic(tmp_path: Path) -> None:
+    first = generate(tmp_path / "a", events=5000, days=40, piece_events=1500)
+    second = generate(tmp_path / "b", events=5000, days=40, piece_events=1500)
+    assert first.pieces == second.pieces > 1
+    for table in schema.TABLES:
+        assert read(tmp_path / "a", table).equals(read(tmp_path / "b", table))
+
+
+def test_chunks_cover_the_days_and_the_burst_windows() -> None:
+    chunks = demo._chunks(END - dt.timedelta(days=90), 90, 100_000_000, 10_000_000)
+    assert [c.first_day for c in chunks] == [0, *(sum(c.days for c in chunks[:i]) for i in range(1, len(chunks)))]
+    assert sum(c.days for c in chunks) == 90 and chunks[-1].days == 30 and chunks[-1].bursts
+    assert not any(c.bursts for c in chunks[:-1])
+    assert sum(c.events for c in chunks) == 100_000_000
+    assert sum(c.changes for c in chunks) == round(100_000_000 * demo.CHANGES_PER_EVENT)
+    assert all(c.events <= 10_000_000 for c in chunks[:-1])
+    short = demo._chunks(END - dt.timedelta(days=10), 10, 1000, 100)
+    assert len(short) == 1 and short[0].days == 10 and short[0].events == 1000
+
+
+def test_failed_replace_in_pieces_restores_the_old_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A piece fails after earlier pieces were published: the old tables come back, and readers
+    see them (the pieces' snapshot is dropped, a generation is published over it)."""
+    data = tmp_path / "data"
+    first = generate(data, events=2000, days=3)
+    calls = []
+    real = writer._write_staged
+
+    def fails_in_the_third_piece(frame: pl.DataFrame, path: Path) -> None:
+        calls.append(path)
+        if f"g{first.generation + 3:08d}-" in path.name:
+            raise OSError(28, "No space left on device")
+        real(frame, path)
+
+    monkeypatch.setattr(writer, "_write_staged", fails_in_the_third_piece)
+    with pytest.raises(OSError):
+        generate(data, events=6000, days=40, replace=True, piece_events=1000)
+    generation = layout.read_generation(data)
+    assert generation == first.generation + 3  # two pieces published, then the restoring generation
+    assert all(p.exists() for p in first.files)
+    assert read(data, schema.SUPPRESSIONS).height == 2000
+    assert reader.load_frames(data, generation).suppressions.height == 2000
+    assert list(layout.staging_dir(data).iterdir()) == []
+    # The next landing builds its snapshot from the files.
+    monkeypatch.setattr(writer, "_write_staged", real)
+    again = generate(data, events=3000, days=40, replace=True, piece_events=1000)
+    assert reader.load_frames(data, again.generation).suppressions.height == 3000
+    assert read(data, schema.SUPPRESSIONS).height == 3000
+
+
+def test_arguments_are_checked_for_pieces(tmp_path: Path) -> None:
+    with pytest.raises(ValueError):
+        generate(tmp_path, piece_events=0)
