@@ -50,9 +50,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     demo_parser.add_argument("--days", type=_positive_int, default=90, help="days of history (default 90)")
     demo_parser.add_argument("--seed", type=int, default=7, help="random seed (default 7)")
     demo_parser.add_argument(
-        "--piece-events", type=_positive_int, default=demo.PIECE_EVENTS,
-        help=f"above this many events, generate and land the data set in pieces of at most this many, "
-        f"one generation each, so that memory follows the piece, not the data set (default {demo.PIECE_EVENTS})",
+        "--piece-events", type=_positive_int, default=None,
+        help="above this many events, generate and land the data set in pieces of at most this many, "
+        "one generation each, so that memory follows the piece, not the data set (default: the demo "
+        "generator's PIECE_EVENTS; README, 'Operating it')",
     )
     demo_parser.add_argument("--replace", action="store_true", help="replace event data already in the data directory")
     demo_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
@@ -153,7 +154,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             progress=args.progress,
             replace=args.replace,
             target=target,
-            piece_events=args.piece_events,
+            piece_events=args.piece_events or demo.PIECE_EVENTS,
         )
     except demo.DemoDataExistsError:
         where = "ClickHouse" if settings.uses_clickhouse else data_dir

@@ -153,12 +153,17 @@ def test_a_generation_landed_while_requests_run(tmp_path: Path) -> None:
         for thread in threads:
             thread.start()
         try:
-            time.sleep(1.5)
+            # Land only once both requests were answered from the old generation (a loaded machine
+            # can take seconds over the first answers).
+            deadline = time.monotonic() + 60
+            while {n for n, _a, g, _b in list(seen) if g == before} != {"timeseries", "query"}:
+                assert time.monotonic() < deadline and not failures, ("no answers before the landing", failures)
+                time.sleep(0.2)
             landed = write_events(data_dir, schema.SUPPRESSIONS,
                                          _suppressions_now(20_000, dt.datetime.now(dt.UTC)))
             assert landed and layout.read_generation(data_dir) == before + 1
             deadline = time.monotonic() + 30
-            while not any(generation == before + 1 for _n, _a, generation, _b in seen[-12:]):
+            while {n for n, _a, g, _b in list(seen) if g == before + 1} != {"timeseries", "query"}:
                 assert time.monotonic() < deadline, "the workers did not take up the new generation"
                 time.sleep(0.2)
         finally:
