@@ -13,7 +13,8 @@ workers: cores + 1). Then:
 2. every endpoint again from 3 clients until every web worker has served each a few times;
 3. RSS and PSS of every process (/proc/PID/smaps_rollup), with the part of each mapped from the
    store's snapshot files; PSS counts a shared page once over all processes, so the PSS column adds
-   up to what the set uses;
+   up to what the set uses; read right after the requests and again 10 s later, idle (what a
+   worker keeps between requests);
 4. an ingest (`python -m service data ingest`, a Parquet file of --ingest-events rows drawn from
    the store, user ids as raw strings, times spread over the store's days so that the new rows
    interleave with the old ones: the worst case for the snapshot) while 2 clients keep requesting:
@@ -56,6 +57,7 @@ from tests.support.processes import procfile_command  # noqa: E402
 from tests.support.redis_server import free_port  # noqa: E402
 
 API = "/api/v1/signals"
+IDLE_SECONDS = 10
 CASES = [
     ("top-keywords 30d", "GET", "/top-keywords", {"window": "30d", "limit": "500"}),
     ("keyword-timeseries 90d hour", "GET", "/keyword-timeseries", {"keyword": "weather", "window": "90d", "bucket": "hour"}),
@@ -206,6 +208,11 @@ def _measure(data_dir: Path, events: int, days: int, ingest_events: int, redis_u
             statuses = [s for batch in pool.map(rounds, range(6)) for s in batch]
         print(f"\nwarm-up: {len(statuses)} requests, statuses {sorted(set(statuses))}")
         print_memory(f"Memory after serving every endpoint ({events:,} events)",
+                     memory_rows(processes, snapshot.snapshots_dir(data_dir)))
+        # What a worker keeps between requests: polars' allocator (jemalloc) hands freed pages
+        # back to the system after a few seconds, so what stays is the worker's own.
+        time.sleep(IDLE_SECONDS)
+        print_memory(f"The same processes {IDLE_SECONDS} s later, idle ({events:,} events)",
                      memory_rows(processes, snapshot.snapshots_dir(data_dir)))
 
         with tempfile.TemporaryDirectory() as tmp:

@@ -17,7 +17,7 @@ from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, cell_
 from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
-from service.engine.slicing import time_slice
+from service.engine.slicing import bucket_parts, time_slice
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames
@@ -59,7 +59,10 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     # A null in a grouped dimension is not a unit of it: those rows are left out of the groups
     # (but still count in totals, where nothing is grouped). One filter pass for everything.
     conditions = _filters(req.filters) + key_guards(sliced, categorical)
-    rows = sliced.lazy().filter(conditions) if conditions else sliced.lazy()
+    # Grouped by time, the window is taken a few million rows at a time, cut between buckets:
+    # no cell spans two parts, and the per-(cell, user) temporaries stay a part's size.
+    parts = bucket_parts(sliced, req.bucket) if TIME in req.group_by and req.bucket else [sliced]
+    rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     cells, contributions = cell_contributions(rows, keys, privacy.params)  # no keys: one row of totals
     return publish_query(cells, contributions, window, frames.versions, req, privacy, noise)

@@ -25,7 +25,8 @@ def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published,
     return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)
 
 
-def cell_contributions(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | pl.Expr], params: PrivacyParams,
+def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame | pl.LazyFrame],
+                       keys: Sequence[str | pl.Expr], params: PrivacyParams,
                        per_user_extra: Sequence[pl.Expr] = (), per_cell_extra: Sequence[pl.Expr] = ()
                        ) -> tuple[pl.DataFrame, Contributions]:
     """Per cell: unique_users and the pilot sums of suppressions and events; and each user's
@@ -36,25 +37,48 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame, keys: Sequence[str | p
     totals. `per_user_extra` adds aggregations to the first stage (their columns are not
     contributions) and `per_cell_extra` to the second, so a query needing more per-user work
     (geo-heat's keyword count) does it in the same pass.
+
+    `rows` may be a list of parts whose cells are disjoint (`slicing.bucket_parts`: the time
+    bucket is among the keys and no bucket spans two parts): both stages then run part by part,
+    so the per-(cell, user) intermediate, the largest temporary of a query, is never whole in
+    memory. The contributions keep only the users whose total in a cell is above the smallest
+    cap the privacy stage can choose (`PrivacyParams.smallest_cap`), next to the cells' exact
+    totals: the others lose nothing to any cap, and they are most of the rows (a user's one event
+    in a cell). With no keys every user is kept (one cell; no exact total needed).
     """
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
-    per_user = (
-        rows.lazy().group_by([*keys, "user_id"])
-        .agg(pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS), pl.len().cast(pl.Int64).alias(EVENTS),
-             *per_user_extra)
-        .drop("user_id")
-        .collect()
-    )
     totals = [
         *(pl.col(m).clip(upper_bound=params.pilot_cap).sum().alias(f"{m}{PILOT}") for m in (SUPPRESSIONS, EVENTS)),
         *(pl.col(m).sum().alias(f"{m}{TOTAL}") for m in (SUPPRESSIONS, EVENTS)),
         pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
         *per_cell_extra,
     ]
-    cells = per_user.group_by(names).agg(totals) if names else per_user.select(totals)
+    smallest = params.smallest_cap()
+    above_smallest_cap = pl.any_horizontal(pl.col(m) > smallest for m in (SUPPRESSIONS, EVENTS))
+    parts = list(rows) if isinstance(rows, (list, tuple)) else [rows]
+    if len(parts) > 1 and not names:
+        raise ValueError("parts need disjoint cells: a time bucket among the keys")
+    cell_parts, user_parts = [], []
+    for part in parts:
+        per_user = (
+            part.lazy().group_by([*keys, "user_id"])
+            .agg(pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS),
+                 pl.len().cast(pl.Int64).alias(EVENTS), *per_user_extra)
+            .drop("user_id")
+            .collect()
+        )
+        cell_parts.append(per_user.group_by(names).agg(totals) if names else per_user.select(totals))
+        kept = per_user.filter(above_smallest_cap) if names else per_user
+        user_parts.append(kept.select(*names, SUPPRESSIONS, EVENTS))
+        del per_user  # a part's intermediate goes before the next one's is built
+    cells = _joined(cell_parts)
     exact = cells.select(*names, *(pl.col(f"{m}{TOTAL}").alias(m) for m in (SUPPRESSIONS, EVENTS)))
-    contributions = Contributions(per_user.select(*names, SUPPRESSIONS, EVENTS), tuple(names), exact if names else None)
+    contributions = Contributions(_joined(user_parts), tuple(names), exact if names else None)
     return cells.drop(f"{m}{TOTAL}" for m in (SUPPRESSIONS, EVENTS)), contributions
+
+
+def _joined(parts: list[pl.DataFrame]) -> pl.DataFrame:
+    return parts[0] if len(parts) == 1 else pl.concat(parts, how="vertical", rechunk=False)
 
 
 def bucket_key(bucket: str) -> pl.Expr:
