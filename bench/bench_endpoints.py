@@ -114,6 +114,8 @@ from service.engine import (  # noqa: E402
 from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
+from service.engine.shapes import SHAPES  # noqa: E402
+from service.periods import previous_as_of  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
 from service.store import demo  # noqa: E402
@@ -144,6 +146,9 @@ class Case:
     endpoint: str  # engine method and service.endpoints name
     request: Any  # the engine request; the HTTP request is derived from it
     sql: str  # the same aggregate in DuckDB
+    # compare cases: the same aggregate over the period before (every cell, as the engine asks
+    # for it), so that DuckDB does the work the engine does; only `sql`'s answer is checked
+    previous_sql: str | None = None
 
 
 @dataclasses.dataclass
@@ -540,8 +545,8 @@ def case_requests(keywords: list[str], top_domain: str) -> list[tuple[str, Any]]
         ("query 90d keyword x day, limit 1000", FlexibleQuery("90d", {}, ("keyword", "time"), "day", limit=1000)),
         ("query 90d US, county x platform", FlexibleQuery("90d", {"countries": ("US",)}, ("county", "platform"),
                                                           None, limit=1000)),
-        # compare=previous_period (issue 25): the window and the one before it; DuckDB computes the
-        # window only, so its time is the cost of one window, and the engine's should be about twice.
+        # compare=previous_period (issue 25): the window and the one before it, on every side
+        # (DuckDB runs the previous period's aggregate too: Case.previous_sql).
         ("top-keywords 30d limit 500, compare", TopKeywords("30d", 500, compare="previous_period")),
         ("geo-heat 30d county, compare", GeoHeat("30d", "county", compare="previous_period")),
         ("query 30d keyword x day, limit 1000", FlexibleQuery("30d", {}, ("keyword", "time"), "day", limit=1000)),
@@ -553,7 +558,16 @@ def case_requests(keywords: list[str], top_domain: str) -> list[tuple[str, Any]]
 
 def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: Sources) -> list[Case]:
     requests = case_requests(*case_subjects(engine, frames, as_of))
-    return [Case(name, endpoint_of(request), request, sql_for(src, as_of, request)) for name, request in requests]
+    return [Case(name, endpoint_of(request), request, sql_for(src, as_of, request), previous_sql(src, as_of, request))
+            for name, request in requests]
+
+
+def previous_sql(src: Sources, as_of: dt.datetime, req: Any) -> str | None:
+    """With compare: the period before, as the engine computes it (`Engine._records`: the request
+    widened to every cell, ending where the window starts)."""
+    if not getattr(req, "compare", None):
+        return None
+    return sql_for(src, previous_as_of(req.window, as_of), SHAPES[endpoint_of(req)].widen(req))
 
 
 ENDPOINT_OF = {TopKeywords: "top_keywords", KeywordTimeseries: "keyword_timeseries",
@@ -729,6 +743,13 @@ def check_http(case: Case, resp: httpx.Response, rows: int, as_of: dt.datetime) 
     return problems
 
 
+def duckdb_answer(con: duckdb.DuckDBPyConnection, case: Case) -> Any:
+    """DuckDB's answer to a case (with compare, after computing the period before as well)."""
+    if case.previous_sql is not None:
+        con.sql(case.previous_sql).to_arrow_table()
+    return con.sql(case.sql).to_arrow_table()
+
+
 def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFrames, as_of: dt.datetime,
             con: duckdb.DuckDBPyConnection, client: httpx.Client, runs: int, clickhouse: ClickHouseEngine | None,
             snapshot: ClickHouseSnapshot | None) -> tuple[list[Timings], list[str]]:
@@ -742,7 +763,7 @@ def measure(cases: list[Case], engine: Engine, checked: Engine, frames: EventFra
             run_engine = getattr(engine, case.endpoint)
             sides: dict[str, Callable[[], Any]] = {
                 "engine": lambda run_engine=run_engine, case=case: run_engine(frames, as_of, case.request),
-                "duckdb": lambda case=case: con.sql(case.sql).to_arrow_table(),
+                "duckdb": lambda case=case: duckdb_answer(con, case),
             }
             if clickhouse is not None:  # --no-clickhouse: not timed
                 run_clickhouse = getattr(clickhouse, case.endpoint)
