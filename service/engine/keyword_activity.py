@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from service.engine.measures import EVENTS, UNIQUE_USERS, as_strings
+from service.engine.measures import EVENTS, TOTAL, UNIQUE_USERS, as_strings
 from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import KeywordActivity
@@ -48,10 +48,17 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
             # Users behind each count: an action's count is its own cell ({keyword, action}).
             *((pl.col(name) > 0).sum().cast(pl.Int64).alias(f"{name}_users") for name in _ACTION_COUNTS),
             pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
+            *(pl.col(name).sum().alias(f"{name}{TOTAL}") for name in _ACTION_COUNTS),
         )
         .drop_nulls("keyword")
     )
-    return publish_keyword_activity(cells, Contributions(per_user, ("keyword",)), window, frames.versions, req,
+    # As in measures.cell_contributions: each count's exact total, and only the users a cap can
+    # reach (the others lose nothing to any cap).
+    exact = cells.select("keyword", *(pl.col(f"{name}{TOTAL}").alias(name) for name in _ACTION_COUNTS))
+    smallest = privacy.params.smallest_cap()
+    reachable = per_user.filter(pl.any_horizontal(pl.col(name) > smallest for name in _ACTION_COUNTS))
+    return publish_keyword_activity(cells.drop(f"{name}{TOTAL}" for name in _ACTION_COUNTS),
+                                    Contributions(reachable, ("keyword",), exact), window, frames.versions, req,
                                     privacy, noise)
 
 

@@ -15,6 +15,11 @@ Building on the previous snapshot, per table:
   the new rows are written as one new segment (dictionaries = the previous segment's plus the new
   values) and the previous segment files are hard-linked. The cost is the landing's rows, not the
   store's;
+- **tail merge**: some rows come before the last event (late events, a backfill of the last
+  days), but none before the end of an earlier segment: the segments those rows reach (the tail)
+  and the new rows are merged into one new segment (the previous dictionaries with the new values
+  appended, as an append does), and the earlier segments are hard-linked. The cost is the tail's
+  rows, not the store's;
 - otherwise **compaction**: the previous segments (mapped) and the new rows are merged into one
   segment with sorted dictionaries (appended when they come after, else one linear merge of the
   two sorted runs), as every landing did before segments.
@@ -39,17 +44,18 @@ from service.store import day_spans, reader, schema, snapshot
 
 log = logging.getLogger(__name__)
 
-APPEND, COMPACT, LINK, FRESH = "append", "compact", "link", "fresh"
+APPEND, TAIL, COMPACT, LINK, FRESH = "append", "tail", "compact", "link", "fresh"
 
 
 @dataclasses.dataclass(frozen=True)
 class TablePlan:
     """What a landing does to one table's segments."""
 
-    action: str  # APPEND, COMPACT, LINK (nothing new), FRESH (no previous rows: one new segment)
+    action: str  # APPEND, TAIL, COMPACT, LINK (nothing new), FRESH (no previous rows: one new segment)
     linked: tuple[str, ...] = ()  # previous segment files kept (hard-linked)
-    reason: str = ""  # why a table is compacted
-    frame: pl.DataFrame | None = None  # the encoded rows to write (APPEND: the new rows only)
+    reason: str = ""  # why a table is compacted or its tail merged
+    frame: pl.DataFrame | None = None  # the encoded rows to write (APPEND, TAIL: the new rows only)
+    merged: tuple[str, ...] = ()  # TAIL: the previous segment files merged with the new rows
 
 
 def _partitions(data_dir: Path, generation: int) -> list[str]:
@@ -82,8 +88,13 @@ def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table
         return TablePlan(FRESH)
     if len(names) >= snapshot.MAX_SEGMENTS:
         return TablePlan(COMPACT, reason=f"{len(names)} segments, the most a table keeps")
-    if new.get_column("ts").min() < last:
-        return TablePlan(COMPACT, reason="rows before the last event (a backfill)")
+    first = new.get_column("ts").min()
+    tail = len(names)  # the first segment the new rows reach: one whose last event comes after them
+    if first < last:
+        tail = next(index for index, name in enumerate(names)
+                    if (end := snapshot.last_ts(snapshot._mapped(previous / name))) is not None and end > first)
+        if tail == 0:
+            return TablePlan(COMPACT, reason="rows before the end of the first segment (a backfill)")
     dictionaries = {}
     for d in schema.DIMENSIONS[table]:
         old = snapshot.dictionary(newest, d)
@@ -91,7 +102,12 @@ def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table
         if snapshot.code_width(grown.len()) != snapshot.code_width(old.len()):
             return TablePlan(COMPACT, reason=f"{d} grows to {grown.len():,} values (wider codes)")
         dictionaries[d] = grown
-    return TablePlan(APPEND, tuple(names), frame=snapshot.encode_with(new, table, dictionaries))
+    encoded = snapshot.encode_with(new, table, dictionaries)
+    if tail < len(names):
+        merged = tuple(names[tail:])
+        return TablePlan(TAIL, tuple(names[:tail]), frame=encoded, merged=merged,
+                         reason=f"rows before the last event: {len(merged)} of {len(names)} segments merged with them")
+    return TablePlan(APPEND, tuple(names), frame=encoded)
 
 
 def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], landed_files: list[str], *,
@@ -133,7 +149,7 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
         assert held_meta is not None
         plans = {table: plan_table(previous, snapshot.segment_names(held_meta, table), landed.get(table), table)
                  for table in schema.TABLES}
-    compacted = [table for table, plan in plans.items() if plan.action == COMPACT]
+    compacted = [table for table, plan in plans.items() if plan.action in (COMPACT, TAIL)]
     spans_changed = landed.get(schema.SUPPRESSIONS) is not None and landed[schema.SUPPRESSIONS].height > 0
     written = [table for table, plan in plans.items() if plan.action != LINK]
     total = len(written) + len(day_spans.NAMES) + 1
@@ -147,6 +163,14 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
         if plan.action == APPEND:
             assert plan.frame is not None
             frame = encoded = plan.frame
+            segments[table] = [*plan.linked, name]
+        elif plan.action == TAIL:
+            assert plan.frame is not None
+            encoded = plan.frame
+            step("compacting", compacted.index(table), len(compacted))
+            tail = snapshot.relabelled(snapshot.read_segments([previous / n for n in plan.merged], table), encoded, table)
+            frame = tail.merge_sorted(encoded, key="ts").rechunk()  # one linear pass: both are sorted by ts
+            del tail
             segments[table] = [*plan.linked, name]
         else:
             encoded = snapshot.encode(rows if rows is not None else pl.DataFrame(schema=schema.SCHEMAS[table]), table)

@@ -161,6 +161,20 @@ def appended_dictionary(old: pl.Series, values: pl.Series) -> pl.Series:
     return pl.concat([old.cast(pl.String), fresh.cast(pl.String)]) if fresh.len() else old.cast(pl.String)
 
 
+def relabelled(frame: pl.DataFrame, like: pl.DataFrame, table: str) -> pl.DataFrame:
+    """`frame`'s dimensions read with `like`'s Enums, whose categories extend `frame`'s (an
+    appended dictionary, same code width): the same codes, relabelled, no pass over the values."""
+    changed = []
+    for d in schema.DIMENSIONS[table]:
+        target = like.schema[d]
+        if frame.schema[d] != target:
+            categories = enum_categories(frame, d)
+            if not categories.equals(target.categories.head(categories.len())):
+                raise ValueError(f"{d}: the new dictionary does not extend the old one")
+            changed.append(frame.get_column(d).to_physical().cat.to(target).alias(d))
+    return frame.with_columns(changed) if changed else frame
+
+
 def encode_with(frame: pl.DataFrame, table: str, dictionaries: Mapping[str, pl.Series]) -> pl.DataFrame:
     """Like `encode`, but each dimension an Enum over the given dictionary (which holds every value
     of the column), in its order."""

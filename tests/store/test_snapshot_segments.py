@@ -1,6 +1,6 @@
 """Issue 22, part 5: a snapshot in segments. A landing after the last event writes one new segment
-and hard-links the others; a backfill, a code-width change or too many segments compact the table
-into one segment; a snapshot from before segments is still read; the reader concatenates mapped
+and hard-links the others; late rows merge only the segments they reach; a backfill into the
+first segment, a code-width change or too many segments compact the table into one segment; a snapshot from before segments is still read; the reader concatenates mapped
 segments without copying; and answers do not depend on the (appended, unsorted) dictionary order."""
 
 from __future__ import annotations
@@ -116,13 +116,47 @@ def test_appending_writes_one_segment_and_links_the_others(tmp_path: Path) -> No
 
 
 def test_a_backfill_compacts_into_one_sorted_segment(tmp_path: Path) -> None:
-    _land(tmp_path, _rows(["m", "n"], 1))
+    _land(tmp_path, _rows(["m", "n"], 1, hour=6))
     _land(tmp_path, _rows(["z", "a"], 3))
-    _land(tmp_path, _rows(["b"], 2))  # before the last event
+    _land(tmp_path, _rows(["b"], 1))  # before the end of the first segment
     assert _meta(tmp_path)["segments"][S] == [snapshot.segment_name(S, 3)]
     frames = _equals_partitions(tmp_path)
     assert frames.suppressions.schema["keyword"].categories.to_list() == ["a", "b", "m", "n", "z"]
     assert frames.suppressions.get_column("keyword").n_chunks() == 1
+
+
+def test_late_rows_merge_only_the_segments_they_reach(tmp_path: Path) -> None:
+    _land(tmp_path, _rows(["m", "n"], 1), _changes(["m"], 1))
+    _land(tmp_path, _rows(["z", "a"], 3))
+    _land(tmp_path, _rows(["y"], 5))
+    first = snapshot.snapshot_dir(tmp_path, 3) / snapshot.segment_name(S, 1)
+    inode = os.stat(first).st_ino
+    # Late rows: after day 1's rows, before the end of day 3's and day 5's segments.
+    _land(tmp_path, _rows(["b", "n"], 2))
+    directory = snapshot.snapshot_dir(tmp_path, 4)
+    assert _meta(tmp_path)["segments"] == {S: [snapshot.segment_name(S, 1), snapshot.segment_name(S, 4)],
+                                          K: [snapshot.segment_name(K, 1)]}
+    assert os.stat(directory / snapshot.segment_name(S, 1)).st_ino == inode  # day 1's segment linked, not rewritten
+    frames = _equals_partitions(tmp_path)
+    # The dictionaries stay append-only: the new value after the old ones, codes unchanged.
+    assert frames.suppressions.schema["keyword"].categories.to_list() == ["m", "n", "a", "z", "y", "b"]
+    assert frames.suppressions.get_column("keyword").n_chunks() == 2
+    merged = snapshot._mapped(directory / snapshot.segment_name(S, 4))
+    assert merged.num_rows == 3 * 2 + 3 + 3 * 2  # day 3's, day 5's and the late rows
+    # Rows at the very end of a segment reach only the segments after it.
+    end_of_day_1 = frames.suppressions.get_column("ts")[5]
+    _land(tmp_path, _rows(["c"], 1).with_columns(pl.lit(end_of_day_1).alias("ts")))
+    assert _meta(tmp_path)["segments"][S] == [snapshot.segment_name(S, 1), snapshot.segment_name(S, 5)]
+    _equals_partitions(tmp_path)
+
+
+def test_a_tail_merge_that_would_widen_codes_compacts(tmp_path: Path) -> None:
+    _land(tmp_path, _rows([f"k{i:03d}" for i in range(250)], 1, per=1))
+    _land(tmp_path, _rows([f"k{i:03d}" for i in range(250, 255)], 3, per=1))
+    _land(tmp_path, _rows(["x256"], 2, per=1))  # late, and the 256th value: UInt16 codes
+    assert _meta(tmp_path)["segments"][S] == [snapshot.segment_name(S, 3)]
+    frames = _equals_partitions(tmp_path)
+    assert frames.suppressions.get_column("keyword").to_physical().dtype == pl.UInt16
 
 
 def test_a_wider_code_compacts(tmp_path: Path) -> None:
@@ -154,6 +188,12 @@ def test_the_plan_says_why_it_compacts(tmp_path: Path) -> None:
     names = snapshot.segment_names(_meta(tmp_path), S)
     assert consolidate.plan_table(previous, names, _rows(["a"], 3), S).action == consolidate.APPEND
     assert "backfill" in consolidate.plan_table(previous, names, _rows(["a"], 1), S).reason
+    _land(tmp_path, _rows(["n"], 4))
+    previous = snapshot.snapshot_dir(tmp_path, 2)
+    names = snapshot.segment_names(_meta(tmp_path), S)
+    late = consolidate.plan_table(previous, names, _rows(["a"], 3), S)
+    assert late.action == consolidate.TAIL and late.linked == tuple(names[:1]) and late.merged == tuple(names[1:])
+    assert "1 of 2 segments" in late.reason
     assert consolidate.plan_table(previous, names, None, S).action == consolidate.LINK
 
 
@@ -294,3 +334,22 @@ def test_answers_equal_a_fresh_build_with_sorted_values(tmp_path: Path, privacy:
         if not ours.height:
             empty.append((method, request))
     assert not empty  # every request compared something
+
+
+def test_a_tail_merge_stopped_part_way_leaves_the_generation_and_lands_again(tmp_path: Path) -> None:
+    _land(tmp_path, _rows(["m", "n"], 1))
+    _land(tmp_path, _rows(["z", "a"], 3))
+    before = _equals_partitions(tmp_path)
+
+    def stop_while_merging(stage: str, _done: int, _total: int) -> None:
+        if stage == "compacting":
+            raise KeyboardInterrupt  # as a kill would: the landing stops between its steps
+
+    with pytest.raises(KeyboardInterrupt):
+        writer.write_tables(tmp_path, {S: _rows(["b"], 2)}, on_stage=stop_while_merging)
+    assert layout.read_generation(tmp_path) == 2
+    assert_frame_equal(reader.load_frames(tmp_path, 2).suppressions, before.suppressions)
+    _land(tmp_path, _rows(["b"], 2))  # the next landing sweeps what was left and lands
+    assert layout.read_generation(tmp_path) == 3
+    assert _meta(tmp_path)["segments"][S] == [snapshot.segment_name(S, 1), snapshot.segment_name(S, 3)]
+    assert _equals_partitions(tmp_path).suppressions.height == before.suppressions.height + 3
