@@ -17,12 +17,13 @@ workers: cores + 1). Then:
    worker keeps between requests);
 4. an ingest (`python -m service data ingest`, a Parquet file of --ingest-events rows drawn from
    the store, user ids as raw strings, times spread over the store's days so that the new rows
-   interleave with the old ones: the worst case for the snapshot) while 2 clients keep requesting:
+   interleave with the old ones: the worst case for the snapshot; with --ingest-days D, over the
+   last D days only: late events, which merge only the snapshot's tail) while 2 clients keep requesting:
    the peak of the summed PSS of all processes (the ingest's included), sampled every 0.2 s, the
    ingest's own peak RSS and its time, and the requests' statuses during it.
 
     .venv/bin/python bench/bench_memory.py [--events 10000000 30000000] [--ingest-events 1000000]
-        [--compute-deadline SECONDS]
+        [--ingest-days DAYS] [--compute-deadline SECONDS]
 
 Prints Markdown tables.
 """
@@ -32,6 +33,7 @@ from __future__ import annotations
 import argparse
 import concurrent.futures
 import contextlib
+import datetime as dt
 import os
 import subprocess
 import sys
@@ -150,9 +152,12 @@ def print_memory(title: str, rows: list[tuple[str, process_memory.Usage]]) -> No
           f"{sum(u.mapped_pss for _n, u in rows) / MIB:,.0f} |")
 
 
-def ingest_file(data_dir: Path, rows: int, target: Path) -> None:
+def ingest_file(data_dir: Path, rows: int, target: Path, days: int | None = None) -> None:
     """`rows` suppressions drawn from the store's snapshot, in the ingest contract's raw form."""
     frames = snapshot.read(snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)))[0]["suppressions"]
+    if days is not None:  # late events: times among the last `days` days only
+        last = frames.get_column("ts")[-1]
+        frames = frames.filter(pl.col("ts") >= last - dt.timedelta(days=days))
     sample = frames.sample(n=min(rows, frames.height), seed=1, with_replacement=rows > frames.height)
     sample.with_columns(
         (pl.lit("bench-ingest-") + (pl.int_range(0, pl.len()) % 200_000).cast(pl.String)).alias("user_id"),
@@ -174,17 +179,18 @@ def scratch_store(source: Path, target: Path) -> Path:
 
 
 def measure(events: int, days: int, seed: int, ingest_events: int, redis_url: str,
-            deadline: float | None = None) -> None:
+            deadline: float | None = None, ingest_days: int | None = None) -> None:
     cached, _info = ensure_data(events, days, seed)
     scratch = tempfile.TemporaryDirectory(prefix="bench-memory-", dir=ROOT / "bench" / "out")
     try:
-        _measure(scratch_store(cached, Path(scratch.name) / "data"), events, days, ingest_events, redis_url, deadline)
+        _measure(scratch_store(cached, Path(scratch.name) / "data"), events, days, ingest_events, redis_url, deadline,
+                 ingest_days)
     finally:
         scratch.cleanup()
 
 
 def _measure(data_dir: Path, events: int, days: int, ingest_events: int, redis_url: str,
-             deadline: float | None = None) -> None:
+             deadline: float | None = None, ingest_days: int | None = None) -> None:
     if not snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)).is_dir():
         raise SystemExit(f"{data_dir} has no snapshot of its generation (generated before issue 22): remove it")
     size = sum(p.stat().st_size for p in snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)).iterdir())
@@ -217,7 +223,7 @@ def _measure(data_dir: Path, events: int, days: int, ingest_events: int, redis_u
 
         with tempfile.TemporaryDirectory() as tmp:
             source = Path(tmp) / "bench-ingest.parquet"
-            ingest_file(data_dir, ingest_events, source)
+            ingest_file(data_dir, ingest_events, source, ingest_days)
             stop = threading.Event()
             during: list[int] = []
 
@@ -260,6 +266,9 @@ def main() -> None:
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--ingest-events", type=int, default=1_000_000)
+    parser.add_argument("--ingest-days", type=int,
+                        help="the ingested events' times among the store's last DAYS days only (late events: "
+                        "the snapshot's tail is merged); default: over all its days (the whole table is merged)")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--compute-deadline", type=float,
                         help="SIGNALS_COMPUTE_DEADLINE_SECONDS for the set (default: the run command's, 20 s); "
@@ -268,7 +277,8 @@ def main() -> None:
     print(f"`{' '.join(['.venv/bin/python', 'bench/bench_memory.py', *sys.argv[1:]])}`; "
           f"{os.cpu_count()} cores; {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}")
     for events in args.events:
-        measure(events, args.days, args.seed, args.ingest_events, args.redis_url, args.compute_deadline)
+        measure(events, args.days, args.seed, args.ingest_events, args.redis_url, args.compute_deadline,
+                args.ingest_days)
 
 
 if __name__ == "__main__":
