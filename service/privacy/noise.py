@@ -66,7 +66,7 @@ def noisy(params: PrivacyParams, true: pl.Series, measure: str, uniforms: list[t
         "t": true,
         "a": pl.Series(uniforms[2 * slot], dtype=pl.Float64),
         "b": pl.Series(uniforms[2 * slot + 1], dtype=pl.Float64),
-        "cap": cap if cap is not None else pl.repeat(1, true.len(), dtype=pl.Int64, eager=True),
+        **({"cap": cap} if cap is not None else {}),  # only a summed measure's log_alpha reads it
     })
 
     def geometric(column: str) -> pl.Expr:
