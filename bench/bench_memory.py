@@ -268,7 +268,8 @@ def main() -> None:
     parser.add_argument("--ingest-events", type=int, default=1_000_000)
     parser.add_argument("--ingest-days", type=int,
                         help="the ingested events' times among the store's last DAYS days only (late events: "
-                        "the snapshot's tail is merged); default: over all its days (the whole table is merged)")
+                        "the snapshot's tail is merged, on a store of several segments: the demo lands one "
+                        "per 10M events); default: over all its days (the whole table is merged)")
     parser.add_argument("--redis-url", default="redis://127.0.0.1:6379/0")
     parser.add_argument("--compute-deadline", type=float,
                         help="SIGNALS_COMPUTE_DEADLINE_SECONDS for the set (default: the run command's, 20 s); "

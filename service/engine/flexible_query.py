@@ -61,7 +61,7 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     conditions = _filters(req.filters) + key_guards(sliced, categorical)
     # Grouped by time, the window is taken a few million rows at a time, cut between buckets:
     # no cell spans two parts, and the per-(cell, user) temporaries stay a part's size.
-    parts = bucket_parts(sliced, req.bucket) if TIME in req.group_by and req.bucket else [sliced]
+    parts = bucket_parts(sliced, req.bucket) if TIME in req.group_by else [sliced]
     rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     cells, contributions = cell_contributions(rows, keys, privacy.params)  # no keys: one row of totals

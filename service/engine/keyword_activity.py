@@ -12,7 +12,7 @@ from service.engine.noise import std_columns
 from service.engine.ordering import first_rows
 from service.engine.requests import KeywordActivity
 from service.engine.slicing import time_slice
-from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
+from service.privacy import PILOT, CellContext, Contributions, Privacy, Published, reachable_rows
 from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import TimeRange, window_range
@@ -55,8 +55,7 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
     # As in measures.cell_contributions: each count's exact total, and only the users a cap can
     # reach (the others lose nothing to any cap).
     exact = cells.select("keyword", *(pl.col(f"{name}{TOTAL}").alias(name) for name in _ACTION_COUNTS))
-    smallest = privacy.params.smallest_cap()
-    reachable = per_user.filter(pl.any_horizontal(pl.col(name) > smallest for name in _ACTION_COUNTS))
+    reachable = reachable_rows(per_user, list(_ACTION_COUNTS), privacy.params)
     return publish_keyword_activity(cells.drop(f"{name}{TOTAL}" for name in _ACTION_COUNTS),
                                     Contributions(reachable, ("keyword",), exact), window, frames.versions, req,
                                     privacy, noise)

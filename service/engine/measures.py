@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
-from service.privacy import PILOT, Contributions, PrivacyParams, Published
+from service.privacy import PILOT, Contributions, PrivacyParams, Published, reachable_rows
 from service.windows import polars_every
 
 SUPPRESSIONS = "suppressions"
@@ -29,8 +29,9 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
                        keys: Sequence[str | pl.Expr], params: PrivacyParams,
                        per_user_extra: Sequence[pl.Expr] = (), per_cell_extra: Sequence[pl.Expr] = ()
                        ) -> tuple[pl.DataFrame, Contributions]:
-    """Per cell: unique_users and the pilot sums of suppressions and events; and each user's
-    totals per cell behind them (what the privacy stage caps, per cell, before summing).
+    """Per cell: unique_users and the pilot sums of suppressions and events; and the users' totals
+    per cell behind them that a cap can reach, with each cell's exact totals (what the privacy
+    stage caps, per cell, before summing).
 
     Two stages: per cell and user (each user's totals), then per cell (the number of users, which
     is the exact distinct count, the pilot sums and the exact sums). With no keys, one row of
@@ -41,10 +42,11 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
     `rows` may be a list of parts whose cells are disjoint (`slicing.bucket_parts`: the time
     bucket is among the keys and no bucket spans two parts): both stages then run part by part,
     so the per-(cell, user) intermediate, the largest temporary of a query, is never whole in
-    memory. The contributions keep only the users whose total in a cell is above the smallest
-    cap the privacy stage can choose (`PrivacyParams.smallest_cap`), next to the cells' exact
-    totals: the others lose nothing to any cap, and they are most of the rows (a user's one event
-    in a cell). With no keys every user is kept (one cell; no exact total needed).
+    memory (a part is at least one bucket). The contributions keep only the users whose total in
+    a cell is above the smallest cap the privacy stage can choose (`privacy.reachable_rows`), next
+    to the cells' exact totals: the others lose nothing to any cap, and they are most of the rows
+    (a user's one event in a cell). With no keys every user is kept (one cell; no exact total
+    needed).
     """
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
     totals = [
@@ -53,10 +55,8 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
         pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
         *per_cell_extra,
     ]
-    smallest = params.smallest_cap()
-    above_smallest_cap = pl.any_horizontal(pl.col(m) > smallest for m in (SUPPRESSIONS, EVENTS))
     parts = list(rows) if isinstance(rows, (list, tuple)) else [rows]
-    if len(parts) > 1 and not names:
+    if len(parts) > 1 and "ts" not in names:
         raise ValueError("parts need disjoint cells: a time bucket among the keys")
     cell_parts, user_parts = [], []
     for part in parts:
@@ -68,7 +68,7 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
             .collect()
         )
         cell_parts.append(per_user.group_by(names).agg(totals) if names else per_user.select(totals))
-        kept = per_user.filter(above_smallest_cap) if names else per_user
+        kept = reachable_rows(per_user, (SUPPRESSIONS, EVENTS), params) if names else per_user
         user_parts.append(kept.select(*names, SUPPRESSIONS, EVENTS))
         del per_user  # a part's intermediate goes before the next one's is built
     cells = _joined(cell_parts)

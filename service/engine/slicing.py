@@ -13,7 +13,8 @@ from service.windows import TimeRange, polars_every
 
 # Rows per part when a grouping by time bucket is cut into parts (`bucket_parts`): large enough
 # that the per-part overhead is small next to the work, small enough that the per-(cell, user)
-# hash table of a part stays a few hundred MiB whatever the window holds.
+# hash table of a part stays a few hundred MiB however long the window (a part is at least one
+# bucket, so a bucket holding more rows, a week of a very large store, is one larger part).
 PART_ROWS = 4_000_000
 
 

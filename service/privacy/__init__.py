@@ -41,7 +41,7 @@ The engine hands the stage, for the summed measures, each cell's pilot sum (colu
 and asks `Contributions.capped_sums` for the capped sums of the cells it publishes.
 """
 
-from service.privacy.caps import Contributions
+from service.privacy.caps import Contributions, reachable_rows
 from service.privacy.cells import CellContext, Published, data_version
 from service.privacy.noise import noise_key_fingerprint
 from service.privacy.params import (
@@ -56,4 +56,5 @@ from service.privacy.params import (
 from service.privacy.stage import Privacy
 
 __all__ = ["EVENTS", "KEYWORD_COUNT", "PILOT", "SUMMED", "SUPPRESSIONS", "UNIQUE_USERS", "CellContext",
-           "Contributions", "Privacy", "PrivacyParams", "Published", "data_version", "noise_key_fingerprint"]
+           "Contributions", "Privacy", "PrivacyParams", "Published", "data_version", "noise_key_fingerprint",
+           "reachable_rows"]

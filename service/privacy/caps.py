@@ -25,7 +25,9 @@ class Contributions:
     keys: tuple[str, ...] = ()
     # Optional: keys + each column's exact (uncapped) sum per cell. With it, a capped sum is the
     # total less what the users above the cap bring beyond it, so only those users' rows are
-    # joined with the caps (a few per cent of them) instead of every row.
+    # joined with the caps (a few per cent of them) instead of every row; and `per_user` may leave
+    # out the users whose totals are all at most the smallest cap the stage can choose
+    # (`PrivacyParams.smallest_cap`): they lose nothing to any cap (`reachable_rows`).
     totals: pl.DataFrame | None = None
 
     def capped_sums(self, caps: pl.DataFrame, columns: Sequence[str]) -> pl.DataFrame:
@@ -59,6 +61,15 @@ class Contributions:
             (totals.get_column(c).fill_null(0) - joined.get_column(c).fill_null(0)).cast(pl.Int64).alias(c)
             for c in columns
         )
+
+
+def reachable_rows(per_user: pl.DataFrame, columns: Sequence[str], params: PrivacyParams) -> pl.DataFrame:
+    """The rows of per-user totals a cap can reach: some column above the smallest cap the stage
+    can choose. Only these need to go into `Contributions.per_user` when its `totals` are given;
+    they are usually a few per cent of the rows (most are a user's one or few events in a cell).
+    One rule for every engine (the ClickHouse engine's SQL applies it too, engine/clickhouse/cells.py)."""
+    smallest = params.smallest_cap()
+    return per_user.filter(pl.any_horizontal(pl.col(c) > smallest for c in columns))
 
 
 def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,

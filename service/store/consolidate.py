@@ -16,10 +16,11 @@ Building on the previous snapshot, per table:
   values) and the previous segment files are hard-linked. The cost is the landing's rows, not the
   store's;
 - **tail merge**: some rows come before the last event (late events, a backfill of the last
-  days), but none before the end of an earlier segment: the segments those rows reach (the tail)
-  and the new rows are merged into one new segment (the previous dictionaries with the new values
-  appended, as an append does), and the earlier segments are hard-linked. The cost is the tail's
-  rows, not the store's;
+  days), but none before the end of the first segment: the segments those rows reach (the tail:
+  from the first whose last event comes after the earliest new row) and the new rows are merged
+  into one new segment (the previous dictionaries with the new values appended, as an append
+  does), and the earlier segments are hard-linked. The cost is the tail's rows, not the store's;
+  it adds no segment, so the segment bound does not apply;
 - otherwise **compaction**: the previous segments (mapped) and the new rows are merged into one
   segment with sorted dictionaries (appended when they come after, else one linear merge of the
   two sorted runs), as every landing did before segments.
@@ -75,26 +76,22 @@ def _merged(old: pl.DataFrame, new: pl.DataFrame, table: str) -> pl.DataFrame:
 
 
 def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table: str) -> TablePlan:
-    """Append or compact (module docstring); `new` in the stored schema (not encoded)."""
+    """Append, tail merge or compact (module docstring); `new` in the stored schema (not encoded)."""
     if new is None or not new.height:
         return TablePlan(LINK, tuple(names))
-    newest = snapshot._mapped(previous / names[-1])
-    last = None
-    for name in reversed(names):  # the last event: in the newest segment that has rows
-        last = snapshot.last_ts(newest if name == names[-1] else snapshot._mapped(previous / name))
-        if last is not None:
-            break
-    if last is None:
+    mapped = [snapshot._mapped(previous / name) for name in names]
+    ends = [snapshot.last_ts(segment) for segment in mapped]  # None: a segment without rows
+    if all(end is None for end in ends):
         return TablePlan(FRESH)
-    if len(names) >= snapshot.MAX_SEGMENTS:
-        return TablePlan(COMPACT, reason=f"{len(names)} segments, the most a table keeps")
+    newest = mapped[-1]
     first = new.get_column("ts").min()
-    tail = len(names)  # the first segment the new rows reach: one whose last event comes after them
-    if first < last:
-        tail = next(index for index, name in enumerate(names)
-                    if (end := snapshot.last_ts(snapshot._mapped(previous / name))) is not None and end > first)
-        if tail == 0:
-            return TablePlan(COMPACT, reason="rows before the end of the first segment (a backfill)")
+    # The first segment the new rows reach: one whose last event comes after their first
+    # (len(names): none, an append). Every segment before it ends at or before that row.
+    tail = next((index for index, end in enumerate(ends) if end is not None and end > first), len(names))
+    if tail == 0:
+        return TablePlan(COMPACT, reason="rows before the end of the first segment (a backfill)")
+    if tail == len(names) and len(names) >= snapshot.MAX_SEGMENTS:  # a tail merge adds no segment
+        return TablePlan(COMPACT, reason=f"{len(names)} segments, the most a table keeps")
     dictionaries = {}
     for d in schema.DIMENSIONS[table]:
         old = snapshot.dictionary(newest, d)

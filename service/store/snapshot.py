@@ -15,7 +15,9 @@ the ts column stays marked sorted.
 Segments let a landing cost what it lands, not what the store holds: a landing whose rows all
 come at or after the previous snapshot's last event writes one new segment and hard-links the
 previous generation's segment files into the new generation's directory (same inode, no copy).
-Otherwise it compacts: the table is rewritten whole into one segment (`consolidate`).
+Rows that come earlier merge only the segments they reach (a tail merge), unless they reach the
+first: then, as when a code widens or the segment bound is reached, the table is compacted,
+rewritten whole into one segment (`consolidate`).
 
 Dimension columns are Arrow dictionary columns: the file holds, per column, the distinct values
 once (the dictionary) and a code per row (the indices) in the integer width polars gives an `Enum`

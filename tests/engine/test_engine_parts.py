@@ -115,13 +115,38 @@ def test_contributions_keep_only_users_a_cap_can_reach() -> None:
     assert kept.height == reachable.height < every_user.height
 
 
-def test_no_keys_keeps_every_user_and_refuses_parts() -> None:
+def test_no_keys_keeps_every_user_and_parts_need_the_time_bucket() -> None:
     frame = events(500)
     cells, contributions = cell_contributions(frame, [], PrivacyParams())
     assert contributions.totals is None
     assert contributions.per_user.height == frame.get_column("user_id").n_unique() == cells.item(0, "unique_users")
-    with pytest.raises(ValueError, match="time bucket among the keys"):
-        cell_contributions(bucket_parts(frame, "day", 50), [], PrivacyParams())
+    for keys in ([], ["keyword"]):  # without the bucket among the keys, a cell could span parts
+        with pytest.raises(ValueError, match="time bucket among the keys"):
+            cell_contributions(bucket_parts(frame, "day", 50), keys, PrivacyParams())
+
+
+# Trending reduces through cell_contributions too; on the fixture's few rows no growth beats the
+# noise, so its answer would be empty either way and prove nothing here.
+@pytest.mark.parametrize("endpoint", ["top_keywords", "keyword_activity", "geo_heat", "query"])
+def test_leaving_out_the_users_no_cap_reaches_changes_no_answer(monkeypatch: pytest.MonkeyPatch, endpoint: str) -> None:
+    """Every engine stage that reduces its contributions (`privacy.reachable_rows`) answers as it
+    would with every user kept, with noise and small caps (many users above them)."""
+    from service.engine.requests import GeoHeat, KeywordActivity, TopKeywords
+
+    requests = {
+        "top_keywords": TopKeywords("30d", 50),
+        "keyword_activity": KeywordActivity("90d", "all", 50),
+        "geo_heat": GeoHeat("90d", "country"),
+        "query": FlexibleQuery(window="90d", filters={}, group_by=("keyword", "time"), bucket="day", limit=500),
+    }
+    frames = fx.fixture_frames()
+    privacy = Privacy("reachable-test-secret", PrivacyParams(min_users=1, cap_multiplier=1.0, cap_growth=0.0))
+    assert privacy.params.smallest_cap() == 1
+    reduced = getattr(Engine(privacy), endpoint)(frames, fx.FIXTURE_AS_OF, requests[endpoint])
+    monkeypatch.setattr(PrivacyParams, "smallest_cap", lambda self: 0)  # keeps every user with a total
+    everyone = getattr(Engine(privacy), endpoint)(frames, fx.FIXTURE_AS_OF, requests[endpoint])
+    assert reduced.height
+    assert_frame_equal(reduced, everyone)
 
 
 @pytest.mark.parametrize("group_by, bucket", [(("keyword", "time"), "day"), (("time",), "hour"),

@@ -1,6 +1,6 @@
-"""Issue 22, part 5: a snapshot in segments. A landing after the last event writes one new segment
-and hard-links the others; late rows merge only the segments they reach; a backfill into the
-first segment, a code-width change or too many segments compact the table into one segment; a snapshot from before segments is still read; the reader concatenates mapped
+"""Issue 22, part 5: a snapshot in segments. A landing after the last event writes one new
+segment and hard-links the others; late rows merge only the segments they reach; a backfill into
+the first segment, a code-width change or too many segments compact the table into one segment; a snapshot from before segments is still read; the reader concatenates mapped
 segments without copying; and answers do not depend on the (appended, unsorted) dictionary order."""
 
 from __future__ import annotations
@@ -182,6 +182,20 @@ def test_the_segment_bound_compacts(tmp_path: Path, monkeypatch: pytest.MonkeyPa
     _equals_partitions(tmp_path)
 
 
+def test_at_the_segment_bound_late_rows_still_merge_only_the_tail(tmp_path: Path,
+                                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(snapshot, "MAX_SEGMENTS", 3)
+    for day in (1, 3, 5):
+        _land(tmp_path, _rows([f"d{day}"], day))
+    _land(tmp_path, _rows(["late"], 4))  # reaches only the last segment: no segment added
+    assert _meta(tmp_path)["segments"][S] == [snapshot.segment_name(S, 1), snapshot.segment_name(S, 2),
+                                              snapshot.segment_name(S, 4)]
+    _equals_partitions(tmp_path)
+    _land(tmp_path, _rows(["d6"], 6))  # an append at the bound compacts
+    assert _meta(tmp_path)["segments"][S] == [snapshot.segment_name(S, 5)]
+    _equals_partitions(tmp_path)
+
+
 def test_the_plan_says_why_it_compacts(tmp_path: Path) -> None:
     _land(tmp_path, _rows(["m"], 2))
     previous = snapshot.snapshot_dir(tmp_path, 1)
@@ -336,13 +350,16 @@ def test_answers_equal_a_fresh_build_with_sorted_values(tmp_path: Path, privacy:
     assert not empty  # every request compared something
 
 
-def test_a_tail_merge_stopped_part_way_leaves_the_generation_and_lands_again(tmp_path: Path) -> None:
+@pytest.mark.parametrize("stop_at", ["compacting", "snapshot", "linking"])
+def test_a_tail_merge_stopped_part_way_leaves_the_generation_and_lands_again(tmp_path: Path, stop_at: str) -> None:
+    """Stopped before the tail is read, before its segment is written, and after it but before the
+    earlier segments are linked."""
     _land(tmp_path, _rows(["m", "n"], 1))
     _land(tmp_path, _rows(["z", "a"], 3))
     before = _equals_partitions(tmp_path)
 
     def stop_while_merging(stage: str, _done: int, _total: int) -> None:
-        if stage == "compacting":
+        if stage == stop_at:
             raise KeyboardInterrupt  # as a kill would: the landing stops between its steps
 
     with pytest.raises(KeyboardInterrupt):
