@@ -165,7 +165,8 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
             assert plan.frame is not None
             encoded = plan.frame
             step("compacting", compacted.index(table), len(compacted))
-            tail = snapshot.relabelled(snapshot.read_segments([previous / n for n in plan.merged], table), encoded, table)
+            labels = {d: snapshot.enum_categories(encoded, d) for d in schema.DIMENSIONS[table]}
+            tail = snapshot.read_segments([previous / n for n in plan.merged], table, labels=labels)
             frame = tail.merge_sorted(encoded, key="ts").rechunk()  # one linear pass: both are sorted by ts
             del tail
             segments[table] = [*plan.linked, name]

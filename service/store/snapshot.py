@@ -163,20 +163,6 @@ def appended_dictionary(old: pl.Series, values: pl.Series) -> pl.Series:
     return pl.concat([old.cast(pl.String), fresh.cast(pl.String)]) if fresh.len() else old.cast(pl.String)
 
 
-def relabelled(frame: pl.DataFrame, like: pl.DataFrame, table: str) -> pl.DataFrame:
-    """`frame`'s dimensions read with `like`'s Enums, whose categories extend `frame`'s (an
-    appended dictionary, same code width): the same codes, relabelled, no pass over the values."""
-    changed = []
-    for d in schema.DIMENSIONS[table]:
-        target = like.schema[d]
-        if frame.schema[d] != target:
-            categories = enum_categories(frame, d)
-            if not categories.equals(target.categories.head(categories.len())):
-                raise ValueError(f"{d}: the new dictionary does not extend the old one")
-            changed.append(frame.get_column(d).to_physical().cat.to(target).alias(d))
-    return frame.with_columns(changed) if changed else frame
-
-
 def encode_with(frame: pl.DataFrame, table: str, dictionaries: Mapping[str, pl.Series]) -> pl.DataFrame:
     """Like `encode`, but each dimension an Enum over the given dictionary (which holds every value
     of the column), in its order."""
@@ -362,19 +348,23 @@ class SegmentCache:
         return len(self._tables)
 
 
-def read_segments(paths: list[Path], table: str, cache: SegmentCache | None = None) -> pl.DataFrame:
+def read_segments(paths: list[Path], table: str, cache: SegmentCache | None = None,
+                  labels: Mapping[str, pl.Series] | None = None) -> pl.DataFrame:
     """A table from its segment files, mapped (module docstring): each segment's dimension codes
-    labelled with the newest segment's dictionary, the segments concatenated without copying."""
+    labelled with the newest segment's dictionary, or with `labels` (per dimension, a dictionary
+    that extends the newest one: a tail merge's appended values), the segments concatenated
+    without copying."""
     opened = [cache.open(path) if cache is not None else ((0, index), _mapped(path)) for index, path in enumerate(paths)]
     dimensions = [d for d in schema.DIMENSIONS[table] if d in opened[-1][1].column_names]
-    enums = {d: pl.Enum(dictionary(opened[-1][1], d)) for d in dimensions}
+    enums = {d: pl.Enum(labels[d] if labels is not None else dictionary(opened[-1][1], d)) for d in dimensions}
     parts = []
     for index, (key, mapped) in enumerate(opened):
         columns = []
         for name in mapped.column_names:
             array = _single(mapped.column(name))
             if name in enums:
-                if index < len(opened) - 1:  # an older segment's dictionary must be a prefix of the newest
+                # A segment's dictionary must be a prefix of the one its codes are read with.
+                if labels is not None or index < len(opened) - 1:
                     own = dictionary(mapped, name)
                     if not own.equals(enums[name].categories.head(own.len())):
                         raise ValueError(f"{paths[index]}: the dictionary of {name} is not a prefix of the newest one")

@@ -1,7 +1,8 @@
 """Issue 22, part 5: a snapshot in segments. A landing after the last event writes one new
 segment and hard-links the others; late rows merge only the segments they reach; a backfill into
-the first segment, a code-width change or too many segments compact the table into one segment; a snapshot from before segments is still read; the reader concatenates mapped
-segments without copying; and answers do not depend on the (appended, unsorted) dictionary order."""
+the first segment, a code-width change or too many segments compact the table into one segment;
+a snapshot from before segments is still read; the reader concatenates mapped segments without
+copying; and answers do not depend on the (appended, unsorted) dictionary order."""
 
 from __future__ import annotations
 
@@ -358,12 +359,16 @@ def test_a_tail_merge_stopped_part_way_leaves_the_generation_and_lands_again(tmp
     _land(tmp_path, _rows(["z", "a"], 3))
     before = _equals_partitions(tmp_path)
 
+    seen: list[str] = []
+
     def stop_while_merging(stage: str, _done: int, _total: int) -> None:
-        if stage == stop_at:
+        seen.append(stage)
+        if stage == stop_at and "compacting" in seen:  # within the snapshot step of the tail merge
             raise KeyboardInterrupt  # as a kill would: the landing stops between its steps
 
     with pytest.raises(KeyboardInterrupt):
         writer.write_tables(tmp_path, {S: _rows(["b"], 2)}, on_stage=stop_while_merging)
+    assert seen[-1] == stop_at
     assert layout.read_generation(tmp_path) == 2
     assert_frame_equal(reader.load_frames(tmp_path, 2).suppressions, before.suppressions)
     _land(tmp_path, _rows(["b"], 2))  # the next landing sweeps what was left and lands

@@ -9,7 +9,8 @@ polars, computed by ClickHouse, and handed to the privacy stage in the same shap
 
 Per cell: the number of users (exact: one inner row per user), the pilot sums, the exact sums, and
 the totals of the users above the smallest cap the privacy stage can choose
-(`PrivacyParams.smallest_cap`; the SQL of `privacy.reachable_rows`, the polars engine's rule). Those users are all a capped sum needs besides the exact total
+(`PrivacyParams.smallest_cap`; the SQL of `privacy.reachable_rows`, the polars engine's rule).
+Those users are all a capped sum needs besides the exact total
 (`Contributions.capped_sums` with `totals`: total - what the users above the cap bring beyond it),
 so only a few per cent of the (cell, user) rows cross the wire, as Arrow. Filters, windows and
 buckets are SQL; no event row leaves ClickHouse.
