@@ -7,9 +7,9 @@ Parquet and from NDJSON, into an empty store and into stores of N events.
 The input: --rows suppressions in the ingest contract's raw form (user ids as text, `ts` as ISO 8601
 strings with `Z`, every dimension as text), drawn from the demo data set of that many events
 (bench/out/data-<rows>-90-7, shared with bench_endpoints.py, generated once), with the times
-spread, in order, from the end of the largest store's data to now (so the rows come after every
-store's last event: the usual landing, which appends a segment; not in the future, or ingest
-would refuse them). The same rows as Parquet (zstd) and NDJSON, in bench/out/ingest-<rows>/.
+spread, in order, from the end of the largest store's data (with --stores 0 alone: the start of
+yesterday, UTC) to now (so the rows come after every store's last event: the usual landing, which
+appends a segment; not in the future, or ingest would refuse them). The same rows as Parquet (zstd) and NDJSON, in bench/out/ingest-<rows>/.
 
 Each store of N events is the demo data set of N events (bench/out/data-N-90-7, generated once);
 each run lands into a scratch copy of it (files hard-linked, as in bench_memory.py: landings never
@@ -175,7 +175,10 @@ def main() -> None:
                         help="another checkout to run beside this one (repeatable)")
     args = parser.parse_args()
     stores = {events: ensure_data(events, 90, 7)[0] if events else None for events in args.stores}
-    after = max([store_end(events) for events in args.stores if events] or [dt.datetime(2026, 1, 1, tzinfo=dt.UTC)])
+    # With no store to follow, the rows are a day or two of events, as a daily landing's are (spread
+    # over months they would write a partition file for each of hundreds of days).
+    yesterday = dt.datetime.now(dt.UTC).replace(hour=0, minute=0, second=0, microsecond=0) - dt.timedelta(days=1)
+    after = max([store_end(events) for events in args.stores if events] or [yesterday])
     inputs = make_inputs(args.rows, after)
     if args.snapshot_step:
         print(f"\n{args.rows:,} events landed; CPU s / wall s\n")

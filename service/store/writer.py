@@ -460,12 +460,12 @@ def _write_plain(data_dir: Path, files: Mapping[Path, bytes]) -> None:
 def _split_by_day(frame: pl.DataFrame) -> list[tuple[str, pl.DataFrame]]:
     """(YYYY-MM-DD, rows sorted by ts) per UTC day, oldest first.
 
-    One sort of the whole frame, then zero-copy slices between day boundaries: cheaper than
-    grouping and sorting each day on its own.
+    One sort of the whole frame (none when it comes in time order, as landings usually do), then
+    zero-copy slices between day boundaries: cheaper than grouping and sorting each day on its own.
     """
     if frame.height == 0:
         return []
-    ordered = frame.sort("ts")
+    ordered = frame if frame.get_column("ts").is_sorted() else frame.sort("ts")
     days = ordered.get_column("ts").dt.date()
     boundaries = days.search_sorted(days.unique(maintain_order=True), side="left").to_list() + [ordered.height]
     return [

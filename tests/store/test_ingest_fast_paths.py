@@ -3,13 +3,17 @@
 - geography checked once per place and joined back (large files) = checked row by row;
 - an NDJSON file read without a Python object per line = read line by line (the rejected rows'
   text included);
-- map_distinct / hash_user_ids' Enum-code gather = replace_strict.
+- map_distinct / hash_user_ids' Enum-code gather = replace_strict;
+- timestamps in the usual spelling read by Arrow's cast = read by the other readers;
+- the Public Suffix List built without encoding every rule = the package's own;
+- rows already in time order split by day without a sort = sorted first.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import os
 from pathlib import Path
 
 import polars as pl
@@ -125,3 +129,127 @@ def test_spread_equals_replace_strict() -> None:
     ids = pl.Series("user_id", ["x", None, "y", "x"])
     hashed = hash_user_ids(ids, "secret")
     assert hashed[0] == hashed[3] and hashed[1] is None and hashed[0] != hashed[2] and hashed.name == "user_id"
+
+
+# Timestamps in the usual spelling: Arrow's ISO 8601 cast (validate._parse_usual_iso).
+
+USUAL_TIMESTAMPS = [
+    "2026-03-01T10:00:00Z", "2026-03-01T10:00:00.5Z", "2026-03-01T10:00:00.123456Z", "2026-03-01T23:59:59.999999Z",
+    "2026-03-01T10:00:00+01:00", "2026-03-01T10:00:00-23:59", "2026-03-01T00:30:00+00:45", "2024-02-29T12:00:00Z",
+    "1970-01-01T00:00:00Z", "2026-03-01T10:00:00.000001-00:00", None,
+]  # fmt: skip
+
+
+def _slow_ts(values: list[str | None]) -> pl.Series:
+    """The readers `_parse_ts` uses for every other spelling (polars' formats, then Python's)."""
+    series = pl.Series("ts", values, dtype=pl.String)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(validate, "_parse_usual_iso", lambda _text: None)
+        return validate._parse_ts(series)[0]
+
+
+def test_usual_timestamps_read_by_arrow_equal_the_other_readers() -> None:
+    fast = validate._parse_ts(pl.Series("ts", USUAL_TIMESTAMPS))[0]
+    assert validate._parse_usual_iso(pl.Series("ts", USUAL_TIMESTAMPS)) is not None  # the fast path was taken
+    assert fast.dtype == _slow_ts(USUAL_TIMESTAMPS).dtype
+    assert fast.to_list() == _slow_ts(USUAL_TIMESTAMPS).to_list()
+    assert fast[1] == dt.datetime(2026, 3, 1, 10, 0, 0, 500_000, tzinfo=dt.UTC)
+    assert fast[5] == dt.datetime(2026, 3, 2, 9, 59, tzinfo=dt.UTC)  # offsets honoured
+
+
+@pytest.mark.parametrize("odd", [
+    "2026-02-30T10:00:00Z",  # no such day: rejected by every reader
+    "2026-03-01T10:00:60Z",  # second 60
+    "2026-03-01T10:00:00",  # no offset: UTC, read by polars' third format
+    "2026-03-01 10:00:00Z",  # a space for the "T"
+    "2026-03-01T10:00Z",  # no seconds: Python's reader
+    "2026-03-01T10:00:00.1234567Z",  # more than microseconds
+    "2026-03-01",  # a bare date is no timestamp
+    "2026-03-01T10:00:00+0100",
+])  # fmt: skip
+def test_a_column_with_one_other_spelling_is_read_as_before(odd: str) -> None:
+    values = [*USUAL_TIMESTAMPS, odd]
+    assert validate._parse_usual_iso(pl.Series("ts", values)) is None  # whole column to the other readers
+    assert validate._parse_ts(pl.Series("ts", values))[0].to_list() == _slow_ts(values).to_list()
+
+
+def test_rows_with_usual_timestamps_validate_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
+    frame = _frame(3_000)
+    fast = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
+    monkeypatch.setattr(validate, "_parse_usual_iso", lambda _text: None)
+    slow = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
+    assert_frame_equal(fast[0], slow[0])
+    assert_frame_equal(fast[1], slow[1])
+
+
+# The Public Suffix List built without encoding every rule (domains._psl).
+
+
+def test_the_public_suffix_list_is_the_packages_own() -> None:
+    from publicsuffixlist import PublicSuffixList
+
+    from service.store import domains
+
+    own = PublicSuffixList(accept_unknown=False)
+    built = domains._psl()
+    assert built._publicsuffix == own._publicsuffix and built._maxlabel == own._maxlabel
+    assert built.accept_unknown is False
+    hosts = ["old.reddit.com", "bbc.co.uk", "xn--fiqs8s.example.xn--fiqs8s", "例え.テスト", "a.b.kawasaki.jp",
+             "city.kawasaki.jp", "foo.blogspot.com", "intranet.corp", "co.uk"]
+    assert [built.privatesuffix(h) for h in hosts] == [own.privatesuffix(h) for h in hosts]
+
+
+# Rows already in time order are not sorted again (writer._split_by_day).
+
+
+def test_split_by_day_takes_rows_in_order_as_they_are_and_sorts_the_others() -> None:
+    from service.store import writer
+
+    ts = [dt.datetime(2026, 3, 1, 23, 0, tzinfo=dt.UTC), dt.datetime(2026, 3, 1, 23, 0, tzinfo=dt.UTC),
+          dt.datetime(2026, 3, 2, 1, 0, tzinfo=dt.UTC), dt.datetime(2026, 3, 4, 1, 0, tzinfo=dt.UTC)]
+    ordered = pl.DataFrame({"ts": ts, "n": [1, 2, 3, 4]})
+    days = writer._split_by_day(ordered)
+    assert [(day, rows["n"].to_list()) for day, rows in days] == [("2026-03-01", [1, 2]), ("2026-03-02", [3]),
+                                                                   ("2026-03-04", [4])]
+    shuffled = writer._split_by_day(ordered.reverse())
+    assert [(day, sorted(rows["n"].to_list())) for day, rows in shuffled] == [
+        ("2026-03-01", [1, 2]), ("2026-03-02", [3]), ("2026-03-04", [4])]
+    assert all(rows["ts"].is_sorted() for _day, rows in shuffled)
+
+
+# What an ingest process imports: not redis-py (cache/__init__.py imports its Redis side when first
+# named), nor pandas (which pyarrow's `pa.array` would import): a fifth and a third of a second.
+
+
+def test_an_ingest_process_imports_neither_redis_nor_pandas(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    events = tmp_path / "in.ndjson"
+    events.write_text(json.dumps({
+        "ts": "2026-03-01T10:00:00Z", "user_id": "u1", "keyword": "crypto", "domain": "x.com", "platform": "chrome",
+        "page_context": "feed", "country": "US", "region": "US-CA", "county": "06037", "city": "5368361",
+        "suppressions": 1}) + "\n")  # fmt: skip
+    script = (
+        "import sys, runpy\n"
+        f"sys.argv = ['service', 'data', 'ingest', {str(events)!r}, '--no-progress']\n"
+        "try:\n    runpy.run_module('service', run_name='__main__')\nexcept SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        "print(sorted(m for m in ('redis', 'pandas') if m in sys.modules))\n"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL"))}
+    done = subprocess.run([sys.executable, "-c", script], env={**env, "SIGNALS_DATA_DIR": str(tmp_path / "data")},
+                          capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "1 rows accepted" in done.stdout or "1 row accepted" in done.stdout
+    assert done.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_the_redis_side_of_cache_is_there_when_named() -> None:
+    import cache
+    from cache.redis_gate import RedisGate
+    from cache.wire import Wire
+
+    assert cache.RedisGate is RedisGate and cache.Wire is Wire
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        cache.Nope  # noqa: B018
