@@ -184,3 +184,39 @@ def test_production_refuses_to_start_without_a_secret():
         Settings.from_env({"SIGNALS_ENV": "production"})
     assert Settings.from_env({"SIGNALS_ENV": "production", "SIGNALS_SECRET": "x" * 32}).secret == "x" * 32
     assert Settings.from_env({}).uses_development_secret
+
+
+# The noise derivation is part of what is published: a change to it changes every number once
+# (and lets anyone average old and new answers). These pin it.
+
+
+def test_the_uniforms_are_the_little_endian_words_of_each_cells_hmac_sha512():
+    import hmac
+    import struct
+
+    from service.privacy import noise
+
+    key = noise.noise_key("pinned secret")
+    messages = [f"v3|suppressions|0|cell {i}|ü" for i in range(50)]
+    words = struct.unpack(f"<{16 * 50}I", b"".join(hmac.digest(key, m.encode(), "sha512") for m in messages))
+    drawn = noise.uniforms(key, messages)
+    assert [series.to_list() for series in drawn] == [list(words[i::16]) for i in range(16)]
+    assert all(series.dtype == pl.UInt32 for series in drawn)
+    assert [series.len() for series in noise.uniforms(key, [])] == [0] * 16
+
+
+def test_the_noise_of_known_cells_is_what_it_always_was():
+    from service.privacy import noise
+    from service.privacy.params import EVENTS, SUPPRESSIONS, UNIQUE_USERS
+
+    key = noise.noise_key("pinned secret")
+    drawn = noise.uniforms(key, [f"v3|suppressions|0|2026-01-01T00:00:00Z/2026-01-02T00:00:00Z|keyword=1:2:k{i}"
+                                 for i in range(8)])
+    params, true = PrivacyParams(), pl.Series([1000] * 8)
+    # Values from the code of 2026-11-26 (before the uniforms were read by Arrow).
+    assert noise.noisy(params, true, UNIQUE_USERS, drawn, alpha=0.8).to_list() == [
+        994, 1000, 997, 1001, 1003, 1000, 995, 1000]
+    assert noise.noisy(params, true, SUPPRESSIONS, drawn, cap=pl.Series([3, 10, 1, 50, 2, 7, 100, 4])).to_list() == [
+        991, 1000, 998, 1044, 999, 994, 1042, 993]
+    assert noise.noisy(params, true, EVENTS, drawn, alpha=0.95).to_list() == [
+        997, 969, 1017, 1011, 1018, 1067, 1014, 992]
