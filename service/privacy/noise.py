@@ -9,6 +9,8 @@ import hmac
 import math
 import struct
 import sys
+from collections.abc import Sequence
+from typing import overload
 
 import polars as pl
 import pyarrow as pa
@@ -32,9 +34,34 @@ def noise_key_fingerprint(secret: str) -> str:
     return hashlib.sha256(noise_key(secret)).hexdigest()[:8]
 
 
-def uniforms(key: bytes, messages: list[str]) -> list[pl.Series]:
-    """Sixteen 32-bit unsigned integers per message, from HMAC-SHA512 under the key: sixteen
-    UInt32 series, the i-th holding each message's i-th little-endian word of its digest.
+class Uniforms(Sequence[pl.Series]):
+    """Sixteen UInt32 series, the i-th holding each message's i-th little-endian word of its
+    digest; each taken from the digests when first read (a draw reads two of them)."""
+
+    def __init__(self, words: pl.Series) -> None:
+        self._words = words  # every message's 16 words, one message after the other
+        self._taken: dict[int, pl.Series] = {}
+
+    def __len__(self) -> int:
+        return 16
+
+    @overload
+    def __getitem__(self, index: int) -> pl.Series: ...
+    @overload
+    def __getitem__(self, index: slice) -> Sequence[pl.Series]: ...
+    def __getitem__(self, index: int | slice) -> pl.Series | Sequence[pl.Series]:
+        if isinstance(index, slice):
+            return [self[i] for i in range(16)[index]]
+        if not -16 <= index < 16:
+            raise IndexError(index)
+        index %= 16
+        if index not in self._taken:
+            self._taken[index] = self._words.gather_every(16, offset=index)
+        return self._taken[index]
+
+
+def uniforms(key: bytes, messages: list[str]) -> Uniforms:
+    """Sixteen 32-bit unsigned integers per message, from HMAC-SHA512 under the key (`Uniforms`).
 
     The key's HMAC state is set up once and copied for each message (the same digests as
     `hmac.digest(key, message, "sha512")`, a third faster: a cell's noise is one HMAC a
@@ -51,7 +78,7 @@ def uniforms(key: bytes, messages: list[str]) -> list[pl.Series]:
         flat = pl.Series(pa.Array.from_buffers(pa.uint32(), count, [None, pa.py_buffer(bytes(digests))]))
     else:
         flat = pl.Series(struct.unpack(f"<{count}I", digests), dtype=pl.UInt32)
-    return [flat.gather_every(16, offset=i) for i in range(16)]
+    return Uniforms(flat)
 
 
 def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
@@ -63,7 +90,7 @@ def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
     return (2.0 * alpha).sqrt() / (1.0 - alpha)
 
 
-def noisy(params: PrivacyParams, true: pl.Series, measure: str, uniforms: list[pl.Series],
+def noisy(params: PrivacyParams, true: pl.Series, measure: str, uniforms: Sequence[pl.Series],
           cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
     """True values plus discrete Laplace noise from the measure's slot, clipped at 0. The
     geometric parameter is `alpha`, or per row from `cap` (summed measures), or the measure's."""

@@ -4,6 +4,7 @@ publishes (the package docstring has what it does and why)."""
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 
 import polars as pl
 
@@ -22,7 +23,7 @@ class _Draws:
     stds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
     # Summed columns: each cell's cap, and the cell's uniforms and suppression.
     caps: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
-    summed: dict[str, tuple[list[pl.Series], pl.Series]] = dataclasses.field(default_factory=dict)
+    summed: dict[str, tuple[Sequence[pl.Series], pl.Series]] = dataclasses.field(default_factory=dict)
 
 
 class Privacy:
@@ -111,7 +112,7 @@ class Privacy:
             if noise_std:
                 draws.stds[item.column] = pl.select(summed_std(self.params, item.measure, pl.lit(cap))).to_series()
 
-    def _noisy(self, true: pl.Series, measure: str, uniforms: list[pl.Series],
+    def _noisy(self, true: pl.Series, measure: str, uniforms: Sequence[pl.Series],
                cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
         """Every draw of the stage goes through here (`noise.noisy`); bench/bench_endpoints.py's
         `Noiseless` overrides it to switch the noise off."""

@@ -220,3 +220,13 @@ def test_the_noise_of_known_cells_is_what_it_always_was():
         991, 1000, 998, 1044, 999, 994, 1042, 993]
     assert noise.noisy(params, true, EVENTS, drawn, alpha=0.95).to_list() == [
         997, 969, 1017, 1011, 1018, 1067, 1014, 992]
+
+
+def test_uniforms_take_each_word_when_first_read():
+    from service.privacy import noise
+
+    drawn = noise.uniforms(noise.noise_key("s"), ["a", "b", "c"])
+    assert len(drawn) == 16 and drawn[3] is drawn[3] and drawn[-1].to_list() == drawn[15].to_list()
+    assert [s.to_list() for s in drawn[14:]] == [drawn[14].to_list(), drawn[15].to_list()]
+    with pytest.raises(IndexError):
+        drawn[16]
