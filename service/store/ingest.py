@@ -337,6 +337,11 @@ def _numbers(values: Iterable[int]) -> pl.Series:
     return pl.Series("row_number", list(values), dtype=pl.Int64)
 
 
+def _first_numbers(count: int) -> pl.Series:
+    """1..count, without a Python integer each."""
+    return pl.int_range(1, count + 1, eager=True, dtype=pl.Int64).alias("row_number")
+
+
 def _read_ndjson(data: bytes) -> _Read:
     fast = _read_ndjson_plain(data)
     if fast is not None:
@@ -361,7 +366,7 @@ def _read_ndjson(data: bytes) -> _Read:
     return _read_ndjson_by_line(numbers, texts)
 
 
-_BLANK = r"^[ \t\n\r\x0b\x0c]*$"  # what bytes.strip() removes: a line of only these is blank
+_BLANK_CHARS = " \t\n\r\x0b\x0c"  # what bytes.strip() removes: a line of only these is blank
 
 
 def _read_ndjson_plain(data: bytes) -> _Read | None:
@@ -387,12 +392,12 @@ def _read_ndjson_plain(data: bytes) -> _Read | None:
     except pa.ArrowInvalid:
         return None
     source = pl.Series("row", lines)
-    if source.str.contains(_BLANK).any():
+    if (source.str.strip_chars(_BLANK_CHARS).str.len_bytes() == 0).any():
         return None
     frame = _ndjson_whole(data)
     if frame is None or frame.height != count:
         return None
-    return _Read(frame, _numbers(range(1, count + 1)), source, _no_rejects())
+    return _Read(frame, _first_numbers(count), source, _no_rejects())
 
 
 # `ts` is read as a string: pyarrow would otherwise turn ISO 8601 strings into naive timestamps
@@ -582,7 +587,7 @@ def _read_csv(data: bytes) -> _Read:
     if _plain_csv(data):
         try:
             frame = pl.read_csv(io.BytesIO(data), infer_schema=False)
-            return _Read(frame, _numbers(range(1, frame.height + 1)), None, _no_rejects(), text_cells=True)
+            return _Read(frame, _first_numbers(frame.height), None, _no_rejects(), text_cells=True)
         except pl.exceptions.PolarsError:
             pass
     return _read_csv_by_record(data)
@@ -655,7 +660,7 @@ def _read_parquet(data: bytes) -> _Read:
         frame = pl.read_parquet(io.BytesIO(data))
     except (pl.exceptions.PolarsError, OSError) as exc:
         raise FileError(f"unreadable Parquet file: {exc}") from None
-    return _Read(frame, _numbers(range(1, frame.height + 1)), None, _no_rejects(), typed_columns="Parquet")
+    return _Read(frame, _first_numbers(frame.height), None, _no_rejects(), typed_columns="Parquet")
 
 
 # ---------------------------------------------------------------------------------------------

@@ -253,3 +253,20 @@ def test_the_redis_side_of_cache_is_there_when_named() -> None:
     assert cache.RedisGate is RedisGate and cache.Wire is Wire
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
         cache.Nope  # noqa: B018
+
+
+@pytest.mark.parametrize("blank", [b"\n", b"  \n", b"\t\x0b\x0c \n"])
+def test_a_file_with_a_blank_line_is_read_line_by_line(blank: bytes) -> None:
+    line = json.dumps({"ts": "2026-03-01T10:00:00Z", "user_id": "u1"}).encode() + b"\n"
+    assert ingest._read_ndjson_plain(line + line) is not None
+    assert ingest._read_ndjson_plain(line + blank + line) is None  # the line numbers must skip it
+    read = ingest._read_ndjson(line + blank + line)
+    assert read.row_numbers.to_list() == [1, 3]
+
+
+def test_a_line_of_other_unicode_space_is_no_blank_line() -> None:
+    """bytes.strip() (the line-by-line reader's test of a blank line) strips ASCII whitespace only."""
+    line = json.dumps({"ts": "2026-03-01T10:00:00Z", "user_id": "u1"}).encode() + b"\n"
+    assert ingest._read_ndjson_plain(line + "\u00a0\n".encode() + line) is None  # not JSON: read line by line
+    read = ingest._read_ndjson(line + "\u00a0\n".encode() + line)
+    assert read.unparsed["row_number"].to_list() == [2]
