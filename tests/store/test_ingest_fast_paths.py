@@ -270,3 +270,37 @@ def test_a_line_of_other_unicode_space_is_no_blank_line() -> None:
     assert ingest._read_ndjson_plain(line + "\u00a0\n".encode() + line) is None  # not JSON: read line by line
     read = ingest._read_ndjson(line + "\u00a0\n".encode() + line)
     assert read.unparsed["row_number"].to_list() == [2]
+
+
+# The column checks run side by side in threads (validate._Rows.run).
+
+
+def test_a_rows_reasons_keep_the_checks_order_whichever_finishes_first(monkeypatch: pytest.MonkeyPatch) -> None:
+    import time
+
+    frame = pl.DataFrame({
+        "ts": ["not a time"], "user_id": ["u"], "keyword": [" "], "domain": ["x.com"], "platform": ["netscape"],
+        "page_context": ["feed"], "country": ["US"], "region": [None], "county": [None], "city": [None],
+        "suppressions": [0],
+    })  # fmt: skip
+    expected = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")[1]["reason"].to_list()
+    assert expected == ["ts: 'not a time' is not an ISO 8601 timestamp; keyword: missing; "
+                        "platform: 'netscape' is not one of chrome, firefox, safari, edge, ios, android, other; "
+                        "suppressions: 0 is less than 1"]
+    real = validate._Rows.check_ts
+
+    def slow_ts(rows: validate._Rows, now: dt.datetime) -> None:
+        time.sleep(0.2)  # the first check finishes last
+        real(rows, now)
+
+    monkeypatch.setattr(validate._Rows, "check_ts", slow_ts)
+    assert validate.validate_rows(frame, "suppressions", now=NOW, secret="s")[1]["reason"].to_list() == expected
+
+
+def test_a_failing_check_fails_the_validation(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(_rows: validate._Rows) -> None:
+        raise RuntimeError("check failed")
+
+    monkeypatch.setattr(validate._Rows, "check_count", broken)
+    with pytest.raises(RuntimeError, match="check failed"):
+        validate.validate_rows(_frame(10), "suppressions", now=NOW, secret="s")
