@@ -98,14 +98,18 @@ def _country_labels() -> Mapping[str, str]:
     return types.MappingProxyType({c.alpha_2: getattr(c, "common_name", None) or c.name for c in pycountry.countries})
 
 
+_SUBDIVISION_SCHEMA = {"code": pl.String, "country": pl.String, "name": pl.String, "type": pl.String}
+
+
 @functools.cache
 def _subdivision_table() -> pl.DataFrame:
     """code (ISO 3166-2), country, name, type: pycountry's subdivisions, kept derived on disk."""
     def derive() -> pl.DataFrame:
         rows = [(s.code, s.country_code, s.name, s.type) for s in pycountry.subdivisions]
-        return pl.DataFrame(rows, schema=["code", "country", "name", "type"], orient="row")
+        return pl.DataFrame(rows, schema=_SUBDIVISION_SCHEMA, orient="row")
 
-    return reference_cache.cached_frame("subdivisions", {"pycountry": _version("pycountry")}, derive)
+    return reference_cache.cached_frame("subdivisions", {"pycountry": _version("pycountry")}, _SUBDIVISION_SCHEMA,
+                                        derive)
 
 
 @functools.cache
@@ -160,7 +164,7 @@ def _city_table() -> pl.DataFrame:
         "min_population": str(CITY_MIN_POPULATION),
         "city_counties": hashlib.sha256(CITY_COUNTIES_FILE.read_bytes()).hexdigest(),
     }
-    return reference_cache.cached_frame("cities", depends_on, _derive_city_table)
+    return reference_cache.cached_frame("cities", depends_on, _CITY_SCHEMA, _derive_city_table)
 
 
 def _derive_city_table() -> pl.DataFrame:

