@@ -230,3 +230,14 @@ def test_uniforms_take_each_word_when_first_read():
     assert [s.to_list() for s in drawn[14:]] == [drawn[14].to_list(), drawn[15].to_list()]
     with pytest.raises(IndexError):
         drawn[16]
+
+
+def test_uniforms_are_the_same_words_on_a_big_endian_machine(monkeypatch):
+    """Arrow reads the digests' words in the platform's byte order; elsewhere they are unpacked
+    as little-endian explicitly. Both give the same draws."""
+    from service.privacy import noise
+
+    key, messages = noise.noise_key("s"), [f"cell {i}" for i in range(20)]
+    native = [series.to_list() for series in noise.uniforms(key, messages)]
+    monkeypatch.setattr(noise.sys, "byteorder", "big")
+    assert [series.to_list() for series in noise.uniforms(key, messages)] == native
