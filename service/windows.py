@@ -43,13 +43,18 @@ def floor_hour(moment: dt.datetime) -> dt.datetime:
     return moment.replace(minute=0, second=0, microsecond=0)
 
 
+def hour_end(moment: dt.datetime) -> dt.datetime:
+    """The end of `moment`'s UTC hour: the first `as_of` whose windows can count an event at
+    `moment` (answers cover whole hours only)."""
+    return floor_hour(moment) + HOUR
+
+
 def compute_as_of(now: dt.datetime, last_event: dt.datetime | None) -> dt.datetime:
     """Start of the current hour, but no later than the end of the last hour with data."""
     current = floor_hour(now)
     if last_event is None:
         return current
-    data_end = floor_hour(last_event) + HOUR
-    return min(current, data_end)
+    return min(current, hour_end(last_event))
 
 
 def window_range(window: str, as_of: dt.datetime) -> TimeRange:

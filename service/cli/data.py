@@ -26,7 +26,7 @@ from service import backend
 from service.clock import SystemClock
 from service.settings import Settings
 from service.store import ingest, layout, schema, writer
-from service.windows import floor_hour, iso_z
+from service.windows import floor_hour, hour_end, iso_z
 
 # ClickHouse and the demo generator are imported where used: an ingest into the Parquet store
 # need not load them (the command's start is part of every landing's cost).
@@ -229,6 +229,15 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     )
     if report.rejected:
         print(f"Quarantine: {layout.quarantine_dir(settings.data_dir)}")
+    if report.rows_in_current_hour and report.newest_event is not None:
+        # Answers cover whole hours up to `as_of` (the start of the current hour): say when the
+        # rows of this hour are counted, so an operator does not look for them in vain.
+        print(
+            f"Note: {_count(report.rows_in_current_hour, 'row')} fall in the current hour; answers cover "
+            f"whole hours only, so they are counted from {iso_z(hour_end(report.newest_event))}. "
+            "Rows of earlier hours are served once the workers follow "
+            f"data generation {report.generation} (within seconds)."
+        )
     return 1 if report.failed else 0
 
 

@@ -70,6 +70,7 @@ from service.store.columns import ContractError, check_column_types, check_colum
 from service.store.kinds import BOOLEAN, INTEGER, LIST, NUMBER, OBJECT, STRING
 from service.store.target import LandingTarget, ParquetTarget
 from service.store.validate import REJECTED_SCHEMA, validate_rows
+from service.windows import floor_hour
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +103,10 @@ class IngestReport:
     written: tuple[Path, ...]  # partition files that landed (none in ClickHouse: rows land in tables)
     swept: writer.Swept | None = None  # leftovers of an unfinished landing removed first
     landed: bool = False  # a new generation was published
+    newest_event: dt.datetime | None = None  # the latest `ts` among the rows that landed
+    # Landed rows in the hour that was current at ingest: answers cover whole hours up to `as_of`
+    # (service.windows), so these are counted from the end of that hour (`windows.hour_end`).
+    rows_in_current_hour: int = 0
 
     @property
     def accepted(self) -> int:
@@ -296,8 +301,15 @@ def _land(
         )
         for index, o in enumerate(outcomes)
     ]
-    return IngestReport(files=tuple(reports), generation=generation, written=landed.paths, swept=swept,
-                        landed=landed.generation is not None)
+    published = landed.generation is not None
+    current_hour = floor_hour(now)
+    return IngestReport(
+        files=tuple(reports), generation=generation, written=landed.paths, swept=swept, landed=published,
+        newest_event=max((f.get_column("ts").max() for f in frames.values() if f.height), default=None)
+        if published else None,
+        rows_in_current_hour=sum(f.get_column("ts").ge(current_hour).sum() for f in frames.values())
+        if published else 0,
+    )
 
 
 # ---------------------------------------------------------------------------------------------

@@ -51,3 +51,20 @@ def test_fixture_as_of_follows_from_the_data(frames) -> None:
     from service.windows import compute_as_of
 
     assert compute_as_of(fx.FIXTURE_NOW, frames.last_event) == fx.FIXTURE_AS_OF
+
+
+@pytest.mark.parametrize(("moment", "expected"), [
+    (dt.datetime(2026, 11, 27, 3, 0, tzinfo=UTC), dt.datetime(2026, 11, 27, 4, 0, tzinfo=UTC)),
+    (dt.datetime(2026, 11, 27, 3, 59, 59, 999999, tzinfo=UTC), dt.datetime(2026, 11, 27, 4, 0, tzinfo=UTC)),
+    (dt.datetime(2026, 11, 27, 23, 30, tzinfo=UTC), dt.datetime(2026, 11, 28, 0, 0, tzinfo=UTC)),
+    # An aware time in another zone: its UTC hour
+    (dt.datetime(2026, 11, 27, 5, 30, tzinfo=dt.timezone(dt.timedelta(hours=5, minutes=30))),
+     dt.datetime(2026, 11, 27, 1, 0, tzinfo=UTC)),
+])
+def test_hour_end_is_the_first_as_of_that_counts_an_event(moment: dt.datetime, expected: dt.datetime) -> None:
+    from service.windows import compute_as_of, hour_end
+
+    assert hour_end(moment) == expected
+    # An event at `moment` is in the windows of as_of = hour_end, not before.
+    assert compute_as_of(expected, moment) == expected
+    assert compute_as_of(expected - dt.timedelta(microseconds=1), moment) < expected

@@ -177,3 +177,37 @@ def test_ingest_again_skips_and_force_loads(
     assert main(["data", "ingest", str(source), "--force", "--no-progress"], settings) == 0
     assert "landed, data generation 2." in capsys.readouterr().out
     assert len(parquet_files(settings.data_dir, schema.KEYWORD_CHANGES)) == 2
+
+
+def test_ingest_says_when_rows_of_the_current_hour_are_counted(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Answers cover whole hours up to as_of (the start of the current hour): rows of the current
+    # hour land now but are counted from the hour's end, and the command says so.
+    from service.clock import FixedClock
+
+    now = dt.datetime(2026, 11, 27, 3, 20, tzinfo=dt.UTC)
+    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
+    source = tmp_path / "changes.ndjson"
+    source.write_text("\n".join(json.dumps(change_row(ts=ts, user_id=user)) for ts, user in [
+        ("2026-11-27T03:05:00Z", "u1"), ("2026-11-27T03:19:59Z", "u2"), ("2026-11-27T02:59:59Z", "u3"),
+    ]) + "\n")
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    out = capsys.readouterr().out
+    assert "Note: 2 rows fall in the current hour; answers cover whole hours only, so they are counted " \
+           "from 2026-11-27T04:00:00Z. Rows of earlier hours are served once the workers follow data " \
+           "generation 1 (within seconds)." in out
+
+
+def test_ingest_of_earlier_hours_only_adds_no_note(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from service.clock import FixedClock
+
+    now = dt.datetime(2026, 11, 27, 3, 0, tzinfo=dt.UTC)  # the first instant of the hour
+    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
+    source = tmp_path / "changes.ndjson"
+    source.write_text(json.dumps(change_row(ts="2026-11-27T02:59:59Z")) + "\n")
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    out = capsys.readouterr().out
+    assert "landed, data generation 1." in out and "Note:" not in out

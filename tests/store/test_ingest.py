@@ -389,6 +389,23 @@ def test_a_failure_at_any_step_leaves_nothing_behind(tmp_path, monkeypatch, fail
     assert list(layout_module.generations_dir(data_dir).glob("*")) == []
 
 
+def test_report_gives_the_newest_landed_event_and_the_rows_of_the_current_hour(tmp_path: Path) -> None:
+    # NOW is 12:00 sharp: 12:00:00 is the current hour's first instant, 11:59:59 the last hour's.
+    # The rejected row (a platform not in the contract) counts in neither.
+    source = write_ndjson(tmp_path / "events.ndjson", [
+        suppression(ts="2025-06-01T11:59:59Z"), suppression(ts="2025-06-01T12:00:00Z", user_id="install-2"),
+        suppression(ts="2025-06-01T12:01:00Z", platform="netscape"),
+    ])
+    changes = write_ndjson(tmp_path / "changes.ndjson", [change(ts="2025-06-01T12:00:30Z")])
+    data = tmp_path / "data"
+    report = run(data, [source, changes])
+    assert report.landed and report.rows_in_current_hour == 2
+    assert report.newest_event == dt.datetime(2025, 6, 1, 12, 0, 30, tzinfo=dt.UTC)
+
+    again = run(data, [source, changes])  # skipped: nothing landed, so nothing to say
+    assert not again.landed and again.newest_event is None and again.rows_in_current_hour == 0
+
+
 # ---------------------------------------------------------------------------------------------
 # Idempotent per file: running an ingest again never lands a row twice
 
