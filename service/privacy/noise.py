@@ -60,18 +60,35 @@ class Uniforms(Sequence[pl.Series]):
         return self._taken[index]
 
 
+_SHA512_BLOCK = 128  # bytes: HMAC pads its key to the hash's block size (RFC 2104)
+
+
+def _hmac_sha512_states(key: bytes) -> tuple[hashlib._Hash, hashlib._Hash]:
+    """SHA-512 states having absorbed the key XOR ipad and the key XOR opad (RFC 2104, section 2):
+    HMAC(key, m) = H(key ^ opad || H(key ^ ipad || m))."""
+    if len(key) > _SHA512_BLOCK:
+        key = hashlib.sha512(key).digest()
+    key = key.ljust(_SHA512_BLOCK, b"\0")
+    return (hashlib.sha512(bytes(b ^ 0x36 for b in key)),
+            hashlib.sha512(bytes(b ^ 0x5C for b in key)))
+
+
 def uniforms(key: bytes, messages: list[str]) -> Uniforms:
     """Sixteen 32-bit unsigned integers per message, from HMAC-SHA512 under the key (`Uniforms`).
 
-    The key's HMAC state is set up once and copied for each message (the same digests as
-    `hmac.digest(key, message, "sha512")`, a third faster: a cell's noise is one HMAC a
-    published count, thousands in a large answer), and the words are read by Arrow from the
-    digests' bytes rather than unpacked into Python integers."""
-    keyed = hmac.new(key, digestmod=hashlib.sha512)
+    HMAC is computed from two SHA-512 states that have absorbed the padded key, copied for each
+    message: the same digests as `hmac.digest(key, message, "sha512")` (a test checks it) at
+    60 % of the time of `hmac`'s own copied state and 40 % of its one-shot call (a cell's noise is
+    one HMAC a published count, thousands in a large answer; bench in docs/benchmarks.md). The
+    words are read by Arrow from the digests' bytes rather than unpacked into Python integers."""
+    inner, outer = _hmac_sha512_states(key)
+    new_inner, new_outer = inner.copy, outer.copy
     digests = bytearray()
     for message in messages:
-        mac = keyed.copy()
-        mac.update(message.encode())
+        step = new_inner()
+        step.update(message.encode())
+        mac = new_outer()
+        mac.update(step.digest())
         digests += mac.digest()
     count = 16 * len(messages)
     if sys.byteorder == "little":  # Arrow's words are the platform's: little-endian, as the draws are defined

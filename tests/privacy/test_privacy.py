@@ -205,6 +205,21 @@ def test_the_uniforms_are_the_little_endian_words_of_each_cells_hmac_sha512():
     assert [series.len() for series in noise.uniforms(key, [])] == [0] * 16
 
 
+@pytest.mark.parametrize("key_length", [0, 1, 32, 127, 128, 129, 300])
+def test_the_uniforms_hmac_is_the_standard_one_for_any_key_length(key_length):
+    """The uniforms compute HMAC-SHA512 from SHA-512 states (RFC 2104): the same bytes as the
+    hmac module for keys shorter than, as long as, and longer than SHA-512's 128-byte block."""
+    import hmac
+    import struct
+
+    from service.privacy import noise
+
+    key = bytes((7 * i + 3) % 256 for i in range(key_length))
+    messages = ["", "a", "v3|keyword_changes|ü|" * 40]
+    words = struct.unpack(f"<{16 * 3}I", b"".join(hmac.digest(key, m.encode(), "sha512") for m in messages))
+    assert [series.to_list() for series in noise.uniforms(key, messages)] == [list(words[i::16]) for i in range(16)]
+
+
 def test_the_noise_of_known_cells_is_what_it_always_was():
     from service.privacy import noise
     from service.privacy.params import EVENTS, SUPPRESSIONS, UNIQUE_USERS
