@@ -192,12 +192,13 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     target = _target(settings)
     if target is None:
         return 1
+    now = SystemClock().now()
     try:
         report = ingest.ingest_files(
             settings.data_dir,
             args.files,
             secret=settings.secret,
-            now=SystemClock().now(),
+            now=now,
             table=args.table,
             progress=args.progress,
             force=args.force,
@@ -232,11 +233,17 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
     if report.rows_in_current_hour and report.newest_event is not None:
         # Answers cover whole hours up to `as_of` (the start of the current hour): say when the
         # rows of this hour are counted, so an operator does not look for them in vain.
+        counted_from, latest = hour_end(now), hour_end(report.newest_event)
+        rows = report.rows_in_current_hour
+        where = "falls in the current hour" if rows == 1 else "fall in the current hour"
+        when = f"counted from {iso_z(counted_from)}"
+        if latest > counted_from:  # a row up to the allowed clock skew ahead, in the next hour
+            where += " or later"
+            when += f" (the latest, at {iso_z(report.newest_event)}, from {iso_z(latest)})"
         print(
-            f"Note: {_count(report.rows_in_current_hour, 'row')} fall in the current hour; answers cover "
-            f"whole hours only, so they are counted from {iso_z(hour_end(report.newest_event))}. "
-            "Rows of earlier hours are served once the workers follow "
-            f"data generation {report.generation} (within seconds)."
+            f"Note: {_count(rows, 'row')} {where}; answers cover whole hours only, so "
+            f"{'it is' if rows == 1 else 'they are'} {when}. Rows of earlier hours are served once the "
+            f"workers follow data generation {report.generation} (within seconds)."
         )
     return 1 if report.failed else 0
 

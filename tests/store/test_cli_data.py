@@ -211,3 +211,27 @@ def test_ingest_of_earlier_hours_only_adds_no_note(
     assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
     out = capsys.readouterr().out
     assert "landed, data generation 1." in out and "Note:" not in out
+    # One row of the current hour: the sentence says "it".
+    source.write_text(json.dumps(change_row(ts="2026-11-27T03:00:00Z")) + "\n")
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    assert "Note: 1 row falls in the current hour; answers cover whole hours only, so it is counted from " \
+           "2026-11-27T04:00:00Z. Rows of earlier" in capsys.readouterr().out
+
+
+def test_ingest_names_the_later_hour_of_a_row_ahead_of_the_clock(
+    settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A row may be up to 5 minutes ahead of the clock (validate.MAX_FUTURE_SKEW): at 03:58 one at
+    # 04:02 is accepted, and it is counted an hour after the current hour's rows.
+    from service.clock import FixedClock
+
+    now = dt.datetime(2026, 11, 27, 3, 58, tzinfo=dt.UTC)
+    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
+    source = tmp_path / "changes.ndjson"
+    source.write_text("\n".join(json.dumps(change_row(ts=ts, user_id=user)) for ts, user in [
+        ("2026-11-27T03:30:00Z", "u1"), ("2026-11-27T04:02:00Z", "u2"),
+    ]) + "\n")
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    out = capsys.readouterr().out
+    assert "Note: 2 rows fall in the current hour or later; answers cover whole hours only, so they are " \
+           "counted from 2026-11-27T04:00:00Z (the latest, at 2026-11-27T04:02:00Z, from 2026-11-27T05:00:00Z)." in out
