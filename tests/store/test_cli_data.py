@@ -179,21 +179,27 @@ def test_ingest_again_skips_and_force_loads(
     assert len(parquet_files(settings.data_dir, schema.KEYWORD_CHANGES)) == 2
 
 
+def ingest_at(now: dt.datetime, times: list[str], settings: Settings, tmp_path: Path,
+              monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> str:
+    """`data ingest` of one keyword change at each of `times` (a user each) with the clock at
+    `now`; its standard output."""
+    from service.clock import FixedClock
+
+    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
+    source = tmp_path / "changes.ndjson"
+    source.write_text("\n".join(json.dumps(change_row(ts=ts, user_id=f"u{i}")) for i, ts in enumerate(times)) + "\n")
+    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    return capsys.readouterr().out
+
+
 def test_ingest_says_when_rows_of_the_current_hour_are_counted(
     settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # Answers cover whole hours up to as_of (the start of the current hour): rows of the current
     # hour land now but are counted from the hour's end, and the command says so.
-    from service.clock import FixedClock
-
-    now = dt.datetime(2026, 11, 27, 3, 20, tzinfo=dt.UTC)
-    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
-    source = tmp_path / "changes.ndjson"
-    source.write_text("\n".join(json.dumps(change_row(ts=ts, user_id=user)) for ts, user in [
-        ("2026-11-27T03:05:00Z", "u1"), ("2026-11-27T03:19:59Z", "u2"), ("2026-11-27T02:59:59Z", "u3"),
-    ]) + "\n")
-    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
-    out = capsys.readouterr().out
+    out = ingest_at(dt.datetime(2026, 11, 27, 3, 20, tzinfo=dt.UTC),
+                    ["2026-11-27T03:05:00Z", "2026-11-27T03:19:59Z", "2026-11-27T02:59:59Z"],
+                    settings, tmp_path, monkeypatch, capsys)
     assert "Note: 2 rows fall in the current hour; answers cover whole hours only, so they are counted " \
            "from 2026-11-27T04:00:00Z. Rows of earlier hours are served once the workers follow data " \
            "generation 1 (within seconds)." in out
@@ -202,20 +208,13 @@ def test_ingest_says_when_rows_of_the_current_hour_are_counted(
 def test_ingest_of_earlier_hours_only_adds_no_note(
     settings: Settings, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from service.clock import FixedClock
-
-    now = dt.datetime(2026, 11, 27, 3, 0, tzinfo=dt.UTC)  # the first instant of the hour
-    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
-    source = tmp_path / "changes.ndjson"
-    source.write_text(json.dumps(change_row(ts="2026-11-27T02:59:59Z")) + "\n")
-    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
-    out = capsys.readouterr().out
+    at = dt.datetime(2026, 11, 27, 3, 0, tzinfo=dt.UTC)  # the first instant of the hour
+    out = ingest_at(at, ["2026-11-27T02:59:59Z"], settings, tmp_path, monkeypatch, capsys)
     assert "landed, data generation 1." in out and "Note:" not in out
     # One row of the current hour: the sentence says "it".
-    source.write_text(json.dumps(change_row(ts="2026-11-27T03:00:00Z")) + "\n")
-    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
+    out = ingest_at(at, ["2026-11-27T03:00:00Z"], settings, tmp_path, monkeypatch, capsys)
     assert "Note: 1 row falls in the current hour; answers cover whole hours only, so it is counted from " \
-           "2026-11-27T04:00:00Z. Rows of earlier" in capsys.readouterr().out
+           "2026-11-27T04:00:00Z. Rows of earlier" in out
 
 
 def test_ingest_names_the_later_hour_of_a_row_ahead_of_the_clock(
@@ -223,15 +222,7 @@ def test_ingest_names_the_later_hour_of_a_row_ahead_of_the_clock(
 ) -> None:
     # A row may be up to 5 minutes ahead of the clock (validate.MAX_FUTURE_SKEW): at 03:58 one at
     # 04:02 is accepted, and it is counted an hour after the current hour's rows.
-    from service.clock import FixedClock
-
-    now = dt.datetime(2026, 11, 27, 3, 58, tzinfo=dt.UTC)
-    monkeypatch.setattr(service.cli.data, "SystemClock", lambda: FixedClock(now))
-    source = tmp_path / "changes.ndjson"
-    source.write_text("\n".join(json.dumps(change_row(ts=ts, user_id=user)) for ts, user in [
-        ("2026-11-27T03:30:00Z", "u1"), ("2026-11-27T04:02:00Z", "u2"),
-    ]) + "\n")
-    assert main(["data", "ingest", str(source), "--no-progress"], settings) == 0
-    out = capsys.readouterr().out
+    out = ingest_at(dt.datetime(2026, 11, 27, 3, 58, tzinfo=dt.UTC), ["2026-11-27T03:30:00Z", "2026-11-27T04:02:00Z"],
+                    settings, tmp_path, monkeypatch, capsys)
     assert "Note: 2 rows fall in the current hour or later; answers cover whole hours only, so they are " \
            "counted from 2026-11-27T04:00:00Z (the latest, at 2026-11-27T04:02:00Z, from 2026-11-27T05:00:00Z)." in out
