@@ -23,6 +23,7 @@ bench/out/accuracy.md and prints it.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import sys
 import time
@@ -139,13 +140,19 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pilot-shrink", type=float, default=None, metavar="SDS",
+                        help="read the pilot sums this many noise sds low instead of the default "
+                             "(PrivacyParams.pilot_shrink), to weigh a change of it")
     args = parser.parse_args()
     data_dir, _info = ensure_data(args.events, args.days, args.seed)
     frames = EventStore(data_dir).snapshot()
     last = frames.suppressions.get_column("ts").max()
     as_of = compute_as_of(last + dt.timedelta(hours=1), last)
     settings = Settings()
-    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    params = privacy_params(settings)
+    if args.pilot_shrink is not None:
+        params = dataclasses.replace(params, pilot_shrink=args.pilot_shrink)
+    engine = Engine(Privacy(settings.secret, params))
     truth = Truth(data_dir)
     top = engine.top_keywords(frames, as_of, TopKeywords("30d", 500))
     keywords = [top["keyword_raw"][i] for i in (0, 9, 99) if i < top.height]
@@ -262,7 +269,7 @@ def main() -> None:
     pooled: dict[str, list[pl.DataFrame]] = {}
     per_endpoint: dict[tuple[str, str], list[pl.DataFrame]] = {}
     lines = [f"Accuracy on {args.events:,} events over {args.days} days (seed {args.seed}), as_of {as_of:%Y-%m-%dT%H:%MZ}; "
-             f"privacy parameters as served: {privacy_params(settings)}", "",
+             f"privacy parameters: {params}" + (" (pilot_shrink set by --pilot-shrink)" if args.pilot_shrink is not None else " (as served)"), "",
              "| endpoint | case | measure | size | cells | median | p95 | largest cell |", "|---|---|---|---|---:|---:|---:|---:|"]
     started = time.perf_counter()
     for endpoint, label, fn in cases:
