@@ -28,11 +28,15 @@ sees them (414 or 431); `post_worker_init` makes those answers problem+json too.
 import math
 import multiprocessing
 
+from service import metrics_export
 from service.backend import embedded as _embedded
 from service.backend import web_workers_refusal
 from service.settings import Settings
 
 _settings = Settings.from_env()
+# Metrics: the workers (and the machine's precompute and alert processes) write their values into
+# one directory; the master serves their sum on SIGNALS_METRICS_PORT (service/metrics_export.py).
+_metrics_dir = metrics_export.use_directory(_settings.run_dir / "metrics")
 
 bind = _settings.bind
 # Embedded ClickHouse (chdb://) is open in one process at a time: one worker (service/backend.py).
@@ -48,11 +52,29 @@ def on_starting(server) -> None:
     if refusal:
         server.log.error(refusal)
         raise SystemExit(refusal)
+    metrics_export.sweep(_metrics_dir)
     if not _settings.redis_url and count > 1:
         server.log.warning(
             "REDIS_URL is not set but %d workers are configured: each keeps its own rate limits and "
             "cache, so a subscription may be granted up to %d times its limit. Set REDIS_URL, or "
             "WEB_CONCURRENCY=1.", count, count)
+
+
+def when_ready(server) -> None:
+    """Serve the metrics from the master, on a port of their own (not the API's: they are for the
+    operator, never for API keys' holders)."""
+    if not _settings.metrics_port:
+        return
+    try:
+        metrics_export.serve(_settings.host, _settings.metrics_port)
+    except OSError as exc:  # the API matters more than its metrics: say so, and serve on
+        server.log.error("metrics not served: port %d: %s (set SIGNALS_METRICS_PORT)", _settings.metrics_port, exc)
+        return
+    server.log.info("metrics on http://%s:%d/metrics", _settings.host, _settings.metrics_port)
+
+
+def child_exit(server, worker) -> None:
+    metrics_export.forget(worker.pid)
 
 
 def post_worker_init(worker) -> None:

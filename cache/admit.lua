@@ -4,11 +4,13 @@
 --
 -- KEYS[1] rate window (sorted set of request ids scored by server time in microseconds)
 -- KEYS[2] cached response body, or "" to skip
+-- KEYS[3] (optional) the sorted set of requests asked recently, by how often (precompute reads it)
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
 -- ARGV[3] request id (unique member)
 -- ARGV[4] absent: count the request if it is accepted;
 --         "replay": sent again after a lost answer (a request already counted is accepted);
 --         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
+-- ARGV[5] (with KEYS[3]) the request's identity, counted once more in KEYS[3] when it is accepted
 --
 -- Returns {allowed (1|0), remaining, micros until a slot frees (until the oldest counted request
 --          leaves the window; refused: until a request would be accepted),
@@ -47,6 +49,9 @@ else
   redis.call('ZADD', KEYS[1], now, ARGV[3])
 end
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
+if KEYS[3] and KEYS[3] ~= '' and mode ~= 'replay' then
+  redis.call('ZINCRBY', KEYS[3], 1, ARGV[5])
+end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local body = false
 local ttl = 0

@@ -23,7 +23,8 @@ class LocalGate:
         self._lock = threading.Lock()
         self._windows: dict[str, collections.deque[float]] = {}
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
-        self._fill_locks: dict[str, tuple[float, str]] = {}
+        self._fill_locks: dict[str, tuple[float, str, str]] = {}  # key -> (expiry, token, note)
+        self._asked: collections.Counter[str] = collections.Counter()
         self._failures_recorded = 0
 
     def _sweep(self, now: float) -> None:
@@ -56,13 +57,15 @@ class LocalGate:
         index = max(0, len(window) - limit) if limit is not None else 0
         return _seconds((window[index] + self._settings.window_seconds - now) * _US)
 
-    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
         now = self._clock()
         with self._lock:
             window = self._trim("rate:" + subject, now, create=True)
             if len(window) >= limit:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             window.append(now)
+            if asked:
+                self._asked[asked] += 1
             remaining, reset = limit - len(window), self._reset(window, now)
         return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None)
 
@@ -93,20 +96,44 @@ class LocalGate:
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
         self._bodies.put(cache_key, body, max(1, ttl_seconds))
 
-    def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
+    def try_lock(self, cache_key: str, ttl_seconds: float, note: str = "") -> str | None:
         now = self._clock()
         with self._lock:
             held = self._fill_locks.get(cache_key)
             if held and held[0] > now:
                 return None
             token = uuid.uuid4().hex
-            self._fill_locks[cache_key] = (now + ttl_seconds, token)
+            self._fill_locks[cache_key] = (now + ttl_seconds, token, note)
             return token
+
+    def renew(self, cache_key: str, token: str, ttl_seconds: float, note: str = "") -> bool:
+        now = self._clock()
+        with self._lock:
+            held = self._fill_locks.get(cache_key)
+            if held is None or held[1] != token or held[0] <= now:
+                return False
+            self._fill_locks[cache_key] = (now + ttl_seconds, token, note)
+            return True
+
+    def lock_note(self, cache_key: str) -> str | None:
+        with self._lock:
+            held = self._fill_locks.get(cache_key)
+            return held[2] if held and held[0] > self._clock() else None
 
     def unlock(self, cache_key: str, token: str) -> None:
         with self._lock:
-            if self._fill_locks.get(cache_key, (0, ""))[1] == token:
+            held = self._fill_locks.get(cache_key)
+            if held is not None and held[1] == token:
                 del self._fill_locks[cache_key]
+
+    def most_asked(self, count: int) -> list[tuple[str, float]]:
+        with self._lock:
+            return [(identity, float(n)) for identity, n in self._asked.most_common(count)]
+
+    def fade_asked(self, factor: float, keep: int) -> None:
+        with self._lock:
+            kept = self._asked.most_common(keep)
+            self._asked = collections.Counter({identity: n * factor for identity, n in kept})
 
     def status(self) -> dict:
         return {"backend": "in-process", "ok": True, "shared": False}

@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from cache.bodies import ProcessBodies
-from cache.gate import _US, Admission, GateSettings, _seconds
+from cache.gate import _US, LOCK_SEPARATOR, Admission, GateSettings, _seconds
 from cache.wire import Wire
 
 _SCRIPTS = Path(__file__).parent
@@ -53,10 +53,15 @@ class _Script:
 
 _ADMIT = _Script((_SCRIPTS / "admit.lua").read_text())
 _FAIL = _Script((_SCRIPTS / "fail.lua").read_text())
+# A fill lock's value is "<token>|<note>"; ARGV[1] is "<token>|" (the token and the separator).
+_OURS = "local v = redis.call('GET', KEYS[1]) local ours = v and string.sub(v, 1, #ARGV[1]) == ARGV[1] "
 # try_lock sent again: the lock is ours if the lost first send took it.
-_LOCK_REPLAY = ("if redis.call('GET', KEYS[1]) == ARGV[1] then return 1 end "
-                "return redis.call('SET', KEYS[1], ARGV[1], 'NX', 'EX', ARGV[2])")
-_UNLOCK = _Script("if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0")
+_LOCK_REPLAY = (_OURS + "if ours then return 1 end "
+                "return redis.call('SET', KEYS[1], ARGV[1] .. ARGV[3], 'NX', 'PX', ARGV[2])")
+_UNLOCK = _Script(_OURS + "if ours then return redis.call('DEL', KEYS[1]) end return 0")
+# Keep a lock alive (and update its note) while it is still ours.
+_RENEW = _Script(_OURS + "if ours then redis.call('SET', KEYS[1], ARGV[1] .. ARGV[3], 'PX', ARGV[2]) return 1 end "
+                 "return 0")
 
 
 def _admission(limit: int, allowed: int, remaining: int, reset_us: int, blocked_by: bytes | str,
@@ -133,18 +138,20 @@ class RedisGate:
 
     # -- the gate ---------------------------------------------------------------------------
 
-    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
         known = self._bodies.get(cache_key) if cache_key else None
         args = [limit, self._window_us, _members.next()]
-        allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(
-            _ADMIT,
-            [
-                self._key("rate", subject),
-                self._key("body", cache_key) if cache_key and known is None else "",
-            ],
-            args,
-            [*args, "replay"],  # a request already counted by the lost first send is not refused
-        )
+        keys = [
+            self._key("rate", subject),
+            self._key("body", cache_key) if cache_key and known is None else "",
+        ]
+        if asked:  # counted among the requests asked recently (what precompute computes first)
+            keys.append(self._asked_key)
+            replay = [*args, "replay", asked]
+            args = [*args, "", asked]
+        else:
+            replay = [*args, "replay"]  # a request already counted by the lost first send is not refused
+        allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(_ADMIT, keys, args, replay)
         if body:
             self._bodies.put(cache_key, body, ttl_ms / 1000)
         return _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
@@ -172,14 +179,40 @@ class RedisGate:
         self._command("SET", self._key("body", cache_key), body, "EX", max(1, ttl_seconds))
         self._bodies.put(cache_key, body, max(1, ttl_seconds))
 
-    def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
+    def try_lock(self, cache_key: str, ttl_seconds: float, note: str = "") -> str | None:
         token, key = uuid.uuid4().hex, self._key("fill", cache_key)
-        done = self._command("SET", key, token, "NX", "EX", ttl_seconds,
-                             replay=("EVAL", _LOCK_REPLAY, 1, key, token, ttl_seconds))
+        ms = max(1, round(ttl_seconds * 1000))
+        done = self._command("SET", key, token + LOCK_SEPARATOR + note, "NX", "PX", ms,
+                             replay=("EVAL", _LOCK_REPLAY, 1, key, token + LOCK_SEPARATOR, ms, note))
         return token if done else None
 
+    def renew(self, cache_key: str, token: str, ttl_seconds: float, note: str = "") -> bool:
+        ms = max(1, round(ttl_seconds * 1000))
+        return bool(self._script(_RENEW, [self._key("fill", cache_key)], [token + LOCK_SEPARATOR, ms, note]))
+
+    def lock_note(self, cache_key: str) -> str | None:
+        value = self._command("GET", self._key("fill", cache_key))
+        if value is None:
+            return None
+        return value.decode(errors="replace").partition(LOCK_SEPARATOR)[2]
+
     def unlock(self, cache_key: str, token: str) -> None:
-        self._script(_UNLOCK, [self._key("fill", cache_key)], [token])
+        self._script(_UNLOCK, [self._key("fill", cache_key)], [token + LOCK_SEPARATOR])
+
+    @property
+    def _asked_key(self) -> str:
+        return self._prefix + "asked"
+
+    def most_asked(self, count: int) -> list[tuple[str, float]]:
+        flat = self._command("ZREVRANGE", self._asked_key, 0, max(0, count - 1), "WITHSCORES")
+        return [(flat[i].decode(), float(flat[i + 1])) for i in range(0, len(flat), 2)]
+
+    def fade_asked(self, factor: float, keep: int) -> None:
+        """Scale every count by `factor` (recent asks weigh more than old ones) and keep only the
+        `keep` most asked."""
+        key = self._asked_key
+        self._command("ZUNIONSTORE", key, 1, key, "WEIGHTS", factor)
+        self._command("ZREMRANGEBYRANK", key, 0, -(keep + 1))
 
     def status(self) -> dict:
         self._command("PING")

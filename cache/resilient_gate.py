@@ -59,8 +59,8 @@ class ResilientGate:
                     self._down_since = None
         return result
 
-    def admit(self, subject: str, limit: int, cache_key: str | None) -> Admission:
-        return self._call("admit", subject, limit, cache_key)
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
+        return self._call("admit", subject, limit, cache_key, asked)
 
     def peek(self, subject: str, limit: int) -> Admission:
         return self._call("peek", subject, limit)
@@ -74,8 +74,20 @@ class ResilientGate:
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
         self._call("put", cache_key, body, ttl_seconds)
 
-    def try_lock(self, cache_key: str, ttl_seconds: int) -> str | None:
-        return self._call("try_lock", cache_key, ttl_seconds)
+    def try_lock(self, cache_key: str, ttl_seconds: float, note: str = "") -> str | None:
+        return self._call("try_lock", cache_key, ttl_seconds, note)
+
+    def renew(self, cache_key: str, token: str, ttl_seconds: float, note: str = "") -> bool:
+        return self._call("renew", cache_key, token, ttl_seconds, note)
+
+    def lock_note(self, cache_key: str) -> str | None:
+        return self._call("lock_note", cache_key)
+
+    def most_asked(self, count: int) -> list[tuple[str, float]]:
+        return self._call("most_asked", count)
+
+    def fade_asked(self, factor: float, keep: int) -> None:
+        self._call("fade_asked", factor, keep)
 
     def unlock(self, cache_key: str, token: str) -> None:
         self._call("unlock", cache_key, token)

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from service.cli import data, keys, worker
+from service import metrics_export
+from service.cli import data, keys, precompute, worker
 from service.logging_setup import configure_logging
 from service.settings import Settings, SettingsError
 
@@ -16,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     keys.register(sub)
     data.register(sub)
     worker.register(sub)
+    precompute.register(sub)
     return parser
 
 
@@ -27,7 +30,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     configure_logging("warning")
-    return args.func(args, settings)
+    if args.command in ("worker", "precompute", "data"):  # their metrics join the web process's (gunicorn.conf.py)
+        metrics_export.use_directory(settings.run_dir / "metrics")
+    try:
+        return args.func(args, settings)
+    finally:
+        if args.command in ("worker", "precompute", "data"):
+            metrics_export.forget(os.getpid())
 
 
 if __name__ == "__main__":

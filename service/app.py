@@ -13,12 +13,15 @@ from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
 from service.cache_entry import DecodedEntries
 from service.clock import Clock, SystemClock
+from service.compute_slots import ComputeSlots
 from service.endpoints import ENDPOINTS
 from service.engine import Engine
 from service.errors import handle_unexpected, serialize_problem
+from service.flights import Flights
 from service.middleware.allow import AllowHeaderMiddleware
 from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.middleware.client_address import ClientAddress
+from service.middleware.metrics import MetricsMiddleware
 from service.middleware.query_encoding import QueryEncodingMiddleware
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
@@ -29,6 +32,7 @@ from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
 from service.settings import Settings
+from service.stale import StalePolicy
 from service.store.reader import EventStore
 from service.webhooks import resources as webhook_resources
 from service.webhooks.store import WebhookStore
@@ -49,6 +53,21 @@ def privacy_params(settings: Settings) -> PrivacyParams:
 def cache_variant(settings: Settings) -> str:
     """What besides the request and the data an answer depends on: code version and privacy."""
     return f"{__version__}:{noise_key_fingerprint(settings.secret)}:{privacy_params(settings)!r}"
+
+
+def signals_resources(settings: Settings, engine: Engine, store: EventStore, clock: Clock, gate: cache.Gate,
+                      *, background: bool = False) -> list[SignalsResource]:
+    """One resource per endpoint of the table, sharing this process's flights (each answer computed
+    once) over the machine's compute slots. `background`: for the precompute process."""
+    decoded = DecodedEntries()  # one per app: keys are unique per deployment, not across apps
+    flights = Flights(gate, ComputeSlots(settings.run_dir / "compute", settings.slots), decoded, background=background)
+    stale = StalePolicy(settings.stale_seconds, clock)
+    return [SignalsResource(endpoint, engine, store, clock, gate, flights,
+                            cache_responses=settings.cache_responses, cache_variant=cache_variant(settings),
+                            decoded=decoded, query_max_cells=settings.query_max_cells,
+                            deadline_seconds=settings.compute_deadline_seconds, wait_seconds=settings.patience,
+                            stale=stale)
+            for endpoint in ENDPOINTS]
 
 
 def create_app(
@@ -73,6 +92,7 @@ def create_app(
     # -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
     middleware = [
+        MetricsMiddleware(gate),
         RequestIdMiddleware(),
         AllowHeaderMiddleware(),
         UrlLengthMiddleware(),
@@ -89,13 +109,8 @@ def create_app(
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
 
-    decoded = DecodedEntries()  # one per app: keys are unique per deployment, not across apps
-    for endpoint in ENDPOINTS:
-        app.add_route(endpoint.full_path, SignalsResource(endpoint, engine, store, clock, gate,
-                                                          cache_responses=settings.cache_responses,
-                                                          cache_variant=cache_variant(settings), decoded=decoded,
-                                                          query_max_cells=settings.query_max_cells,
-                                                          deadline_seconds=settings.compute_deadline_seconds))
+    for resource in signals_resources(settings, engine, store, clock, gate):
+        app.add_route(resource.endpoint.full_path, resource)
     app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
                                                       deadline=settings.compute_deadline_seconds))
     app.add_route(AccountResource.path, AccountResource())

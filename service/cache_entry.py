@@ -78,6 +78,16 @@ def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, 
     return f"{endpoint}:{hashlib.sha256(canonical.encode()).hexdigest()[:40]}"
 
 
+def request_identity(endpoint: str, request: Any, variant: str = "") -> str:
+    """What stays the same of a request from hour to hour and generation to generation: the
+    endpoint, the canonical request and the variant. It names the request among those asked
+    recently (what precompute computes first) and its last answer (served stale while the
+    current one computes)."""
+    canonical = json.dumps({"e": endpoint, "r": dataclasses.asdict(request), "v": variant},
+                           sort_keys=True, separators=(",", ":"), default=list)
+    return f"{endpoint}:{hashlib.sha256(canonical.encode()).hexdigest()[:40]}"
+
+
 def seconds_until_next_hour(now: dt.datetime) -> int:
     """Time an answer stays valid: whole seconds until the next hour, when as_of may move on
     (at least 1). Called on every request, so plain arithmetic on the UTC time."""

@@ -43,7 +43,9 @@ _KINDS = {
 # Problems with a kind of their own besides their status's: slug -> title.
 COMPUTATION_TIMEOUT = "computation-timeout"
 WEBHOOK_LIMIT = "webhook-limit-reached"
-_OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long", WEBHOOK_LIMIT: "Webhook limit reached"}
+ANSWER_NOT_READY = "answer-not-ready"
+_OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long", WEBHOOK_LIMIT: "Webhook limit reached",
+                ANSWER_NOT_READY: "Answer not ready yet"}
 
 
 def problem_type(status: int, slug: str | None = None) -> str:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import math
+import os
 import re
 from collections.abc import Mapping
 from pathlib import Path
@@ -83,6 +84,23 @@ class Settings:
     query_max_cells: int = _env("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS)
     # Seconds a computation may run before it is stopped with 503 (service/deadline.py).
     compute_deadline_seconds: float = _env("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS)
+    # Answers computed at once on this machine, across all its processes (0 = one per core;
+    # service/compute_slots.py); the rest wait in a queue in front of them.
+    compute_slots: int = _env("SIGNALS_COMPUTE_SLOTS", 0)
+    # Seconds a request waits for its answer to be computed (queue and computation) before it is
+    # answered 503 with a Retry-After from the queue; 0 = the compute deadline (service/flights.py).
+    wait_seconds: float = _env("SIGNALS_WAIT_SECONDS", 0.0)
+    # Seconds after the hour turns (or data lands) during which a request may get its previous
+    # answer, labelled stale, while the current one computes; 0 = never (service/stale.py).
+    stale_seconds: float = _env("SIGNALS_STALE_SECONDS", 600.0)
+    # The precompute process (service/precompute.py): how many of the most asked requests it
+    # makes ready when the hour turns or data lands.
+    precompute_top: int = _env("SIGNALS_PRECOMPUTE_TOP", 200)
+    # Where this machine's processes of the deployment meet: compute slots, metrics files.
+    run_dir: Path = _env("SIGNALS_RUN_DIR", Path(""))  # empty: <SIGNALS_DATA_DIR>/run
+    # Prometheus metrics of every process, served by the web process's master on this port
+    # (SIGNALS_HOST; 0 = not served). Not the API's port: metrics are for the operator.
+    metrics_port: int = _env("SIGNALS_METRICS_PORT", 9464)
     log_level: str = _env("SIGNALS_LOG_LEVEL", "info", lower=True)
     # The worker (service/webhooks/): seconds between evaluation rounds (new data also starts one).
     worker_interval_seconds: float = _env("SIGNALS_WORKER_INTERVAL_SECONDS", 60.0)
@@ -95,6 +113,8 @@ class Settings:
     clickhouse_url: str = _env("SIGNALS_CLICKHOUSE_URL", "")
 
     def __post_init__(self) -> None:
+        if not str(self.run_dir) or str(self.run_dir) == ".":
+            object.__setattr__(self, "run_dir", self.data_dir / "run")
         if not self.accounts_url:
             object.__setattr__(self, "accounts_url", f"sqlite:///{(self.data_dir / 'accounts.db').as_posix()}")
         if not _is_host(self.host):
@@ -126,6 +146,16 @@ class Settings:
         if self.webhook_allow_private and self.environment == "production":
             raise SettingsError("SIGNALS_WEBHOOK_ALLOW_PRIVATE is a development setting; production refuses it "
                                 "(webhooks may only reach public https addresses)")
+        if not 0 <= self.compute_slots <= 1024:
+            raise SettingsError("SIGNALS_COMPUTE_SLOTS must be between 0 (one per core) and 1024")
+        for name in ("wait_seconds", "stale_seconds"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= 3600):
+                raise SettingsError(f"SIGNALS_{name.upper()} must be between 0 and 3600, got {value}")
+        if not 1 <= self.precompute_top <= 100_000:
+            raise SettingsError("SIGNALS_PRECOMPUTE_TOP must be between 1 and 100000")
+        if not 0 <= self.metrics_port <= 65_535:
+            raise SettingsError("SIGNALS_METRICS_PORT must be a port number (0 = not served)")
         if self.engine not in ENGINES:
             raise SettingsError(f"SIGNALS_ENGINE must be one of {', '.join(ENGINES)}, got {self.engine!r}")
         if self.engine == "clickhouse" and not self.clickhouse_url.startswith(("http://", "https://", "chdb://")):
@@ -134,6 +164,16 @@ class Settings:
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
+
+    @property
+    def slots(self) -> int:
+        """Compute slots of this machine (SIGNALS_COMPUTE_SLOTS, 0 = one per core)."""
+        return self.compute_slots or (os.cpu_count() or 1)
+
+    @property
+    def patience(self) -> float:
+        """Seconds a request waits for its answer (SIGNALS_WAIT_SECONDS, 0 = the compute deadline)."""
+        return self.wait_seconds or self.compute_deadline_seconds
 
     @property
     def uses_development_secret(self) -> bool:

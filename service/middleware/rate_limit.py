@@ -37,7 +37,8 @@ class RateLimitMiddleware:
         if principal is None or not getattr(resource, "rate_limited", False):
             return
         prepared = resource.prepare(req)
-        admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, prepared.key)
+        admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, prepared.key,
+                                     getattr(prepared, "identity", None))
         req.context.admission = admission
         headers = rate_limit_headers(admission, principal.tier.slug)
         resp.set_headers(headers)

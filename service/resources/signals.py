@@ -9,11 +9,13 @@ computes, stores and serves it.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import datetime as dt
+import json
 import logging
-import math
 import time
+from collections.abc import Callable
 from email.utils import format_datetime
 from typing import Any
 
@@ -21,10 +23,12 @@ import falcon
 
 from cache import Gate
 from paramcheck import FieldError, summary
+from service import metrics
 from service.cache_entry import (
     CacheEntry,
     DecodedEntries,
     cache_key,
+    request_identity,
     seconds_until_next_hour,
 )
 from service.clock import Clock
@@ -33,21 +37,23 @@ from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
 from service.engine import Engine
 from service.engine import cost as query_cost
-from service.errors import COMPUTATION_TIMEOUT, Problem
+from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
 from service.etags import etag_for, if_none_match
+from service.flights import Busy, Flights
 from service.params import ValidationFailed, parse_body, parse_query
 from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
 from service.render import csv_body, csv_filename, json_envelope
 from service.resources.json_body import read_json_body
 from service.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
+from service.stale import StaleAnswer, StalePolicy
 from service.store.reader import EventFrames, EventStore
 from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
 log = logging.getLogger("signals.resources")
 
-FILL_LOCK_SECONDS = 30      # longest we expect one computation to take (at least the deadline + 10 s)
-FILL_WAIT_SECONDS = 10.0    # how long a request waits for another worker's computation
-RETRY_AFTER_TIMEOUT = 60    # Retry-After of a computation stopped at its deadline (seconds)
+RETRY_AFTER_TIMEOUT = 60
+SPEC_PREFIX = "asked:"           # cache key prefix of how to ask a request again (precompute)
+SPEC_SECONDS = 7 * 24 * 3600    # Retry-After of a computation stopped at its deadline (seconds)
 _CSV_TYPE = "text/csv; charset=utf-8; header=present"
 _DISCLAIMER_HEADER = DISCLAIMER.encode("ascii", "replace").decode()
 
@@ -65,6 +71,9 @@ class PreparedRequest:
     key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     ttl: int | None = None  # seconds to keep the computed body; None: until the next hour
+    # The request apart from its hour and data (None for an earlier as_of, or with caching off):
+    # counted among the requests asked recently, and the name of its last answer (served stale).
+    identity: str | None = None
 
 
 PREPARED_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
@@ -76,13 +85,18 @@ class SignalsResource:
     rate_limited = True
 
     def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
-                 *, cache_responses: bool = True, cache_variant: str = "", decoded: DecodedEntries | None = None,
-                 query_max_cells: int | None = None, deadline_seconds: float | None = None) -> None:
+                 flights: Flights, *, cache_responses: bool = True, cache_variant: str = "",
+                 decoded: DecodedEntries | None = None, query_max_cells: int | None = None,
+                 deadline_seconds: float | None = None, wait_seconds: float | None = None,
+                 stale: StalePolicy | None = None) -> None:
         self.endpoint = endpoint
         # The bound on its cells, checked before computing (None: not checked).
         self._max_cells = query_max_cells if endpoint.cost_bounded else None
         self._deadline_seconds = deadline_seconds  # a computation running longer is stopped (503)
-        self._lock_seconds = max(FILL_LOCK_SECONDS, math.ceil(deadline_seconds or 0) + 10)
+        # How long a request waits for its answer (queue and computation) before 503 + Retry-After.
+        self._wait_seconds = wait_seconds if wait_seconds is not None else (deadline_seconds or 20.0)
+        self._flights = flights
+        self._stale = stale
         self._cache_variant = cache_variant
         self._cache_responses = cache_responses
         self.min_tier = endpoint.min_tier
@@ -109,6 +123,8 @@ class SignalsResource:
         req.context.frames = frames = self._store.snapshot()
         req.context.now = now = self._clock.now()
         as_of = self._as_of(now, frames.last_event)
+        if self._stale is not None:
+            self._stale.seen(as_of, frames.generation)
         make = self._prepare_now if self.endpoint.in_body else self._memoised
         req.context.prepared = prepared = make(req, frames, as_of)
         return prepared
@@ -150,10 +166,11 @@ class SignalsResource:
             request = self.endpoint.build(values)
         except Problem as problem:
             return PreparedRequest(problem=problem)
-        key, ttl = None, None
+        key, ttl, identity = None, None, None
         if self._cache_responses:
             if as_of == current:  # the same entry as without as_of: the same body
                 key = cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
+                identity = request_identity(self.endpoint.name, request, self._cache_variant)
             else:  # a past window changes only when data for its dates do
                 covered = past_data_version(frames, covered_start(request, as_of), as_of)
                 key = cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant,
@@ -165,7 +182,7 @@ class SignalsResource:
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
         return PreparedRequest(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
-                    headers=headers, ttl=ttl)
+                               headers=headers, ttl=ttl, identity=identity)
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
                          frames: EventFrames) -> dt.datetime:
@@ -203,7 +220,8 @@ class SignalsResource:
                         FieldError(name, "query parameters are not accepted here; send every field in the JSON body")
                         for name in sorted(req.params)
                     ])
-                values = parse_body(endpoint.params, read_json_body(req))
+                req.context.body = body = read_json_body(req)
+                values = parse_body(endpoint.params, body)
             else:
                 values = parse_query(endpoint.params, req.params)
             errors = endpoint.check(values) if endpoint.check else []
@@ -219,45 +237,88 @@ class SignalsResource:
         prepared: PreparedRequest = getattr(req.context, "prepared", None) or self.prepare(req)
         if prepared.problem:
             raise prepared.problem
-        raw = None
-        if prepared.key is not None:  # None: response caching is off
-            admission = getattr(req.context, "admission", None)
-            raw = admission.cached if admission is not None else self._gate.get(prepared.key)
-        if raw is not None:
-            entry, outcome = self._decoded.decode(prepared.key, raw), "hit"
-        else:
-            # Only on a miss: an answer in the cache passed the same check for the same data.
+        if prepared.key is None:  # response caching is off: every request computed here
             self._check_cost(prepared, req.context.frames)
-            entry, outcome = self._fill(prepared, req.context.frames), "miss"
-        self._send(req, resp, prepared, entry, outcome)
-
-    def _fill(self, prepared: PreparedRequest, frames: EventFrames) -> CacheEntry:
-        """Compute the answer once across all workers: the lock holder computes and stores it,
-        the others wait for the stored body. A waiter computes itself when the lock comes free
-        without a body (the holder failed), when Redis goes away meanwhile (the lock then comes
-        from the per-process fallback at once), or after FILL_WAIT_SECONDS."""
-        if prepared.key is None:
-            return self._compute(prepared, frames)
-        token = self._gate.try_lock(prepared.key, self._lock_seconds)
-        waited = token is None
-        deadline = time.monotonic() + FILL_WAIT_SECONDS
-        while token is None and time.monotonic() < deadline:
-            time.sleep(0.02)
-            raw = self._gate.get(prepared.key)
-            if raw is not None:
-                return self._decoded.decode(prepared.key, raw)
-            token = self._gate.try_lock(prepared.key, self._lock_seconds)
+            self._send(req, resp, prepared, self._compute(prepared, req.context.frames), "miss")
+            return
+        admission = getattr(req.context, "admission", None)
+        raw = admission.cached if admission is not None else self._gate.get(prepared.key)
+        if raw is not None:
+            self._send(req, resp, prepared, self._decoded.decode(prepared.key, raw), "hit")
+            return
+        # Only on a miss: an answer in the cache passed the same check for the same data.
+        self._check_cost(prepared, req.context.frames)
+        self._remember(req, prepared)
+        stale = self._stale_answer(req, prepared)
+        if stale is not None:
+            self._start(prepared, req.context.frames)  # the current answer computes meanwhile
+            self._send_stale(req, resp, stale)
+            return
         try:
-            if waited and token is not None:
-                raw = self._gate.get(prepared.key)  # stored and unlocked between our two calls?
-                if raw is not None:
-                    return self._decoded.decode(prepared.key, raw)
+            entry, _computed = self._flights.answer(
+                prepared.key, self._computer(prepared, req.context.frames), endpoint=self.endpoint.name,
+                ttl=self._ttl(prepared), patience=self._wait_seconds)
+        except Busy as busy:
+            raise Problem(
+                503,
+                f"This answer is being computed and will not be ready within {self._wait_seconds:g} seconds "
+                f"(other answers are computed first); its computation goes on, so retry after "
+                f"{busy.retry_after} s.",
+                headers={"Retry-After": str(busy.retry_after)}, kind=ANSWER_NOT_READY,
+            ) from None
+        self._send(req, resp, prepared, entry, "miss")
+
+    def _remember(self, req: falcon.Request, prepared: PreparedRequest) -> None:
+        """Keep how to ask this request again (once an hour, on its first miss): the precompute
+        process asks the most asked ones again when the hour turns (service/precompute.py)."""
+        if prepared.identity is None:
+            return
+        spec = {"endpoint": self.endpoint.name}
+        if self.endpoint.in_body:
+            spec["body"] = req.context.body
+        else:
+            spec["query"] = req.query_string
+        with contextlib.suppress(Exception):  # a lost spec costs a precomputation, never the answer
+            self._gate.put(SPEC_PREFIX + prepared.identity, json.dumps(spec, separators=(",", ":")).encode(),
+                           SPEC_SECONDS)
+
+    def _ttl(self, prepared: PreparedRequest) -> int:
+        return prepared.ttl or seconds_until_next_hour(self._clock.now())
+
+    def _computer(self, prepared: PreparedRequest, frames: EventFrames) -> Callable[[], CacheEntry]:
+        """The computation of a flight: the answer, and (for the current hour) its copy kept to be
+        served stale while the next hour's answer computes."""
+        def compute() -> CacheEntry:
             entry = self._compute(prepared, frames)
-            self._gate.put(prepared.key, entry.encode(), prepared.ttl or seconds_until_next_hour(self._clock.now()))
+            if self._stale is not None and prepared.identity is not None:
+                self._stale.keep(self._gate, prepared.identity, entry, prepared.as_of, prepared.generation,
+                                 self._ttl(prepared))
             return entry
-        finally:
-            if token is not None:
-                self._gate.unlock(prepared.key, token)
+        return compute
+
+    def _start(self, prepared: PreparedRequest, frames: EventFrames) -> None:
+        """Start (or join) the computation of the current answer without waiting for it."""
+        assert prepared.key is not None
+        with contextlib.suppress(Busy):
+            self._flights.start(prepared.key, self._computer(prepared, frames), endpoint=self.endpoint.name,
+                                ttl=self._ttl(prepared))
+
+    def precompute(self, prepared: PreparedRequest, frames: EventFrames, patience: float) -> bool:
+        """Make the answer of a prepared request ready in the cache (the precompute process);
+        True when this call computed it, False when it was there or another computed it."""
+        assert prepared.key is not None and prepared.problem is None
+        if self._gate.get(prepared.key) is not None:
+            return False
+        self._check_cost(prepared, frames)
+        _entry, computed = self._flights.answer(prepared.key, self._computer(prepared, frames),
+                                                endpoint=self.endpoint.name, ttl=self._ttl(prepared),
+                                                patience=patience)
+        return computed
+
+    def _stale_answer(self, req: falcon.Request, prepared: PreparedRequest) -> StaleAnswer | None:
+        if self._stale is None or prepared.identity is None:
+            return None
+        return self._stale.find(self._gate, prepared.identity, prepared.as_of, req.get_header("Cache-Control"))
 
     def _check_cost(self, prepared: PreparedRequest, frames: EventFrames) -> None:
         """422 for a /query that could aggregate more cells than allowed, before any computing."""
@@ -306,12 +367,41 @@ class SignalsResource:
 
     def _send(self, req: falcon.Request, resp: falcon.Response, prepared: PreparedRequest, entry: CacheEntry,
               outcome: str) -> None:
+        fresh = seconds_until_next_hour(req.context.now)
         resp.set_headers((
             ("X-Cache", outcome),
+            # RFC 9211: how the cache answered ("fwd=miss": computed, or waited for its computation)
+            ("Cache-Status", f"signals; hit; ttl={fresh}" if outcome == "hit" else "signals; fwd=miss; stored"),
             ("ETag", entry.etag),
-            ("Cache-Control", f"private, max-age={seconds_until_next_hour(req.context.now)}"),
+            ("Cache-Control", f"private, max-age={fresh}"),
             *prepared.headers,
         ))
+        metrics.CACHE_ANSWERS.labels(self.endpoint.name, outcome).inc()
+        self._body(req, resp, entry)
+
+    def _send_stale(self, req: falcon.Request, resp: falcon.Response, stale: StaleAnswer) -> None:
+        """The previous answer, labelled as what it is: its own as_of and generation, its age, and
+        a Cache-Status saying it is served stale while the current one is computed (RFC 5861)."""
+        entry = stale.entry
+        if entry.content_type == falcon.MEDIA_JSON and entry.body.startswith(b"{"):
+            # The body says which hour it is for (a member the current answer leaves out: its
+            # as_of is the current one); a CSV says it in its headers and file name.
+            body = b'{"as_of":"' + iso_z(stale.as_of).encode() + b'",' + entry.body[1:]
+            entry = CacheEntry(etag_for(body), entry.content_type, entry.filename, body)
+        resp.set_headers((
+            ("X-Cache", "stale"),
+            ("Cache-Status", f"signals; hit; ttl={-stale.stale_for}; detail=stale-while-revalidate"),
+            ("Age", str(stale.age)),
+            ("ETag", entry.etag),
+            ("Cache-Control", "private, max-age=0"),
+            ("Last-Modified", format_datetime(stale.as_of, usegmt=True)),
+            ("X-Signals-As-Of", iso_z(stale.as_of)),
+            ("X-Signals-Data-Generation", str(stale.generation)),
+        ))
+        metrics.CACHE_ANSWERS.labels(self.endpoint.name, "stale").inc()
+        self._body(req, resp, entry)
+
+    def _body(self, req: falcon.Request, resp: falcon.Response, entry: CacheEntry) -> None:
         resp.append_header("Vary", "Authorization")  # appended: never drops a Vary set before
         if if_none_match(req.get_header("If-None-Match"), entry.etag):
             resp.status = falcon.HTTP_304

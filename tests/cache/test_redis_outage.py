@@ -152,8 +152,8 @@ def test_a_new_hour_or_generation_is_not_served_stale_while_redis_is_down(throwa
     seen = []
 
     def twice():
-        for _ in range(2):
-            result = get(client, "/top-keywords", key)
+        for _ in range(2):  # no-cache: the current answer, never the previous one served stale (service/stale.py)
+            result = get(client, "/top-keywords", key, headers={"Cache-Control": "no-cache"})
             seen.append((result.headers["x-signals-as-of"], result.headers["x-signals-data-generation"],
                          result.headers["x-cache"]))
         return result

@@ -109,7 +109,7 @@ def test_an_ingest_invalidates_through_the_generation(tmp_path, fixture_data_dir
             pl.lit("brand new keyword").alias("keyword"), pl.lit(5000).cast(pl.Int32).alias("suppressions"),
             pl.lit(dt.datetime(2026, 3, 10, 9, tzinfo=dt.UTC)).dt.cast_time_unit("us").alias("ts"))
         write_events(data_dir, "suppressions", extra)
-        after = get(client, "/top-keywords", key)
+        after = get(client, "/top-keywords", key, headers={"Cache-Control": "no-cache"})  # not the previous, stale
         assert after.headers["x-cache"] == "miss"
         assert after.json["keywords"][0]["keyword_raw"] == "brand new keyword"
         assert after.headers["etag"] != before.headers["etag"]
@@ -210,7 +210,6 @@ def _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, acc
 
 def test_a_waiting_worker_computes_when_the_filling_one_fails(fixture_data_dir, fixture_store, accounts, redis_url,
                                                               redis_prefix, monkeypatch):
-    monkeypatch.setattr("service.resources.signals.FILL_WAIT_SECONDS", 60.0)
     prefix = f"{redis_prefix}{uuid.uuid4().hex[:8]}:"
     gates = [cache.connect(redis_url, prefix) for _ in range(2)]
     engine = SlowEngine(0.5, fail_first=True)
@@ -228,7 +227,6 @@ def test_a_waiting_worker_computes_when_the_filling_one_fails(fixture_data_dir, 
 def test_a_waiting_worker_computes_when_redis_goes_away(fixture_data_dir, fixture_store, accounts, monkeypatch):
     from tests.support.redis_server import ThrowawayRedis
 
-    monkeypatch.setattr("service.resources.signals.FILL_WAIT_SECONDS", 60.0)
     server = ThrowawayRedis().start()
     gates = [cache.connect(server.url, "gone:") for _ in range(2)]
     try:
@@ -253,7 +251,8 @@ def test_a_stored_entry_lives_until_the_next_hour(fixture_data_dir, fixture_stor
         assert result.headers["x-cache"] == "miss"
         max_age = int(result.headers["cache-control"].rsplit("=", 1)[1])
         store = redis.Redis.from_url(redis_url)
-        (stored,) = list(store.scan_iter(f"{prefix}body:*"))
+        # The answer's entry; its copy kept to be served stale next hour is `previous:` (service/stale.py).
+        (stored,) = [k for k in store.scan_iter(f"{prefix}body:*") if not k.startswith(f"{prefix}body:previous:".encode())]
         ttl = store.pttl(stored) / 1000
         store.close()
         # The entry is keyed by as_of and expires when the next as_of can begin: stored for as
@@ -343,7 +342,8 @@ def test_as_of_and_the_cache_entry_move_on_with_the_hour(fixture_data_dir, fixtu
     seen = []
     for _ in range(4):
         for _ in range(2):  # the second request of each hour is a hit, on that hour's entry
-            result = get(client, "/top-keywords", key)
+            # no-cache: the current answer, never the previous one served stale (service/stale.py)
+            result = get(client, "/top-keywords", key, headers={"Cache-Control": "no-cache"})
             seen.append((result.headers["x-signals-as-of"], result.headers["x-cache"]))
         clock.advance(dt.timedelta(hours=1))
     assert seen == [

@@ -20,8 +20,11 @@ ROOT = Path(__file__).resolve().parent.parent.parent
 
 def service_env(data_dir: Path, **extra: str) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL", "WEB_CONCURRENCY"))}
+    env.pop("PROMETHEUS_MULTIPROC_DIR", None)
+    # Metrics are not served unless a test asks (SIGNALS_METRICS_PORT): servers of parallel tests
+    # must not compete for one port.
     env.update({"SIGNALS_DATA_DIR": str(data_dir), "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
-                **extra})
+                "SIGNALS_METRICS_PORT": "0", **extra})
     return env
 
 
