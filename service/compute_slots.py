@@ -86,11 +86,12 @@ class ComputeSlots:
         slot only while at least that many others stay free (background work leaves room for
         requests). `on_queued(start_estimate)` is called once if the computation has to wait."""
         joined = time.monotonic()
-        held = self._take(expected_seconds, leave_free)
+        # A free slot is taken at once only when nobody waits: no jumping the queue.
+        held = None if self._tickets() else self._take(expected_seconds, leave_free)
         ticket = None
         try:
             if held is None:
-                ticket = self._join(expected_seconds)
+                ticket = self._join(expected_seconds, background=leave_free > 0)
                 if on_queued is not None:
                     on_queued(self.estimate(before=ticket[0].name))
                 held = self._wait(ticket, expected_seconds, leave_free)
@@ -130,14 +131,29 @@ class ComputeSlots:
             os.pwrite(taken, f"{time.time():.3f} {expected_seconds:.3f}".encode(), 0)
         return taken
 
+    def _free(self) -> int:
+        """How many slots are free now."""
+        free = 0
+        for path in self._slots:
+            fd = os.open(path, os.O_RDONLY)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
+                free += 1
+            except BlockingIOError:
+                pass
+            finally:
+                os.close(fd)
+        return free
+
     def _release(self, fd: int) -> None:
         with contextlib.suppress(OSError):
             os.ftruncate(fd, 0)
         fcntl.flock(fd, fcntl.LOCK_UN)
         os.close(fd)
 
-    def _join(self, expected_seconds: float) -> tuple[Path, int]:
-        name = f"{time.time_ns():020d}-{os.getpid()}-{next(_counter)}-{round(expected_seconds * 1000)}"
+    def _join(self, expected_seconds: float, background: bool) -> tuple[Path, int]:
+        kind = "b" if background else "r"  # background work, or a request's
+        name = f"{time.time_ns():020d}-{os.getpid()}-{next(_counter)}-{kind}-{round(expected_seconds * 1000)}"
         path = self._queue / name
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         fcntl.flock(fd, fcntl.LOCK_EX)
@@ -151,13 +167,14 @@ class ComputeSlots:
         os.close(fd)
 
     def _wait(self, ticket: tuple[Path, int], expected_seconds: float, leave_free: int) -> int:
-        reaped = time.monotonic()
+        reaped = 0.0  # the tickets ahead are checked at once, then every _REAP_EVERY_SECONDS
         while True:
             ahead = self._ahead(ticket[0].name)
             if time.monotonic() - reaped > _REAP_EVERY_SECONDS:
                 ahead = [name for name in ahead if self._alive(name)]
                 reaped = time.monotonic()
-            if len(ahead) < self.count:
+            # Only as many of the first in line as there are free slots may take one: in order.
+            if len(ahead) < self.count and len(ahead) < self._free():
                 held = self._take(expected_seconds, leave_free)
                 if held is not None:
                     return held
@@ -170,7 +187,10 @@ class ComputeSlots:
             return []
 
     def _ahead(self, mine: str) -> list[str]:
-        return [name for name in self._tickets() if name < mine]
+        """The tickets before `mine` in line. A request's ticket does not wait behind background
+        work (which takes a slot only while another stays free): requests overtake it."""
+        request = "-r-" in mine
+        return [name for name in self._tickets() if name < mine and not (request and "-b-" in name)]
 
     def _alive(self, name: str) -> bool:
         """A ticket whose lock can be taken was left by a process that died: removed."""

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import concurrent.futures
 import contextlib
-import copy
 import json
 import logging
 import math
@@ -107,12 +106,25 @@ class Flights:
             metrics.SHED.labels(endpoint).inc()
             raise Busy(flight.eta - time.time())
         if flight.error is not None:
-            raise copy.copy(flight.error)
+            raise _again(flight.error)
         assert flight.entry is not None
         return flight.entry, flight.computed
 
     def start(self, key: str, compute: Callable[[], CacheEntry], *, endpoint: str, ttl: int) -> _Flight:
-        """The flight for `key`: joined if this process has one, else started."""
+        """The flight for `key`: joined if this process has one, else started (or, when the answer
+        is stored already, a flight that has landed)."""
+        with self._lock:
+            flight = self._flights.get(key)
+        if flight is not None:
+            return flight
+        landed = _Flight(key, time.time())
+        try:
+            landed.entry = self._stored(key)
+        except Problem as problem:
+            landed.error = problem
+        if landed.entry is not None or landed.error is not None:
+            landed.done.set()
+            return landed
         with self._lock:
             flight = self._flights.get(key)
             if flight is not None:
@@ -234,6 +246,16 @@ class Flights:
 def _note(eta: float) -> str:
     """The lock's note: when the answer is expected (wall-clock seconds) and who computes it."""
     return f"{eta:.3f} {os.getpid()}"
+
+
+def _again(error: BaseException) -> BaseException:
+    """The failure to raise in one more request: a Problem anew (each request its own exception,
+    headers and all), anything else as it is."""
+    if isinstance(error, Problem):
+        return Problem(int(error.status_code), error.description, errors=error.errors,
+                       headers=dict(error.headers or {}) or None, title=error.title, kind=error.kind,
+                       extensions=error.extensions)
+    return error
 
 
 def _problem_bytes(problem: Problem) -> bytes:

@@ -6,7 +6,6 @@ import logging
 
 
 def configure_logging(level: str = "info") -> None:
-    logging.basicConfig(
-        level=getattr(logging, level.upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s",
-    )
+    numeric = getattr(logging, level.upper(), logging.INFO)
+    logging.basicConfig(level=numeric, format="%(asctime)s %(levelname)s [%(process)d] %(name)s: %(message)s")
+    logging.getLogger().setLevel(numeric)  # basicConfig does nothing the second time (a command's own level)

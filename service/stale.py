@@ -65,7 +65,8 @@ class StalePolicy:
                            "at": self._clock.now().timestamp()}).encode()
         gate.put(_PREFIX + identity, head + b"\n" + entry.encode(), ttl_seconds + int(MOST_STALE.total_seconds()))
 
-    def find(self, gate: Gate, identity: str, current_as_of: dt.datetime, cache_control: str | None) -> StaleAnswer | None:
+    def find(self, gate: Gate, identity: str, current_as_of: dt.datetime, current_generation: int,
+             cache_control: str | None) -> StaleAnswer | None:
         if self.seconds <= 0 or _refuses_stale(cache_control):
             return None
         stale_for = time.monotonic() - self._since
@@ -79,6 +80,8 @@ class StalePolicy:
         as_of = dt.datetime.fromisoformat(meta["as_of"])
         if as_of < current_as_of - MOST_STALE or as_of > current_as_of:
             return None
+        if (as_of, int(meta["generation"])) == (current_as_of, current_generation):
+            return None  # the current answer itself, kept a moment before the cache has it: wait for it
         age = max(0, round(self._clock.now().timestamp() - meta["at"]))
         return StaleAnswer(CacheEntry.decode(rest), as_of, int(meta["generation"]), age, max(1, round(stale_for)))
 

@@ -74,6 +74,7 @@ class PreparedRequest:
     # The request apart from its hour and data (None for an earlier as_of, or with caching off):
     # counted among the requests asked recently, and the name of its last answer (served stale).
     identity: str | None = None
+    stale_ok: bool = False  # no as_of was asked for: the previous answer may be served stale meanwhile
 
 
 PREPARED_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
@@ -160,7 +161,8 @@ class SignalsResource:
         try:
             values = self._validated(req)
             current = as_of
-            as_of = self._requested_as_of(values.pop("as_of", None), values["window"], current, frames)
+            asked_as_of = values.pop("as_of", None)
+            as_of = self._requested_as_of(asked_as_of, values["window"], current, frames)
             if values.get("compare"):
                 self._check_previous_period(values["window"], as_of, frames)
             request = self.endpoint.build(values)
@@ -182,7 +184,7 @@ class SignalsResource:
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
         return PreparedRequest(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
-                               headers=headers, ttl=ttl, identity=identity)
+                               headers=headers, ttl=ttl, identity=identity, stale_ok=asked_as_of is None)
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
                          frames: EventFrames) -> dt.datetime:
@@ -316,9 +318,10 @@ class SignalsResource:
         return computed
 
     def _stale_answer(self, req: falcon.Request, prepared: PreparedRequest) -> StaleAnswer | None:
-        if self._stale is None or prepared.identity is None:
+        if self._stale is None or prepared.identity is None or not prepared.stale_ok:
             return None
-        return self._stale.find(self._gate, prepared.identity, prepared.as_of, req.get_header("Cache-Control"))
+        return self._stale.find(self._gate, prepared.identity, prepared.as_of, prepared.generation,
+                                req.get_header("Cache-Control"))
 
     def _check_cost(self, prepared: PreparedRequest, frames: EventFrames) -> None:
         """422 for a /query that could aggregate more cells than allowed, before any computing."""

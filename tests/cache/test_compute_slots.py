@@ -1,0 +1,192 @@
+"""The machine's compute slots (service/compute_slots.py): a bound shared by processes, FIFO
+order, room left for requests, tickets of the dead removed, and the estimate of the wait."""
+
+from __future__ import annotations
+
+import fcntl
+import multiprocessing
+import os
+import threading
+import time
+
+import pytest
+
+from service.compute_slots import ComputeSlots
+
+
+def test_no_more_than_count_at_once_and_in_arrival_order(tmp_path):
+    slots = ComputeSlots(tmp_path, 2)
+    inside, most, order = [0], [0], []
+    lock = threading.Lock()
+    release = threading.Event()
+
+    def hold() -> None:
+        with slots.slot(1.0):
+            release.wait(10)
+
+    def work(n: int) -> None:
+        with slots.slot(0.05):
+            with lock:
+                inside[0] += 1
+                most[0] = max(most[0], inside[0])
+                order.append(n)
+            time.sleep(0.05)
+            with lock:
+                inside[0] -= 1
+
+    holders = [threading.Thread(target=hold) for _ in range(2)]
+    for thread in holders:
+        thread.start()
+    time.sleep(0.1)
+    threads = []
+    for n in range(6):  # each in line before the next comes
+        threads.append(threading.Thread(target=work, args=(n,)))
+        threads[-1].start()
+        deadline = time.monotonic() + 5
+        while len(slots.queued()) < n + 1:
+            assert time.monotonic() < deadline
+            time.sleep(0.005)
+    release.set()
+    for thread in holders + threads:
+        thread.join()
+    assert most[0] == 2
+    # Two run at a time, taken in arrival order: each pair's members may finish in either order.
+    assert [sorted(order[i:i + 2]) for i in range(0, 6, 2)] == [[0, 1], [2, 3], [4, 5]]
+
+
+def _hold(directory: str, ready, release) -> None:
+    slots = ComputeSlots(directory, 1)
+    with slots.slot(5.0):
+        ready.set()
+        release.wait(10)
+
+
+def test_a_slot_held_by_another_process_counts_and_is_freed_when_it_dies(tmp_path):
+    spawn = multiprocessing.get_context("spawn")
+    ready, release = spawn.Event(), spawn.Event()
+    holder = spawn.Process(target=_hold, args=(str(tmp_path), ready, release))
+    holder.start()
+    try:
+        assert ready.wait(30)
+        slots = ComputeSlots(tmp_path, 1)
+        assert [expected for _started, expected in slots.running()] == [5.0]
+        assert 4.0 < slots.estimate() <= 5.0
+        holder.kill()  # never releases: the kernel does
+        holder.join()
+        started = time.monotonic()
+        with slots.slot(0.1) as waited:
+            assert waited < 1.0
+        assert time.monotonic() - started < 1.0
+    finally:
+        release.set()
+        holder.join(timeout=10)
+
+
+def test_background_work_leaves_a_slot_free(tmp_path):
+    slots = ComputeSlots(tmp_path, 2)
+    taken = threading.Event()
+    done = threading.Event()
+
+    def background() -> None:
+        with slots.slot(0.1, leave_free=1):
+            taken.set()
+
+    with slots.slot(1.0):  # a request holds one of two: the background may not take the other
+        thread = threading.Thread(target=lambda: (background(), done.set()))
+        thread.start()
+        assert not taken.wait(0.3)
+    assert done.wait(5)
+    thread.join()
+
+
+def test_requests_overtake_background_work_in_line(tmp_path):
+    slots = ComputeSlots(tmp_path, 2)
+    order = []
+    release = threading.Event()
+
+    def hold() -> None:
+        with slots.slot(1.0):
+            release.wait(5)
+
+    def one(name: str, leave_free: int) -> None:
+        with slots.slot(0.1, leave_free=leave_free):
+            order.append(name)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    time.sleep(0.05)
+    background = threading.Thread(target=one, args=("background", 1))
+    background.start()
+    time.sleep(0.1)  # in line first, waiting for two free slots
+    request = threading.Thread(target=one, args=("request", 0))
+    request.start()
+    request.join(timeout=2)
+    assert order == ["request"], "a request waited behind background work while a slot was free"
+    release.set()
+    background.join(timeout=5)
+    holder.join()
+    assert order == ["request", "background"]
+
+
+def test_the_estimate_schedules_the_running_and_the_queued(tmp_path):
+    slots = ComputeSlots(tmp_path, 1)
+    queued_at = []
+    release = threading.Event()
+
+    def first() -> None:
+        with slots.slot(2.0):
+            release.wait(5)
+
+    holder = threading.Thread(target=first)
+    holder.start()
+    time.sleep(0.1)
+    # a second queues behind the 2 s computation: a third would start after 2 + 3 s
+    ticket_thread = threading.Thread(target=lambda: _queue_one(slots, 3.0, queued_at, release))
+    ticket_thread.start()
+    time.sleep(0.2)
+    assert slots.queued() == [3.0]
+    assert 4.5 < slots.estimate() <= 5.0
+    assert queued_at and 1.5 < queued_at[0] <= 2.0  # the queued one was told it starts in about 2 s
+    release.set()
+    holder.join()
+    ticket_thread.join()
+    assert slots.queued() == [] and slots.estimate() == 0.0
+
+
+def _queue_one(slots: ComputeSlots, expected: float, queued_at: list, release: threading.Event) -> None:
+    with slots.slot(expected, on_queued=queued_at.append):
+        pass
+
+
+def test_a_dead_ticket_ahead_is_removed(tmp_path):
+    slots = ComputeSlots(tmp_path, 1)
+    # A ticket left by a process that died: its file is there, nobody holds its lock.
+    dead = tmp_path / "queue" / f"{1:020d}-999999-0-r-1000"
+    dead.write_text("")
+    with slots.slot(0.1) as waited:  # the slot is free but the dead ticket is first in line
+        assert waited < 2.0
+    assert not dead.exists()
+
+
+def test_durations_are_shared_through_the_directory(tmp_path):
+    one, other = ComputeSlots(tmp_path, 2), ComputeSlots(tmp_path, 2)
+    assert one.expected("geo_heat") == 1.0  # nothing measured yet
+    one.record("geo_heat", 3.25)
+    time.sleep(1.05)  # read at most once a second
+    assert other.expected("geo_heat") == 3.25
+
+
+def test_slots_need_a_count():
+    with pytest.raises(ValueError):
+        ComputeSlots("/tmp", 0)
+
+
+def test_a_held_slot_is_an_flock_others_see(tmp_path):
+    slots = ComputeSlots(tmp_path, 1)
+    with slots.slot(1.0):
+        fd = os.open(tmp_path / "slot-0", os.O_RDWR)
+        try:
+            with pytest.raises(BlockingIOError):
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        finally:
+            os.close(fd)
