@@ -223,7 +223,14 @@ class Endpoint:
         props.update(self.extra_schema or {})
         props[self.records_field] = {"type": "array", "items": self.record_schema}
         props["disclaimer"] = {"type": "string", "minLength": 1}
-        return {"type": "object", "properties": props, "required": list(props), "additionalProperties": False}
+        required = list(props)
+        # Only in the previous hour's answer served while the current one computes (X-Cache:
+        # stale; service/stale.py): the hour it is for. Never in a current answer.
+        props = {"as_of": {"type": "string", "format": "date-time",
+                               "description": "Present only in an answer served stale (header X-Cache: stale) "
+                                              "while the current one is computed: the as_of this earlier "
+                                          "answer is for."}, **props}
+        return {"type": "object", "properties": props, "required": required, "additionalProperties": False}
 
 
 def _nullable_echo(param: Param) -> dict[str, Any]:

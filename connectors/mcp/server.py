@@ -169,7 +169,8 @@ class Backend:
             return error_result("Invalid or missing parameter", f"Parameter 'format' {refusal}", status=400,
                                 errors=[{"name": "format", "reason": refusal}])
         try:
-            body = self.client(key, forwarded_for).call(spec.operation.name, arguments)
+            reply = self.client(key, forwarded_for).fetch(spec.operation.name, arguments)
+            body = reply.body
         except SignalsError as exc:
             return from_signals_error(exc)
         except Exception:  # never a traceback to the caller; the log has it
@@ -178,7 +179,7 @@ class Backend:
                                 status=500)
         if not isinstance(body, dict):  # not JSON (cannot happen with format json)
             return error_result("Unexpected answer", "The API did not answer with JSON.", status=502)
-        return ok_result(body)
+        return ok_result(body, reply.as_of, stale=reply.headers.get("x-cache") == "stale")
 
 
     def read_resource(self, uri: str, key: str | None, forwarded_for: str | None = None) -> types.ReadResourceResult:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import datetime as dt
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -124,10 +125,19 @@ def describe(raw: Mapping[str, Any], operation: Operation) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def ok_result(body: Any) -> types.CallToolResult:
-    """The endpoint's JSON body as structured content, and the same as text."""
-    return types.CallToolResult(content=[types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))],
-                                structured_content=body)
+def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = False) -> types.CallToolResult:
+    """The endpoint's JSON body as structured content, and the same as text, with a line saying
+    which hour the numbers end at (the answer's own as_of; an earlier one when it was served
+    stale while the current answer is computed)."""
+    content = [types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))]
+    if as_of is not None:
+        when = as_of.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+        note = f"Numbers as of {when} (UTC)."
+        if stale:
+            note += (" This is the previous hour's answer, served while the current one is computed; "
+                     "ask again in a minute for the current hour.")
+        content.append(types.TextContent(type="text", text=note))
+    return types.CallToolResult(content=content, structured_content=body)
 
 
 def error_result(title: str, detail: str, *, status: int | None = None, errors: list[dict[str, str]] | None = None,

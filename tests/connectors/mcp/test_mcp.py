@@ -73,6 +73,8 @@ def test_every_tool_answers_the_rest_body(stack, transport):
         assert expected.status_code == 200
         assert result.structured_content == expected.json(), name
         assert json.loads(result.content[0].text) == expected.json(), name
+        # and which hour the numbers end at: the answer's own as_of (X-Signals-As-Of)
+        assert result.content[1].text == f"Numbers as of {expected.headers['x-signals-as-of']} (UTC).", name
 
 
 def test_as_of_compare_and_intervals_reach_the_tools(stack):
