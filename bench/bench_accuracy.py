@@ -316,6 +316,12 @@ def main() -> None:
     for measure, parts in sorted(pooled.items()):
         for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
             lines.append(f"| **all** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
+    # Geo-heat's small places are where the cap rule's ceiling costs (docs/privacy.md): the rest apart.
+    for measure in sorted(pooled):
+        parts = [frame for (endpoint, m), frames in per_endpoint.items() if m == measure and endpoint != "geo-heat"
+                 for frame in frames]
+        for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
+            lines.append(f"| **all but geo-heat** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
     lines += ["", "Intervals (`intervals=true`, target: about 90 % hold the exact value), per measure and true size, "
               "every endpoint but trending pooled:", "",
               "| measure | size | cells | coverage | median width | p90 width |", "|---|---|---:|---:|---:|---:|"]

@@ -10,10 +10,11 @@ Two things separate a published count v from the exact one:
 - **the cap** (sums: suppressions, events, adds, removes, edits): each user's total in a cell is
   cut at the cell's cap C, which can only lower a sum. How much it cut shows in q = (v / users) / C,
   the mean per user against the cap: near 0 the cap cut (almost) nobody, near 1 most users sit at
-  the cap and the exact sum may be several times v. The upper bound adds 4 v q^2; or, when the cap
-  is the one the cell's user count alone allows (`ceiling_bound`: the cap's ceiling, not its
-  pilot-based rule, set it, privacy/caps.py), 12 v q: such a cell's users may bring far more
-  than the cap (a few heavy users look like a few light ones to the pilot). Both factors are
+  the cap and the exact sum may be several times v (users: the lower end of the cell's user count,
+  below). The upper bound adds 4 v q^2; or, when the cap is the one the cell's user count alone
+  allows (`ceiling_bound`: the cap's ceiling, not its pilot-based rule, set it, privacy/caps.py),
+  12 v q^3: such a cell's users may bring far more than the cap (a few heavy users look like a
+  few light ones to the pilot), and a q near 1 says they did. Both forms and factors are
   calibrated on the accuracy benchmark's data (bench/bench_accuracy.py) so that about 90 % of the
   sums hold their exact value, and at least 85 % in every endpoint's cells of every size
   (docs/privacy.md).
@@ -40,7 +41,7 @@ from service.privacy import PrivacyParams
 INTERVALS = "intervals"
 COVERAGE = 0.90
 CAP_BIAS = 4.0  # the upper bound of a capped sum: v + k + CAP_BIAS x v x q^2 (calibrated, see above)
-CEILING_BIAS = 12.0  # ... or v + k + CEILING_BIAS x v x q when its cap is the ceiling's (calibrated)
+CEILING_BIAS = 12.0  # ... or v + k + CEILING_BIAS x v x q^3 when its cap is the ceiling's (calibrated)
 NEAR_K = 4  # a user count shown at k_min + j reaches NEAR_K - j further down (selection near k_min)
 
 
@@ -78,6 +79,9 @@ def with_intervals(records: pl.DataFrame, shape: RecordShape, params: PrivacyPar
     """`records` (with each count's `<count>_std`) with `intervals`: per count, [low, high]."""
     users = pl.col(shape.users).cast(pl.Float64)
     users_k = noise_bound(pl.col(shape.users + STD))
+    # Selection near k_min: a user count shown just above it may be there because its noise lifted it.
+    selected = pl.when(users_k > 0).then((NEAR_K - (users - params.min_users)).clip(lower_bound=0.0)).otherwise(0.0)
+    fewest_users = (users - users_k - selected).clip(lower_bound=1.0)
     hidden_users = params.min_users - 1 + users_k  # what a suppressed cell may hold, at most (about)
     bounds: dict[str, tuple[pl.Expr, pl.Expr]] = {}
     for m in shape.measures:
@@ -89,14 +93,13 @@ def with_intervals(records: pl.DataFrame, shape: RecordShape, params: PrivacyPar
         if m in shape.capped:
             epsilon = params.epsilon(shape.capped[m]) * (1 - params.pilot_share)
             cap = _cap(pl.col(m + STD), epsilon)
-            q = (value / users.clip(lower_bound=1.0) / cap).clip(upper_bound=1.0)
-            bias = pl.when(ceiling_bound(cap, users, params)).then(CEILING_BIAS * value * q).otherwise(CAP_BIAS * value * q**2)
+            q = (value / fewest_users / cap).clip(upper_bound=1.0)
+            bias = pl.when(ceiling_bound(cap, users, params)).then(CEILING_BIAS * value * q**3).otherwise(CAP_BIAS * value * q**2)
             high = high + bias.fill_null(0.0)
             hidden = (hidden_users * cap).fill_null(0.0)
         elif m == shape.users:
             hidden = hidden_users
-            selected = (NEAR_K - (value - params.min_users)).clip(lower_bound=0.0)
-            low = pl.when((value > 0) & (k > 0)).then((low - selected).clip(lower_bound=0.0)).otherwise(low)
+            low = pl.when(value > 0).then((low - selected).clip(lower_bound=0.0)).otherwise(low)
         else:
             hidden = k
         high = pl.when(value == 0).then(pl.max_horizontal(high, hidden)).otherwise(high)
