@@ -85,7 +85,7 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
       (every user brings at least 1 to it, and the pilot is at most the sum), so that the sum's
       noise, whose scale is cap / epsilon, stays a fraction of the cell whatever the pilot's own
       noise drew. Without it a small cell whose pilot noise came out high got a large cap and noise
-      to match, and rankings ordered by noisy sums were led by such cells (issue 33).
+      to match, and rankings ordered by noisy sums were led by such cells.
     """
     if math.isinf(params.epsilon(measure)):  # exact: nothing is capped
         return pl.repeat(params.max_cap, users_noisy.len(), dtype=pl.Int64, eager=True)
