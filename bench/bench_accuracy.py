@@ -8,8 +8,11 @@ and its relative error |published - true| / true recorded, per measure (`suppres
 and `unique_users` for comparison; keyword activity's adds/removes/edits count as `events`).
 
 Cells are grouped by their true size (>= 10,000; 1,000-10,000; 100-1,000; 10-100), and for each
-group the median and 95th percentile of the relative error are printed, per case and pooled, with
-the error of each case's largest cell. The targets (issue 11): cells >= 10,000 median <= 3 %,
+group the median and 95th percentile of the relative error are printed, per case and pooled (also
+pooled without geo-heat, where the cap's ceiling costs), with the error of each case's largest
+cell. Intervals (`intervals=true`) are checked too: how often they hold the exact value by true
+size, and by the cell's exact number of users, every published cell included (issue 33: at least
+85 % in every group of every endpoint). The targets (issue 11): cells >= 10,000 median <= 3 %,
 p95 <= 8 %, largest cell of each endpoint within 5 %; cells of 1,000-10,000 median <= 15 %.
 Cells the privacy stage suppressed are not in the answers and are counted separately (a
 suppressed cell >= 1,000 would be a failure of its own).
@@ -56,6 +59,9 @@ from service.store.reader import EventStore  # noqa: E402
 from service.windows import TimeRange, compute_as_of, trending_periods, window_range  # noqa: E402
 
 SIZES = [(10_000, None, ">= 10,000"), (1_000, 10_000, "1,000-10,000"), (100, 1_000, "100-1,000"), (10, 100, "10-100")]
+# Cells by their exact number of users, for interval coverage: every published cell, the smallest
+# (published by their noisy user count while fewer than k users are behind them) included.
+USER_SIZES = [*SIZES, (0, 10, "below 10")]
 MEASURES = ("suppressions", "events", "unique_users")
 
 
@@ -90,9 +96,10 @@ class Truth:
 
 
 def relative_errors(shown: pl.DataFrame, truth: pl.DataFrame, on: list[str], pairs: dict[str, str]) -> dict[str, pl.DataFrame]:
-    """Per measure: (true, error) of every published cell, matched with its true cell on `on`; and,
-    when `shown` has `intervals` (issue 25), whether the cell's interval holds the true value
-    (`covered`) and its width relative to the true value (`width`)."""
+    """Per measure: (true, error, users) of every published cell, matched with its true cell on `on`
+    (`users`: the cell's exact number of users); and, when `shown` has `intervals` (issue 25),
+    whether the cell's interval holds the true value (`covered`) and its width relative to the
+    true value (`width`)."""
     joined = shown.join(truth, on=on, how="inner", suffix="_true") if on else \
         shown.with_columns(pl.lit(1).alias("_k")).join(truth.with_columns(pl.lit(1).alias("_k")), on="_k", suffix="_true")
     out = {}
@@ -100,16 +107,30 @@ def relative_errors(shown: pl.DataFrame, truth: pl.DataFrame, on: list[str], pai
         true_column = f"{measure}_true" if measure in shown.columns or measure == shown_column else measure
         true = joined.get_column(true_column).cast(pl.Float64)
         value = joined.get_column(shown_column).cast(pl.Float64)
-        frame = pl.DataFrame({"true": true, "error": ((value - true).abs() / true)})
+        users = joined.get_column("unique_users_true" if "unique_users_true" in joined.columns else "unique_users")
+        frame = pl.DataFrame({"true": true, "error": ((value - true).abs() / true), "users": users.cast(pl.Float64)})
         if "intervals" in joined.columns:
             fields = [f.name for f in joined.schema["intervals"].fields]
             field = next(f for f in (shown_column, "users_est", "unique_users") if f in fields)
             bounds = joined.get_column("intervals").struct.field(field)
             low, high = bounds.list.get(0).cast(pl.Float64), bounds.list.get(1).cast(pl.Float64)
             frame = frame.with_columns(covered=(low <= true) & (true <= high), width=(high - low) / true)
-        frame = frame.filter(pl.col("true") > 0)
         out.setdefault(measure, []).append(frame)
     return {m: pl.concat(frames) for m, frames in out.items()}
+
+
+def coverage_by_users(errors: pl.DataFrame) -> dict[str, tuple[int, float]]:
+    """Per group of cells by their exact number of users: cells, share of intervals holding the true
+    value (every published cell with an interval, whatever its size)."""
+    result = {}
+    if "covered" not in errors.columns:
+        return result
+    for low, high, label in USER_SIZES:
+        group = errors.filter((pl.col("users") >= low) & ((pl.col("users") < high) if high else True)
+                              & pl.col("covered").is_not_null())
+        if group.height:
+            result[label] = (group.height, float(group["covered"].mean()))
+    return result
 
 
 def coverage(errors: pl.DataFrame) -> dict[str, tuple[int, float, float, float]]:
@@ -191,6 +212,9 @@ def main() -> None:
                 "count(*) FILTER (WHERE action = 'add')::BIGINT AS adds_t, "
                 "count(*) FILTER (WHERE action = 'remove')::BIGINT AS removes_t, "
                 "count(*) FILTER (WHERE action = 'edit')::BIGINT AS edits_t, "
+                "count(DISTINCT user_id) FILTER (WHERE action = 'add')::BIGINT AS adds_users_t, "
+                "count(DISTINCT user_id) FILTER (WHERE action = 'remove')::BIGINT AS removes_users_t, "
+                "count(DISTINCT user_id) FILTER (WHERE action = 'edit')::BIGINT AS edits_users_t, "
                 "count(DISTINCT user_id)::BIGINT AS unique_users_t")).with_columns(pl.col("keyword").cast(pl.String))
             joined = shown.join(true, on="keyword")
             out: dict[str, list[pl.DataFrame]] = {"events": [], "unique_users": []}
@@ -199,12 +223,14 @@ def main() -> None:
                 # A count shown as 0 was suppressed (fewer than k users behind it): not a published number.
                 part = joined.filter(pl.col(column) > 0) if measure == "events" else joined
                 true, bounds = pl.col(f"{column}_t").cast(pl.Float64), pl.col("intervals").struct.field(column)
+                users = "unique_users_t" if column == "unique_users" else f"{column}_users_t"
                 out[measure].append(part.select(
                     true.alias("true"),
                     ((pl.col(column) - pl.col(f"{column}_t")).abs() / pl.col(f"{column}_t")).alias("error"),
+                    pl.col(users).cast(pl.Float64).alias("users"),
                     ((bounds.list.get(0) <= true) & (true <= bounds.list.get(1))).alias("covered"),
                     ((bounds.list.get(1) - bounds.list.get(0)) / true).alias("width"),
-                ).filter(pl.col("true") > 0))
+                ))
             return {m: pl.concat(v) for m, v in out.items()}
 
     for window in ("24h", "7d", "30d", "90d"):
@@ -293,6 +319,12 @@ def main() -> None:
     for measure, parts in sorted(pooled.items()):
         for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
             lines.append(f"| **all** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
+    # Geo-heat's small places are where the cap rule's ceiling costs (docs/privacy.md): the rest apart.
+    for measure in sorted(pooled):
+        parts = [frame for (endpoint, m), frames in per_endpoint.items() if m == measure and endpoint != "geo-heat"
+                 for frame in frames]
+        for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
+            lines.append(f"| **all but geo-heat** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
     lines += ["", "Intervals (`intervals=true`, target: about 90 % hold the exact value), per measure and true size, "
               "every endpoint but trending pooled:", "",
               "| measure | size | cells | coverage | median width | p90 width |", "|---|---|---:|---:|---:|---:|"]
@@ -304,6 +336,17 @@ def main() -> None:
     for (endpoint, measure), parts in sorted(per_endpoint.items()):
         for size, (count, covered, width, _w90) in coverage(pl.concat(parts, how="diagonal")).items():
             lines.append(f"| {endpoint} | {measure} | {size} | {count} | {covered:.1%} | ± {width / 2:.1%} |")
+    labels = [label for _low, _high, label in USER_SIZES]
+    lines += ["", "Interval coverage by the cell's exact number of users (every published cell with an interval, "
+              "the smallest included; target: at least 85 % in every group), pooled and per endpoint:", "",
+              f"| endpoint | measure | {' | '.join(f'{label} users' for label in labels)} |",
+              f"|---|---|{'---:|' * len(labels)}"]
+    groups = [(("all", m), parts) for m, parts in sorted(pooled.items())] + sorted(per_endpoint.items())
+    for (endpoint, measure), parts in groups:
+        by_users = coverage_by_users(pl.concat(parts, how="diagonal"))
+        if by_users:
+            cells = [f"{by_users[label][1]:.1%} of {by_users[label][0]:,}" if label in by_users else "" for label in labels]
+            lines.append(f"| {endpoint} | {measure} | {' | '.join(cells)} |")
     lines.append(f"\n{len(cases)} cases in {time.perf_counter() - started:.0f} s.")
     text = "\n".join(lines)
     OUT.mkdir(parents=True, exist_ok=True)

@@ -18,8 +18,9 @@ a few representative variants) four things are timed:
   (GROUP BY the cell's keys and user_id) the user's totals (suppressions summed, events counted);
   per cell the number of users n and the pilot sums, sum(LEAST(total, pilot_cap)); for the cells
   with at least k users (those the engine publishes), each summed measure's cap as
-  `privacy.caps.choose_caps` computes it: ceil(multiplier x mean x (1 + growth x log10(max(n, 100) / 100)))
-  in [1, max_cap], mean = (pilot - pilot_shrink x the pilot noise's sd) / n in [1, pilot_cap];
+  `privacy.caps.choose_caps` computes it: ceil(min(multiplier x mean x (1 + growth x log10(max(n, 100) / 100)),
+  cap_fit x max(n, pilot - pilot_low x sd))) in [smallest_cap, max_cap], mean = (pilot - pilot_shrink x sd) / n
+  in [1, pilot_cap], sd the pilot noise's;
   then the per-user rows joined with those caps and sum(LEAST(total, cap)) per cell. DuckDB cannot
   reproduce our keyed noise (HMAC-SHA512 of each cell's description under the secret), so its
   caps and its k test use the TRUE pilot sums and user counts where the engine uses noisy ones:
@@ -277,16 +278,19 @@ class Sources:
 
     def cap(self, pilot: str, users: str, measure: str) -> str:
         """A cell's cap for a summed measure as `privacy.caps.choose_caps` computes it, from the cell's TRUE pilot
-        sum and user count (the engine's are noisy): ceil(multiplier x mean x (1 + growth x
-        log10(max(n, 100) / 100))) in [1, max_cap], mean = (pilot - pilot_shrink x the pilot noise's
-        standard deviation) / n in [1, pilot_cap]."""
+        sum and user count (the engine's are noisy): ceil(least(multiplier x mean x (1 + growth x
+        log10(max(n, 100) / 100)), cap_fit x greatest(n, pilot - pilot_low x sd))) in
+        [smallest_cap, max_cap], mean = (pilot - pilot_shrink x sd) / n in [1, pilot_cap], sd the
+        pilot noise's standard deviation."""
         p = self.params
         pilot_alpha = math.exp(-p.epsilon(measure) * p.pilot_share / p.pilot_cap)
-        shrink = p.pilot_shrink * math.sqrt(2 * pilot_alpha) / (1 - pilot_alpha)
+        sd = math.sqrt(2 * pilot_alpha) / (1 - pilot_alpha)
         n = f"greatest({users}, 1)::DOUBLE"
-        mean = f"greatest(least(({pilot}::DOUBLE - {num(shrink)}) / {n}, {num(p.pilot_cap)}), 1.0::DOUBLE)"
+        mean = f"greatest(least(({pilot}::DOUBLE - {num(p.pilot_shrink * sd)}) / {n}, {num(p.pilot_cap)}), 1.0::DOUBLE)"
         growth = f"(1.0::DOUBLE + {num(p.cap_growth)} * log10(greatest({n}, 100.0::DOUBLE) / 100.0::DOUBLE))"
-        return f"least(greatest(ceil({num(p.cap_multiplier)} * {mean} * {growth}), 1.0), {num(p.max_cap)})::BIGINT"
+        ceiling = f"({num(p.cap_fit)} * greatest({n}, {pilot}::DOUBLE - {num(p.pilot_low * sd)}))"
+        rule = f"least({num(p.cap_multiplier)} * {mean} * {growth}, {ceiling})"
+        return f"least(greatest(ceil({rule}), {num(p.smallest_cap())}), {num(p.max_cap)})::BIGINT"
 
     def std(self, measure: str, cap: str | None = None) -> str:
         """The standard deviation of the noise the engine adds to a published number (`<column>_std`):

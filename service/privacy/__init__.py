@@ -22,11 +22,15 @@ What it does to an aggregated frame (one row per cell):
    large cells; too large: noise that buries small ones), so C is chosen per cell from two
    differentially private releases: the cell's noisy user count n^ (published anyway) and a
    *pilot* sum with a small fixed cap (`pilot_cap`) and a share of the measure's budget
-   (`pilot_share`), never published. From them C = multiplier x mean^ x (1 + growth x
-   log10(max(n^, 100) / 100)), mean^ = (pilot^ - pilot_shrink noise sd) / n^ kept within
-   [1, pilot_cap], the cap at most `max_cap` — post-processing of DP
-   releases, so by adaptive composition the published sum is (pilot_share + (1 - pilot_share))
-   x epsilon = epsilon-DP, whatever the user contributes. Large cells get caps around their
+   (`pilot_share`), never published. From them C = min(multiplier x mean^ x (1 + growth x
+   log10(max(n^, 100) / 100)), cap_fit x max(n^, pilot^ - pilot_low noise sd)) within
+   [cap_floor, max_cap], mean^ = (pilot^ - pilot_shrink noise sd) / n^ kept within
+   [1, pilot_cap]. The second term is a ceiling that keeps a cell's noise a fraction of what its
+   sum is known to be at least (every user brings at least 1; the pilot is at most the sum), so
+   a small cell cannot get a large cap, and noise, from its pilot's own noise. All of it is
+   post-processing of DP releases, so by adaptive composition the published sum is
+   (pilot_share + (1 - pilot_share)) x epsilon = epsilon-DP on top of the cell's user count,
+   whatever the user contributes (docs/privacy.md has the argument). Large cells get caps around their
    heaviest users (little bias, noise tiny in relative terms); small cells get small caps (Amin
    et al., "Bounding User Contributions: A Bias-Variance Trade-off in Differential Privacy",
    ICML 2019: the best cap is a high quantile of the per-user contributions, which grows with

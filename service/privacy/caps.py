@@ -74,21 +74,32 @@ def reachable_rows(per_user: pl.DataFrame, columns: Sequence[str], params: Priva
 
 def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
                 noisy_pilot: Callable[[float], pl.Series]) -> pl.Series:
-    """Each cell's cap for a summed measure, from its noisy pilot sum and noisy user count.
-    `noisy_pilot(alpha)` draws the pilot sums' noise with that geometric parameter."""
+    """Each cell's cap for a summed measure, from its noisy pilot sum and noisy user count only
+    (so the cap is post-processing of those two releases, docs/privacy.md "What this guarantees").
+    `noisy_pilot(alpha)` draws the pilot sums' noise with that geometric parameter.
+
+    cap = min(multiplier x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
+    - mean^ = (pilot^ - pilot_shrink x sd) / n^ within [1, pilot_cap] (sd: the pilot noise's), the
+      mean per user read cautiously; growth(n) = 1 + cap_growth x log10(max(n, 100) / 100);
+    - ceiling = cap_fit x max(n^, pilot^ - pilot_low x sd): a share of the cell's sum read low
+      (every user brings at least 1 to it, and the pilot is at most the sum), so that the sum's
+      noise, whose scale is cap / epsilon, stays a fraction of the cell whatever the pilot's own
+      noise drew. Without it a small cell whose pilot noise came out high got a large cap and noise
+      to match, and rankings ordered by noisy sums were led by such cells.
+    """
     if math.isinf(params.epsilon(measure)):  # exact: nothing is capped
         return pl.repeat(params.max_cap, users_noisy.len(), dtype=pl.Int64, eager=True)
     alpha = math.exp(-params.epsilon(measure) * params.pilot_share / params.pilot_cap)
+    sd = geometric_std(alpha)
     pilot_noisy = noisy_pilot(alpha)
     users = users_noisy.cast(pl.Float64).clip(lower_bound=1.0)
     frame = pl.DataFrame({"pilot": pilot_noisy.cast(pl.Float64), "users": users})
-    # A cautious reading of the mean: the pilot's noise (sd pilot_cap / budget x sqrt 2) is
-    # large next to a small cell's pilot, and read at face value it would give small cells
-    # large caps and so large noise. Every user brings 1 to pilot_cap to the pilot sum.
-    cautious = pl.col("pilot") - params.pilot_shrink * geometric_std(alpha)
-    mean = (cautious / pl.col("users")).clip(1.0, float(params.pilot_cap))
-    growth = 1.0 + params.cap_growth * (pl.col("users").clip(lower_bound=100.0) / 100.0).log10()
-    cap = (params.cap_multiplier * mean * growth).ceil().clip(1.0, float(params.max_cap)).cast(pl.Int64)
+    pilot, n = pl.col("pilot"), pl.col("users")
+    mean = ((pilot - params.pilot_shrink * sd) / n).clip(1.0, float(params.pilot_cap))
+    growth = 1.0 + params.cap_growth * (n.clip(lower_bound=100.0) / 100.0).log10()
+    ceiling = params.cap_fit * pl.max_horizontal(n, pilot - params.pilot_low * sd)
+    cap = pl.min_horizontal(params.cap_multiplier * mean * growth, ceiling).ceil()
+    cap = cap.clip(float(params.smallest_cap()), float(params.max_cap)).cast(pl.Int64)
     return frame.select(cap.alias("cap")).to_series()
 
 

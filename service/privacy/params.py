@@ -29,6 +29,12 @@ class PrivacyParams:
     cap_multiplier: float = 8.0   # cap = multiplier x mean per user x growth(n)
     cap_growth: float = 1.5       # growth(n) = 1 + cap_growth x log10(max(n, 100) / 100)
     pilot_shrink: float = 1.0     # the mean per user is read from pilot^ - pilot_shrink x its noise sd
+    # The cap's ceiling, so that a cell's noise fits the cell (`caps.choose_caps`): no cap above
+    # cap_fit x the cell's sum read low, max(n^, pilot^ - pilot_low x the pilot's noise sd) (every
+    # user brings at least 1 to the sum), and none below cap_floor.
+    cap_fit: float = 0.25
+    pilot_low: float = 4.0
+    cap_floor: int = 4
     max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
     min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published
@@ -39,10 +45,10 @@ class PrivacyParams:
                 raise ValueError(f"{name} must be positive")
         if not 0 < self.pilot_share < 1:
             raise ValueError("pilot_share must be between 0 and 1")
-        if min(self.pilot_cap, self.max_cap, self.keyword_rows_per_user) < 1 or self.min_users < 0:
+        if min(self.pilot_cap, self.max_cap, self.keyword_rows_per_user, self.cap_floor) < 1 or self.min_users < 0:
             raise ValueError("caps must be at least 1 and min_users at least 0")
-        if not (self.cap_multiplier > 0 and self.cap_growth >= 0):
-            raise ValueError("cap_multiplier must be positive and cap_growth not negative")
+        if not (self.cap_multiplier > 0 and self.cap_growth >= 0 and self.cap_fit > 0 and self.pilot_low >= 0):
+            raise ValueError("cap_multiplier and cap_fit must be positive, cap_growth and pilot_low not negative")
 
     @classmethod
     def exact(cls) -> PrivacyParams:
@@ -51,11 +57,10 @@ class PrivacyParams:
                    max_cap=2**62, keyword_rows_per_user=2**62, min_users=0)
 
     def smallest_cap(self) -> int:
-        """No cell's cap is below this (the stage's caps: multiplier x a mean of at least 1 x a growth
-        of at least 1, rounded up, within [1, max_cap]; exact: max_cap). Users whose total in a cell
-        is at most this lose nothing to any cap, so an engine may leave them out of `Contributions`
-        when it also gives the cells' exact totals."""
-        return min(self.max_cap, max(1, math.ceil(self.cap_multiplier)))
+        """No cell's cap is below this (the stage's caps lie within [cap_floor, max_cap]; exact:
+        max_cap). Users whose total in a cell is at most this lose nothing to any cap, so an engine
+        may leave them out of `Contributions` when it also gives the cells' exact totals."""
+        return min(self.max_cap, self.cap_floor)
 
     def epsilon(self, measure: str) -> float:
         return {SUPPRESSIONS: self.epsilon_suppressions, EVENTS: self.epsilon_events}.get(measure, self.epsilon_users)

@@ -12,7 +12,7 @@ from polars.testing import assert_frame_equal
 from service.engine import Engine, GeoHeat, KeywordActivity, KeywordTimeseries, TopKeywords
 from service.engine.compare import bucket_mapper, with_previous
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z, beyond_noise
-from service.engine.intervals import CAP_BIAS, noise_bound, with_intervals
+from service.engine.intervals import CAP_BIAS, CEILING_BIAS, NEAR_K, noise_bound, with_intervals
 from service.engine.shapes import SHAPES
 from service.privacy import Privacy, PrivacyParams
 from service.render import csv_body, flattened
@@ -47,17 +47,45 @@ def test_user_counts_get_plus_or_minus_2():
     assert intervals.to_list() == [[48, 52]]
 
 
-def test_a_capped_sum_reaches_up_by_the_cap_term():
-    params = PrivacyParams()
-    cap = 100.0
+def _sum_bounds(cap: float, values: list[int], users: int) -> tuple[list[list[int]], int]:
+    """The suppressions intervals of top-keywords records with these values, all of `users` users
+    and a cap of `cap` (known to the intervals from the noise's s.d.), and the noise bound k."""
     sd = _std(math.exp(-0.8 / cap))
-    frame = pl.DataFrame({"keyword_raw": ["a", "b"], "suppressions": [1000, 5000], "users_est": [100, 100],
-                          "suppressions_std": [sd, sd], "users_est_std": [1.4, 1.4]})
-    bounds = with_intervals(frame, SHAPES["top_keywords"], params).get_column("intervals").struct.field("suppressions")
-    k = pl.select(noise_bound(pl.lit(sd))).item()
-    # a: mean 10 per user against a cap of 100: q = 0.1; b: 50 per user, q = 0.5
-    assert bounds.to_list()[0] == [1000 - k, math.ceil(1000 + k + CAP_BIAS * 1000 * 0.1**2)]
-    assert bounds.to_list()[1] == [5000 - k, math.ceil(5000 + k + CAP_BIAS * 5000 * 0.5**2)]
+    frame = pl.DataFrame({"keyword_raw": [str(i) for i in range(len(values))], "suppressions": values,
+                          "users_est": [users] * len(values), "suppressions_std": [sd] * len(values),
+                          "users_est_std": [1.4] * len(values)})
+    bounds = with_intervals(frame, SHAPES["top_keywords"], PrivacyParams()).get_column("intervals").struct.field("suppressions")
+    return bounds.to_list(), pl.select(noise_bound(pl.lit(sd))).item()
+
+
+def test_a_capped_sum_reaches_up_by_the_cap_term():
+    cap = 100.0
+    bounds, k = _sum_bounds(cap, [1000, 5000], 100)
+    # a: 1000 over the fewest users the count allows (100 - 2) against a cap of 100: q about 0.1;
+    # b: q about 0.5
+    fewest = 100 - 2
+    assert bounds[0] == [1000 - k, math.ceil(1000 + k + CAP_BIAS * 1000 * (1000 / fewest / cap) ** 2)]
+    assert bounds[1] == [5000 - k, math.ceil(5000 + k + CAP_BIAS * 5000 * (5000 / fewest / cap) ** 2)]
+
+
+def test_a_sum_whose_cap_is_its_ceiling_reaches_up_by_the_ceiling_term():
+    """A cell of 20 users whose cap is the ceiling's (cap_fit x 20 = 5): its users may bring far more
+    than the cap, so with every user at the cap (q = 1) its sum may be many times what is shown."""
+    cap = 5.0
+    bounds, k = _sum_bounds(cap, [36, 90], 20)
+    q = [min(v / 18 / cap, 1.0) for v in (36, 90)]  # 18: the fewest users a count of 20 allows
+    assert bounds == [[36 - k, math.ceil(36 + k + CEILING_BIAS * 36 * q[0] ** 3)],
+                      [90 - k, math.ceil(90 + k + CEILING_BIAS * 90 * q[1] ** 3)]]
+    assert bounds[1][1] > 10 * 90
+
+
+def test_a_user_count_just_above_k_reaches_down_by_what_its_noise_may_have_lifted():
+    params = PrivacyParams()
+    frame = pl.DataFrame({"keyword_raw": ["a", "b", "c"], "suppressions": [30, 30, 30], "users_est": [10, 12, 20],
+                          "suppressions_std": [8.0] * 3, "users_est_std": [params.noise_std("unique_users")] * 3})
+    bounds = with_intervals(frame, SHAPES["top_keywords"], params).get_column("intervals").struct.field("users_est")
+    assert params.min_users == 10
+    assert bounds.to_list() == [[10 - 2 - NEAR_K, 12], [12 - 2 - (NEAR_K - 2), 14], [18, 22]]
 
 
 def test_derived_counts_take_their_parts_intervals():

@@ -140,7 +140,7 @@ def test_leaving_out_the_users_no_cap_reaches_changes_no_answer(monkeypatch: pyt
         "query": FlexibleQuery(window="90d", filters={}, group_by=("keyword", "time"), bucket="day", limit=500),
     }
     frames = fx.fixture_frames()
-    privacy = Privacy("reachable-test-secret", PrivacyParams(min_users=1, cap_multiplier=1.0, cap_growth=0.0))
+    privacy = Privacy("reachable-test-secret", PrivacyParams(min_users=1, cap_multiplier=1.0, cap_growth=0.0, cap_floor=1))
     assert privacy.params.smallest_cap() == 1
     reduced = getattr(Engine(privacy), endpoint)(frames, fx.FIXTURE_AS_OF, requests[endpoint])
     monkeypatch.setattr(PrivacyParams, "smallest_cap", lambda self: 0)  # keeps every user with a total
