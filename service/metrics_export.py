@@ -11,6 +11,7 @@ dead (`forget`), so its gauges stop counting.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import re
 import sys
@@ -24,7 +25,9 @@ def use_directory(directory: Path) -> Path:
     """Point this process (and the processes it starts) at `directory`, unless the environment
     already names one. Must run before prometheus_client is imported."""
     if "prometheus_client" in sys.modules and not os.environ.get(_VARIABLE):
-        raise RuntimeError("prometheus_client was imported before its multiprocess directory was set")
+        # Its values stay in this process (the processes it starts do use the directory).
+        logging.getLogger("signals.metrics").warning(
+            "prometheus_client was imported before its multiprocess directory was set")
     path = Path(os.environ.setdefault(_VARIABLE, str(directory)))
     path.mkdir(parents=True, exist_ok=True)
     return path

@@ -164,8 +164,10 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 1
     except OSError as exc:
+        _landing("failed")
         print(f"error: could not write the demo data to {data_dir}: {exc}", file=sys.stderr)
         return 1
+    _landing("landed")
     print(
         f"Demo data in {'ClickHouse' if settings.uses_clickhouse else data_dir}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
         f"keyword changes from {report.users:,} users, {iso_z(report.start)} to {iso_z(report.end)}, "
@@ -176,6 +178,14 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     for burst in report.bursts:
         print(f"  {burst.describe()}")
     return 0
+
+
+def _landing(outcome: str) -> None:
+    """Count a landing in the machine's metrics (imported here: `python -m service` points
+    prometheus_client at the metrics directory before it is first imported)."""
+    from service import metrics
+
+    metrics.LANDINGS.labels(outcome).inc()
 
 
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
@@ -205,11 +215,14 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             target=target,
         )
     except writer.StoreInconsistent as exc:
+        _landing("failed")
         print(f"error: {exc}; nothing was ingested", file=sys.stderr)
         return 1
     except OSError as exc:
+        _landing("failed")
         print(f"error: could not write to {settings.data_dir}: {exc}; nothing was ingested", file=sys.stderr)
         return 1
+    _landing("landed" if report.landed else "nothing landed")
     for file in report.files:
         if file.error is not None:
             print(f"error: {file.path}: {file.error}", file=sys.stderr)

@@ -8,6 +8,7 @@ import datetime as dt
 import logging
 import random
 
+from service import metrics
 from service.clock import Clock
 from service.webhooks import sender
 from service.webhooks.store import FAILED, PENDING, SUCCEEDED, Claimed, WebhookStore
@@ -54,6 +55,7 @@ def attempt(store: WebhookStore, claimed: Claimed, clock: Clock, *, allow_privat
                  error=outcome.error, outcome=label, status=status, next_attempt_at=next_at, disable_reason=disable)
     log.info("webhook delivery %s attempt %d to webhook %s: %s (%s, %d ms)", claimed.id, made, claimed.webhook_id,
              label, outcome.status_code or outcome.error, outcome.duration_ms)
+    metrics.WEBHOOK_DELIVERIES.labels(label).inc()
     return outcome
 
 

@@ -21,6 +21,7 @@ EMPTY_ON_PURPOSE = {
     "SIGNALS_API_KEY": "a secret; no default",
     "SIGNALS_SHEETS_API_URL": "unset = Google's Sheets API",
     "SIGNALS_CLICKHOUSE_URL": "no default database; needed only with SIGNALS_ENGINE=clickhouse",
+    "SIGNALS_RUN_DIR": "the default is derived from SIGNALS_DATA_DIR",
 }
 # Read but not in .env.example, and why.
 NOT_IN_EXAMPLE = {

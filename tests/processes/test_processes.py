@@ -94,12 +94,13 @@ def test_concurrent_clients_on_several_workers_never_exceed_the_limit(tmp_path, 
     ({"REDIS_URL": "redis://127.0.0.1:6379/0"}, None),  # shared limits: cores + 1
     ({"WEB_CONCURRENCY": "3"}, 3),
 ])
-def test_gunicorn_worker_count(monkeypatch, env, expected):
+def test_gunicorn_worker_count(monkeypatch, tmp_path, env, expected):
     import multiprocessing
     import runpy
 
-    for name in ("REDIS_URL", "WEB_CONCURRENCY"):
+    for name in ("REDIS_URL", "WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR"):  # the file sets the last one
         monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("SIGNALS_RUN_DIR", str(tmp_path))
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))
