@@ -15,7 +15,7 @@ Redis key prefix and a fresh process (so every cache is empty) for each phase:
    cache. A 503's `Retry-After` is honoured, as the project's client does, within the client's
    `--client-timeout` for the request; past it the request counts as a client timeout;
 3. the hour turn (`--turn`): the storm asked at as_of H (so the requests are counted as asked),
-   then the clock moves to H + 1 h 5 min (the test hook of tests/support/hooks: a clock file every
+   then the clock moves to H + 1 h (the test hook of tests/support/hooks: a clock file every
    process reads) with the precompute process running, and the storm asked again at once (stale
    answers allowed, as a refresh at the turn would see) and once more when precompute is done.
 
@@ -261,7 +261,7 @@ def run(events: int, args: argparse.Namespace, redis_url: str) -> list[str]:
             if args.turn:  # 3. the hour turns with precompute
                 server.start_precompute(Path(scratch) / "precompute.log")
                 time.sleep(3)  # its first round: nothing new to compute (the storm computed as_of H)
-                clock.write_text((end + dt.timedelta(minutes=5)).isoformat())
+                clock.write_text(end.isoformat())  # the hour turns (the clock then stands still)
                 before = server.metric("signals_computations_total")
                 wall, answers = storm(server, keys, requests, args.clients, args.client_timeout, seed=2)
                 rows.append(summary(f"{events:,}: storm right at the turn (stale allowed)", wall, answers,
@@ -272,7 +272,6 @@ def run(events: int, args: argparse.Namespace, redis_url: str) -> list[str]:
                     time.sleep(1)
                 lag = server.metric("signals_precompute_lag_seconds")
                 print((Path(scratch) / "precompute.log").read_text()[-2000:], file=sys.stderr)
-                clock.write_text((end + dt.timedelta(minutes=6)).isoformat())
                 wall, answers = storm(server, keys, requests, args.clients, args.client_timeout, seed=3)
                 rows.append(summary(f"{events:,}: storm after precompute (lag {lag:.1f} s)", wall, answers,
                                     0.0, distinct))

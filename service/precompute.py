@@ -99,7 +99,8 @@ class Precompute:
         self._gate.fade_asked(FADE, self._top * KEEP_FACTOR)
         self._done = state
         report.seconds = time.monotonic() - started
-        report.lag_seconds = max(0.0, (self._clock.now() - turned).total_seconds())
+        # From the turn to the round's start by the service's clock, then the round's own duration.
+        report.lag_seconds = max(0.0, (now - turned).total_seconds()) + report.seconds
         metrics.PRECOMPUTE_LAG.set(report.lag_seconds)
         return report
 
