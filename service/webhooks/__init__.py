@@ -1,4 +1,4 @@
-"""Trending alerts delivered to subscribers' webhooks (DESIGN.md "Webhooks").
+"""Trending alerts delivered to subscribers' webhooks (docs/architecture.md, "Webhooks").
 
 - `fields.py`     the webhook's fields: validation of create and update bodies
 - `store.py`      webhooks, the delivery outbox and the attempt log in the accounts database

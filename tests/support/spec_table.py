@@ -1,4 +1,4 @@
-"""The spec's endpoint table, typed by hand from ../shared/spec/signals-api.md.
+"""The spec's endpoint table, typed by hand from docs/spec.md.
 
 Deliberately independent of service/endpoints.py: tests compare the service against this, so a
 wrong bound or default in the service's own table makes a test fail.
