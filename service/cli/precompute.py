@@ -5,11 +5,10 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
-import threading
 from typing import Any
 
+from service.cli import until_stopped
 from service.logging_setup import configure_logging
 from service.settings import Settings
 
@@ -56,9 +55,6 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               f"computed, {report.cached} already cached, {report.failed} failed, of {report.asked} asked, "
               f"in {report.seconds:.1f} s")
         return 0
-    stop = threading.Event()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(signum, lambda *_: stop.set())
     log.info("precompute started (top %d requests, on each hour turn and landing)", settings.precompute_top)
-    precompute.run(stop)
+    until_stopped(precompute.run)
     return 0

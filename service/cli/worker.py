@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 import logging
-import signal
 import sys
-import threading
 from typing import TYPE_CHECKING, Any
 
+from service.cli import until_stopped
 from service.logging_setup import configure_logging
 from service.settings import Settings
 
@@ -68,11 +67,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"evaluated {report.webhooks} webhooks: {report.computations} trending computations, "
                   f"{report.queued} alerts queued")
             return 0
-        stop = threading.Event()
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            signal.signal(signum, lambda *_: stop.set())
         log.info("worker started (every %g s and on new data)", settings.worker_interval_seconds)
-        worker.run(stop)
+        until_stopped(worker.run)
         return 0
     finally:
         accounts.close()

@@ -10,8 +10,6 @@ import datetime as dt
 import os
 import shutil
 import signal
-import subprocess
-import tempfile
 import time
 import uuid
 from pathlib import Path
@@ -22,8 +20,9 @@ import redis
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.support.fixture_data import FIXTURE_NOW
-from tests.support.processes import ROOT, create_key, gunicorn_process, procfile_command, service_env
+from tests.support.processes import ROOT, create_key, gunicorn_process
 from tests.support.redis_server import free_port
+from tests.support.worker import procfile_process
 
 pytestmark = [pytest.mark.process, pytest.mark.redis]
 
@@ -153,7 +152,7 @@ def test_after_the_hour_turn_precompute_makes_the_first_request_a_hit(tmp_path, 
         asked = ["/top-keywords?window=24h", "/geo-heat?window=7d&level=region", "/trending?window=24h"]
         for path in asked:
             assert ask(base, key, path).headers["x-signals-as-of"] == "2026-03-10T11:00:00Z"
-        with precompute_process(data_dir, env) as output:
+        with procfile_process("precompute", data_dir, **env) as output:
             wait_for(lambda: metric(metrics_url, "signals_precomputed_total") >= 3, "the first round (11:00)")
             clock.write_text(FIXTURE_NOW.replace(hour=12, minute=5).isoformat())  # the hour turns
             # Before precompute has finished, the previous hour's answer, labelled stale:
@@ -179,21 +178,6 @@ def test_metrics_are_on_their_own_port_not_the_apis(tmp_path, fixture_data_dir, 
         for headers in ({}, {"Authorization": f"Bearer {key}"}):
             assert httpx.get(base + "/metrics", headers=headers, timeout=5).status_code == 404
         assert metric(metrics_url, "signals_redis_degraded") == 0
-
-
-@contextlib.contextmanager
-def precompute_process(data_dir: Path, env: dict[str, str]):
-    with tempfile.TemporaryFile(mode="w+") as output:
-        process = subprocess.Popen(procfile_command("precompute"), cwd=ROOT, env=service_env(data_dir, **env),
-                                   stdout=output, stderr=subprocess.STDOUT, text=True)
-        log: list[str] = []
-        try:
-            yield log
-        finally:
-            process.terminate()
-            process.wait(timeout=30)
-            output.seek(0)
-            log.append(output.read())
 
 
 def wait_for(condition, what: str, seconds: float = 30.0) -> None:
