@@ -49,6 +49,15 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               "process, so it has nothing to do", file=sys.stderr)
     os.nice(10)  # requests first
     precompute = build(settings)
+    if settings.uses_clickhouse:
+        from service.clickhouse.connection import ClickHouseUnavailable
+        from service.clickhouse.schema import SchemaMissing
+
+        try:
+            precompute.due()  # ClickHouse reachable, tables there, a chdb directory not held elsewhere
+        except (ClickHouseUnavailable, SchemaMissing) as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 1
     if args.once:
         report = precompute.run_round()
         print(f"precomputed for {report.as_of.isoformat()} (generation {report.generation}): {report.computed} "

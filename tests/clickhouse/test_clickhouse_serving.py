@@ -107,7 +107,7 @@ def test_a_missing_schema_names_the_command(chdb_dir: Path) -> None:
         ClickHouseStore(bare).snapshot()
 
 
-def test_demo_then_worker_on_chdb_and_refusals_while_held(tmp_path: Path, chdb_dir: Path) -> None:
+def test_demo_then_worker_and_precompute_on_chdb_and_refusals_while_held(tmp_path: Path, chdb_dir: Path) -> None:
     """The command line on chdb: demo lands in ClickHouse and the alert worker reads it; on a directory
     another process holds (this test process holds the session's), the worker and the demo are
     refused with the reason instead of a traceback."""
@@ -130,10 +130,13 @@ def test_demo_then_worker_on_chdb_and_refusals_while_held(tmp_path: Path, chdb_d
     assert not (tmp_path / "data" / "suppressions").exists()
     worker = cli(own, "worker", "--once")
     assert worker.returncode == 0 and "evaluated 0 webhooks" in worker.stdout, worker.stderr
+    precompute = cli(own, "precompute", "--once")  # no Redis: nothing asked, nothing to do, and it says so
+    assert precompute.returncode == 0 and "0 computed" in precompute.stdout, precompute.stderr
+    assert "REDIS_URL is not set" in precompute.stderr
 
     holder = fresh_database(chdb_dir, "held")  # this process holds the session directory while it is open
     held = f"chdb://{chdb_dir}"
-    for args in (("worker", "--once"), ("data", "demo", "--events", "1000", "--no-progress")):
+    for args in (("worker", "--once"), ("precompute", "--once"), ("data", "demo", "--events", "1000", "--no-progress")):
         refused = cli(held, *args)
         assert refused.returncode == 1 and "held by another process" in refused.stderr, refused.stderr
         assert "Traceback" not in refused.stderr
