@@ -39,6 +39,8 @@ from service.webhooks.store import WebhookStore
 
 log = logging.getLogger("signals.app")
 
+BACKGROUND_DEADLINE_FACTOR = 3  # precompute's deadline: this many times SIGNALS_COMPUTE_DEADLINE_SECONDS
+
 
 def privacy_params(settings: Settings) -> PrivacyParams:
     return PrivacyParams(
@@ -62,11 +64,12 @@ def signals_resources(settings: Settings, engine: Engine, store: EventStore, clo
     decoded = DecodedEntries()  # one per app: keys are unique per deployment, not across apps
     flights = Flights(gate, ComputeSlots(settings.run_dir / "compute", settings.slots), decoded, background=background)
     stale = StalePolicy(settings.stale_seconds, clock)
+    # Nobody waits on background work, and it runs at a lower priority: it may take longer.
+    deadline = settings.compute_deadline_seconds * (BACKGROUND_DEADLINE_FACTOR if background else 1)
     return [SignalsResource(endpoint, engine, store, clock, gate, flights,
                             cache_responses=settings.cache_responses, cache_variant=cache_variant(settings),
                             decoded=decoded, query_max_cells=settings.query_max_cells,
-                            deadline_seconds=settings.compute_deadline_seconds, wait_seconds=settings.patience,
-                            stale=stale)
+                            deadline_seconds=deadline, wait_seconds=settings.patience, stale=stale)
             for endpoint in ENDPOINTS]
 
 
