@@ -88,7 +88,42 @@ def test_trending_activity_and_query_figures():
     places = {"window": "7d", "group_by": ["country"], "results": [
         {"country_id": "US", "country_name": "United States", "suppressions": 5, "unique_users": 2, "events": 3},
         {"country_id": "XK", "country_name": None, "suppressions": 1, "unique_users": 1, "events": 1}]}
-    assert list(figures.query_figure(places).data[0].x) == ["United States", "XK"]
+    assert list(figures.query_figure(places).data[0].y) == ["XK", "United States"]  # horizontal, the first on top
+
+
+def test_a_long_ranking_draws_the_top_with_short_labels_and_sums_up_the_rest():
+    long_name = "Congo, The Democratic Republic of the"
+    results = [{"country_id": f"C{i}", "country_name": long_name if i == 0 else f"Country {i}",
+                "suppressions": 1000 - i, "unique_users": 50, "events": 10} for i in range(68)]
+    figure = figures.query_figure({"window": "7d", "group_by": ["country"], "results": results})
+    bars = figure.data[0]
+    assert bars.orientation == "h" and len(bars.y) == figures.TOP
+    assert bars.y[-1] == "Congo, The Democratic Repub…" and bars.customdata[-1] == long_name
+    rest = sum(r["suppressions"] for r in results[figures.TOP:])
+    assert f"and 48 more in the table, {rest:,} suppressions together" in figure.layout.title.text
+    users = figures.query_figure({"window": "7d", "group_by": ["country"], "results": results}, measure="unique_users")
+    assert "more in the table</sup>" in users.layout.title.text  # users do not add up across rows
+
+
+def test_partial_first_and_last_buckets_are_marked():
+    import datetime as dt
+
+    as_of = dt.datetime(2026, 3, 10, 6, tzinfo=dt.UTC)  # 6 hours into the last day
+    days = [f"2026-03-{d:02d}T00:00:00Z" for d in range(3, 11)]
+    body = {"keyword": "k", "window": "7d", "bucket": "day",
+            "timeseries": [{"ts": ts, "suppressions": 100, "users_est": 5, "events": 9} for ts in days]}
+    line = figures.timeseries_figure([body], as_of=as_of).data[0]
+    assert list(line.customdata) == ["partial: 18 of 24 hours"] + [""] * 6 + ["partial: 6 of 24 hours"]
+    assert line.marker.symbol[0] == line.marker.symbol[-1] == "circle-open" and line.marker.symbol[1] == "circle"
+    whole = figures.timeseries_figure([{**body, "bucket": "hour", "timeseries": body["timeseries"][-2:-1]}], as_of=as_of)
+    assert list(whole.data[0].customdata) == [""]
+    assert "only in part" in figures.timeseries_figure([body], as_of=as_of).layout.title.text
+    assert "only in part" not in figures.timeseries_figure([body]).layout.title.text  # no as_of: nothing claimed
+
+
+def test_the_toolbar_stands_off_the_titles():
+    figure = figures.top_keywords_figure({"window": "24h", "keywords": [{"keyword_raw": "a", "suppressions": 1}]})
+    assert figure.layout.modebar.orientation == "v" and figure.layout.margin.r >= 40
 
 
 def test_messages_a_person_understands():
@@ -173,11 +208,29 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
     assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
                        " 2026-03-03T12:00:00Z ", ["previous_period"], [True]) == {
         **plain, "as_of": "2026-03-03T12:00:00Z", "compare": "previous_period", "intervals": True}
-    record = {"keyword": "a", "suppressions": 5, "previous": {"suppressions": 2},
-              "change": {"suppressions": {"pct": 150.0, "beyond_noise": False}}, "intervals": {"suppressions": [3, 9]}}
-    assert ui.flat(record) == {"keyword": "a", "suppressions": 5, "previous_suppressions": 2,
-                               "change_suppressions_pct": 150.0, "change_suppressions_beyond_noise": False,
-                               "intervals_suppressions": "3–9"}
+    # the results' dimension columns: a place by its name with its id under it, time as ts
+    answer = {"group_by": ["keyword", "country", "time"],
+              "results": [{"keyword": "a", "country_id": "GR", "country_name": "Greece", "ts": "2026-03-09T00:00:00Z"}]}
+    assert query.result_columns(answer) == (["keyword", "country_name", "ts"], {"country_name": "country_id"})
+    # a window is chosen when the page opens; placeholders are short examples
+    window = query.layout()
+    assert _find(window, "query-window").value == "7d"
+    placeholders = [_find(window, f"query-filter-{n}").placeholder for n in query.TEXT_FILTERS]
+    assert placeholders == ["e.g. climate change, spoilers", "e.g. reddit.com, youtube.com", "e.g. US, DE",
+                            "e.g. US-CA", "e.g. 06037", "e.g. 5368361"]
+    assert all(len(p) <= len(ui.AS_OF_PLACEHOLDER) for p in placeholders)
+
+
+def _find(component, element_id):
+    if getattr(component, "id", None) == element_id:
+        return component
+    children = getattr(component, "children", None)
+    for child in children if isinstance(children, list | tuple) else [children]:
+        if hasattr(child, "to_plotly_json"):
+            found = _find(child, element_id)
+            if found is not None:
+                return found
+    return None
 
 
 def test_a_test_deliverys_outcome_in_words():

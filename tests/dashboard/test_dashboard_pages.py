@@ -181,11 +181,16 @@ def test_plan_names_shown_are_the_apis(relabelled_api):
     # Sign-in keeps the API's name of the viewer's plan (the header shows it).
     session, *_ = _page("/sign-in").sign_in(1, 0, relabelled_api["observer"])
     assert session["plan_label"] == "Starter"
-    # /query says which plan it needs before and after Run.
+    # /query says what the viewer's plan allows before Run (from the account), and which plan it
+    # needs after a refused Run.
     query = _page("/query")
-    assert "Needs the Team plan or higher." in texts(query.layout())
-    note = texts(query.plan_note(None, {**observer, "plan_label": session["plan_label"], "operations": []}))
-    assert "Your plan (Starter)" in note and "needs the Team plan or higher" in note
+    assert "plan or higher" not in texts(query.layout())
+    note, meta = query.plan_note(None, observer)
+    assert "Your plan (Starter)" in texts(note) and "needs the Team plan or higher" in texts(note)
+    assert meta["limit"] == Tier.OBSERVER.requests_per_minute  # the header's count of requests used
+    allowed = texts(query.plan_note(None, {"key": relabelled_api["professional"]})[0])
+    assert allowed == f"Your plan ({RELABELLED['professional']}) includes the query builder, up to " \
+        f"{Tier.PROFESSIONAL.requests_per_minute:,} requests a minute."
     _reply, problem, _meta = ui.call(observer, "query", {"window": "7d"})
     assert texts(problem).startswith("This page needs the Team plan or higher.")
     assert "Analyst" not in texts(problem)
