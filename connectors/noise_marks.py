@@ -53,11 +53,10 @@ def now_zero(count: str) -> Mark:
                           "publish is suppressed for privacy, so this is not necessarily a fall to none.")
 
 
-# Said once, beside a table that carries marks (the Sheets footer, the dashboard's notes).
-LEGEND = ("Marked cells (a note, or a word beside the number) are privacy noise or suppression, not errors: "
-          f"'{SUPPRESSED}' a 0 beside non-zero counts, '{FEW_USERS}' an interval wider than the number, "
-          f"'{WAS_ZERO}' no percentage because the previous period shows 0, '{NOW_ZERO}' −100 % from a count "
-          "shown as 0 now.")
+# Said once, beside a table that carries marks (the Sheets footer, the dashboard's caption).
+LEGEND = (f"Marks (hover one) are privacy noise or suppression, not errors: '{SUPPRESSED}' a 0 beside non-zero "
+          f"counts; '{FEW_USERS}' an interval wider than the number; '{WAS_ZERO}' no percentage, the previous "
+          f"period shows 0; '{NOW_ZERO}' −100 % from a count shown as 0 now.")
 
 
 def marks(record: Mapping[str, Any], counts: Sequence[str]) -> dict[str, Mark]:

@@ -30,12 +30,14 @@ def exact(value: Any) -> str:
     return str(value)
 
 
-def compact(value: Any) -> str:
+def compact(value: Any, *, from_: int = 1000) -> str:
     """A number in at most three significant digits and a suffix: 17412 -> "17.4k", 174120 ->
-    "174k", 1234567 -> "1.23M"; below 1,000 the exact value. Text is returned as it is."""
+    "174k", 1234567 -> "1.23M"; below `from_` (1,000) the exact value. Text is returned as it is."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return exact(value)
     size = abs(value)
+    if size < from_:
+        return exact(value)
     for unit, suffix in _SUFFIXES:
         if size >= unit * 0.9995:
             scaled = value / unit
@@ -56,15 +58,16 @@ def percent(pct: float | None) -> str:
     return f"{pct:+,.1f} %".replace("-", MINUS)
 
 
-def change_words(change: Mapping[str, Any] | None) -> tuple[str, str, str]:
+def change_words(change: Mapping[str, Any] | None, value: Any = None) -> tuple[str, str, str]:
     """A count's change under compare=previous_period as (arrow and percentage, verdict, kind):
     ("▲ 12.5 %", "beyond noise", "beyond-noise"), ("▼ 3.1 %", "within noise", "within-noise");
-    a previous value of 0 (no percentage) is ("new", ...). Empty strings without a change."""
+    a previous value of 0 (no percentage) is "new (previously 0)", or "0 in both" when `value`
+    (the count now) is 0 too. Empty strings without a change."""
     if not change:
         return "", "", ""
     pct = change.get("pct")
     if pct is None:
-        figure = "new (previously 0)"
+        figure = "0 in both" if value == 0 else "new (previously 0)"
     elif pct > 0:
         figure = f"▲ {pct:,.1f} %"
     elif pct < 0:
@@ -76,9 +79,17 @@ def change_words(change: Mapping[str, Any] | None) -> tuple[str, str, str]:
     return figure, "within noise", "within-noise"
 
 
-def interval(low_high: Any, *, short: bool = False) -> str:
-    """A 90 % interval [low, high] as "1,100–1,300" (short: "1.1k–1.3k"); "" without one."""
+SHORT_FROM = 100_000  # where space is short, numbers from here on are compact (123k); smaller ones exact
+
+
+def short(value: Any) -> str:
+    """A number where space is short: exact below SHORT_FROM (13,057), compact from it (102k)."""
+    return compact(value, from_=SHORT_FROM)
+
+
+def interval(low_high: Any, *, brief: bool = False) -> str:
+    """A 90 % interval [low, high] as "1,100–1,300" (brief: `short`, "102k–103k"); "" without one."""
     if not isinstance(low_high, list | tuple) or len(low_high) != 2:
         return ""
-    shown = compact if short else exact
+    shown = short if brief else exact
     return f"{shown(low_high[0])}–{shown(low_high[1])}"

@@ -194,7 +194,7 @@ def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[
     footer.append(("Refreshed (UTC)", Cell(refreshed, "datetime")))
     footer.append(("Note", Cell("All times are UTC. Every number is an estimate with noise added for privacy.")))
     if any(notes):
-        footer.append(("Marked cells", Cell(noise_marks.LEGEND)))
+        footer.append(("Marks", Cell(noise_marks.LEGEND.replace("(hover one)", "(a cell note: hover the cell)"))))
     footer.append(("Disclaimer", Cell(body.get("disclaimer", ""))))
     rows.extend((Cell(label, "label"), cell) for label, cell in footer)
     return Table(tuple(rows), len(records))

@@ -171,7 +171,7 @@ def activity_figure(body: Mapping[str, Any]) -> go.Figure:
                                     hovertemplate=f"%{{customdata}}: %{{x:,}} {field} in the previous period"
                                                   "<extra></extra>"))
     if compared:
-        title += ", beside the previous period (faint)"
+        title += "<br><sup>beside the previous period (faint)</sup>"
     figure.update_layout(**_LAYOUT, title=title, barmode="stack", legend=dict(orientation="h", y=-0.1))
     figure.update_layout(height=max(300, (40 if compared else 24) * len(rows) + 110))
     figure.update_yaxes(automargin=True)

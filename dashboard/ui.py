@@ -19,7 +19,8 @@ from dashboard import api, view_state
 COMPARE = "previous_period"
 AS_OF_PLACEHOLDER = "latest, or YYYY-MM-DDTHH:00:00Z"
 AS_OF_HINT = "An earlier UTC hour; empty: the latest."
-GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True}
+GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True,
+                "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
 
 
 # Until a page's first answer: a blank 420 px space saying so, no empty axes.
@@ -99,7 +100,7 @@ def _heading(column: str) -> str:
     return HEADINGS.get(column, column.replace("_", " "))
 
 
-HEADINGS = {"keyword_count": "keywords", "unique_users": "users", "users_est": "users", "geo_key": "code",
+HEADINGS = {"label": "place", "keyword_count": "keywords", "unique_users": "users", "users_est": "users", "geo_key": "code",
             "keyword_raw": "keyword", "growth_pct": "growth", "net_adds": "net adds", "ts": "time (UTC)"}
 
 
@@ -113,21 +114,21 @@ def _count_cell(row: Mapping[str, Any], column: str, marks: Mapping[str, noise_m
     value (compare) and its 90 % interval (intervals), compact with the exact value on hover."""
     value = row.get(column)
     lines: list[Any] = [html.Div([html.Span(numbers.exact(value), className="value"), _mark(marks.get(column))],
-                                 className="main")]
+                                 className="cell-main")]
     if compared:
-        figure, verdict, kind = numbers.change_words((row.get("change") or {}).get(column))
+        figure, verdict, kind = numbers.change_words((row.get("change") or {}).get(column), value)
         previous = (row.get("previous") or {}).get(column)
         if figure:
             lines.append(html.Div([html.Span(figure), " ", html.Span(verdict, className="verdict"),
                                    _mark(marks.get(f"change_{column}"))],
                                   className=f"sub change {kind}", **{"data-col": f"change_{column}"}))
         if previous is not None:
-            lines.append(html.Div(f"before {numbers.compact(previous)}", title=f"previous period: {numbers.exact(previous)}",
+            lines.append(html.Div(f"before {numbers.short(previous)}", title=f"previous period: {numbers.exact(previous)}",
                                   className="sub", **{"data-col": f"previous_{column}"}))
     if with_intervals:
         low_high = (row.get("intervals") or {}).get(column)
         if low_high:
-            lines.append(html.Div(f"90 %: {numbers.interval(low_high, short=True)}",
+            lines.append(html.Div(f"90 %: {numbers.interval(low_high, brief=True)}",
                                   title=f"90 % interval: {numbers.interval(low_high)}", className="sub",
                                   **{"data-col": f"intervals_{column}"}))
     return html.Td(lines, className="count", title=numbers.exact(value), **{"data-col": column})
@@ -143,9 +144,9 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], cou
     compared = any("previous" in r for r in rows)
     with_intervals = any("intervals" in r for r in rows)
     details = details or {}
-    under = " · ".join(part for part, on in (("change, before", compared), ("90 % interval", with_intervals)) if on)
-    head = [html.Th([_heading(c), html.Div(under, className="sub")] if c in counts and under else _heading(c),
-                    className="count" if c in counts else None) for c in columns]
+    under = [part for part, on in (("its change and the previous period's value", compared),
+                                   ("its 90 % interval", with_intervals)) if on]
+    head = [html.Th(_heading(c), className="count" if c in counts or c.endswith("_pct") else None) for c in columns]
     body = []
     for row in rows:
         marks = noise_marks.marks(row, counts)
@@ -156,12 +157,14 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], cou
                 continue
             text = cell_text(row.get(column), column)
             extra = details.get(column)
-            inner = [html.Div(text, className="main")] + \
+            inner = [html.Div(text, className="cell-main")] + \
                 ([html.Div(cell_text(row.get(extra)), className="sub", **{"data-col": extra})] if extra else [])
-            cells.append(html.Td(inner if extra else text, className="label", title=text, **{"data-col": column}))
+            kind = "count" if column.endswith("_pct") else "label"
+            cells.append(html.Td(inner if extra else text, className=kind, title=text, **{"data-col": column}))
         body.append(html.Tr(cells))
-    caption = [html.Caption(noise_marks.LEGEND, className="legend")] if any(
-        noise_marks.marks(r, counts) for r in rows) else []
+    said = ([f"Under each count: {' and '.join(under)}."] if under else []) + \
+        ([noise_marks.LEGEND] if any(noise_marks.marks(r, counts) for r in rows) else [])
+    caption = [html.Caption(" ".join(said), className="legend")] if said else []
     return html.Table([*caption, html.Thead(html.Tr(head)), html.Tbody(body)], className="data-table records",
                       **({"id": table_id} if table_id else {}))
 

@@ -49,11 +49,12 @@ def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
     table = ui.records_table(rows, ["label", "suppressions", "events"], ["suppressions", "events"],
                              details={"label": "geo_key"})
     head = table.children[1].children.children
-    assert [_text(th) for th in head] == ["label", "suppressions change, before · 90 % interval",
-                                          "events change, before · 90 % interval"]  # three columns, not nine
+    assert [_text(th) for th in head] == ["place", "suppressions", "events"]  # three columns, not nine
+    assert table.children[0].children.startswith(
+        "Under each count: its change and the previous period's value and its 90 % interval. Marks (hover one)")
     label, suppressions, events = table.children[2].children[0].children
     assert _text(label) == "Greece GR"
-    assert _text(suppressions) == "12,000 ▲ 20.0 % within noise before 10k 90 %: 11k–13k"
+    assert _text(suppressions) == "12,000 ▲ 20.0 % within noise before 10,000 90 %: 11,000–13,000"
     assert suppressions.title == "12,000"
     change = suppressions.children[1]
     assert change.className == "sub change within-noise" and "True" not in _text(table) + _text(head)
@@ -62,9 +63,8 @@ def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
              if getattr(c, "className", None) == "mark"]
     assert [m.children for m in marks] == ["suppressed?", "now 0"]
     assert marks[0].title.startswith("Events shows 0 while this row's other counts do not")
-    assert table.children[0].children.startswith("Marked cells")  # the legend, said once
     plain = ui.records_table([{"label": "A", "suppressions": 1}], ["label", "suppressions"], ["suppressions"])
-    assert [_text(th) for th in plain.children[0].children.children] == ["label", "suppressions"]
+    assert [_text(th) for th in plain.children[0].children.children] == ["place", "suppressions"]  # no caption
 
 
 def test_cells_never_show_python_literals_and_times_read():

@@ -5,18 +5,30 @@ browser console and the network (performance log) recorded."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import tempfile
 import time
 from pathlib import Path
 
-from tests.support.processes import ROOT, procfile_command, service_env, serving
+from tests.support.processes import procfile_command, service_env, serving
 from tests.support.redis_server import free_port
 
 CHROMIUM = os.environ.get("SIGNALS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SIGNALS_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
-SHOTS = ROOT / "docs" / "dashboard"  # the README's screenshots, written by the browser tests
 WAIT = 30
+
+
+@functools.cache
+def shots() -> Path:
+    """Where the browser tests save their screenshots: SIGNALS_SCREENSHOTS_DIR when set
+    (scripts/screenshots.sh sets docs/dashboard/, the README's), else a temporary directory, so
+    running the tests leaves the working tree as it was."""
+    chosen = os.environ.get("SIGNALS_SCREENSHOTS_DIR")
+    folder = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="signals-screenshots-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def chrome(download_dir: Path | None = None):
