@@ -275,3 +275,15 @@ def test_the_readme_shows_every_page_from_the_browser_tests():
              "account-webhooks", "sign-in", "state-403", "state-429", "geography-compare", "activity-compare",
              "keywords-compare"]
     assert sorted(linked) == sorted(f"{page}.png" for page in pages)
+
+
+def test_the_tests_screenshots_go_to_a_temporary_directory_unless_asked(monkeypatch, tmp_path):
+    """scripts/test.sh leaves the working tree clean: docs/dashboard/ only under scripts/screenshots.sh."""
+    from tests.support.browser import shots
+
+    monkeypatch.delenv("SIGNALS_SCREENSHOTS_DIR", raising=False)
+    folder = shots.__wrapped__()
+    assert folder.is_dir() and ROOT not in folder.parents
+    monkeypatch.setenv("SIGNALS_SCREENSHOTS_DIR", str(tmp_path / "shots"))
+    assert shots.__wrapped__() == tmp_path / "shots" and (tmp_path / "shots").is_dir()
+    assert "SIGNALS_SCREENSHOTS_DIR=\"$PWD/docs/dashboard\"" in (ROOT / "scripts" / "screenshots.sh").read_text()
