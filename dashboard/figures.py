@@ -22,6 +22,7 @@ _PALETTE = ("#3563c9", "#d9822b", "#2e9d5b", "#c9463d", "#7b5ea7", "#8c6d31", "#
 _LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=44, t=56, b=10), height=420,
                font=dict(family="system-ui, sans-serif", size=13), separators=".,",
                modebar=dict(orientation="v", bgcolor="rgba(255,255,255,0.7)"))
+COUNT_TICKS = ",~r"  # d3-format: axis numbers with thousands separators (2,000), no trailing zeros
 TOP = 20  # bars a ranking draws; the rest are summarised under the chart
 LABEL = 28  # characters of a bar's label; the whole label is in its hover
 
@@ -52,6 +53,7 @@ def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions
                               hovertemplate="%{customdata}: %{x:,}<extra></extra>"))
     figure.update_layout(**_LAYOUT, title=title)
     figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     figure.update_layout(height=max(300, 24 * len(rows) + 90))
     return figure
 
@@ -78,11 +80,12 @@ def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "ke
                                         fill="toself", fillcolor=colour, opacity=0.15, line=dict(width=0),
                                         name=f"{name}, 90 % interval", hoverinfo="skip"))
         partial = [partial_note(p["ts"], body.get("bucket"), body.get("window"), as_of) for p in points]
-        figure.add_trace(go.Scatter(x=x, y=[p[measure] for p in points], mode="lines+markers", name=name,
-                                    line=dict(color=colour), customdata=[note or "" for note in partial],
-                                    marker=dict(size=[9 if note else 4 for note in partial], color=colour,
-                                                symbol=["circle-open" if note else "circle" for note in partial]),
-                                    hovertemplate="%{y:,} %{customdata}"))
+        y = [p[measure] for p in points]
+        figure.add_trace(go.Scatter(x=x, y=[None if note else v for v, note in zip(y, partial, strict=True)],
+                                    mode="lines+markers", name=name, line=dict(color=colour), marker=dict(size=4),
+                                    hovertemplate="%{y:,}"))
+        if any(partial):
+            figure.add_trace(_partial_edges(x, y, partial, colour, name))
         if any("previous" in p for p in points):
             figure.add_trace(go.Scatter(x=x, y=[p["previous"][measure] for p in points], mode="lines",
                                         name=f"{name}, previous period", line=dict(color=colour, dash="dot")))
@@ -91,7 +94,32 @@ def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "ke
     if any(partial_note(p["ts"], b.get("bucket"), b.get("window"), as_of) for b in bodies for p in b.get("timeseries", [])):
         title += "<br><sup>○ a bucket the window covers only in part (its count is of those hours only)</sup>"
     figure.update_layout(**_LAYOUT, title=title, legend=dict(orientation="h", y=-0.15), hovermode="x unified")
+    figure.update_yaxes(tickformat=COUNT_TICKS)
     return figure
+
+
+def _partial_edges(x: list, y: list, partial: list[str | None], colour: str, name: str) -> go.Scatter:
+    """The buckets the window covers only in part: each an open circle joined to its whole neighbour
+    by a dotted line (its count is of fewer hours, not a fall), "partial: 6 of 24 hours" in its hover."""
+    xs: list = []
+    ys: list = []
+    notes: list = []
+    for i, note in enumerate(partial):
+        if not note:
+            continue
+        j = i + 1 if i + 1 < len(partial) and not partial[i + 1] else i - 1
+        if 0 <= j < len(partial) and not partial[j]:
+            xs += [x[j], x[i], None]
+            ys += [y[j], y[i], None]
+            notes += ["", note, ""]
+        else:
+            xs += [x[i], None]
+            ys += [y[i], None]
+            notes += [note, ""]
+    return go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name}, partial bucket", showlegend=False,
+                      line=dict(color=colour, dash="dot"), customdata=notes,
+                      marker=dict(size=[9 if n else 0 for n in notes], symbol="circle-open", color=colour),
+                      hovertemplate="%{y:,} %{customdata}<extra></extra>")
 
 
 def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, float]],
@@ -145,6 +173,7 @@ def trending_figure(body: Mapping[str, Any]) -> go.Figure:
                                             "baseline %{customdata[1]:,})<extra></extra>"))
     figure.update_layout(**_LAYOUT, title=title, xaxis_title="growth, %")
     figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     figure.update_layout(height=max(300, 24 * len(rows) + 90))
     return figure
 
@@ -175,6 +204,7 @@ def activity_figure(body: Mapping[str, Any]) -> go.Figure:
     figure.update_layout(**_LAYOUT, title=title, barmode="stack", legend=dict(orientation="h", y=-0.1))
     figure.update_layout(height=max(300, (40 if compared else 24) * len(rows) + 110))
     figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     return figure
 
 
@@ -205,6 +235,7 @@ def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_o
         if any(partial):
             title += "<br><sup>○ a bucket the window covers only in part</sup>"
         figure.update_layout(**_LAYOUT, title=title)
+        figure.update_yaxes(tickformat=COUNT_TICKS)
         return figure
     shown, rest = rows[:TOP], rows[TOP:]
     shown = shown[::-1]  # the first row on top
@@ -220,6 +251,7 @@ def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_o
     figure.update_layout(**_LAYOUT, title=title)
     figure.update_layout(height=max(300, 24 * len(shown) + 110))
     figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     return figure
 
 

@@ -112,11 +112,13 @@ def test_partial_first_and_last_buckets_are_marked():
     days = [f"2026-03-{d:02d}T00:00:00Z" for d in range(3, 11)]
     body = {"keyword": "k", "window": "7d", "bucket": "day",
             "timeseries": [{"ts": ts, "suppressions": 100, "users_est": 5, "events": 9} for ts in days]}
-    line = figures.timeseries_figure([body], as_of=as_of).data[0]
-    assert list(line.customdata) == ["partial: 18 of 24 hours"] + [""] * 6 + ["partial: 6 of 24 hours"]
-    assert line.marker.symbol[0] == line.marker.symbol[-1] == "circle-open" and line.marker.symbol[1] == "circle"
+    line, edges = figures.timeseries_figure([body], as_of=as_of).data
+    assert list(line.y) == [None] + [100] * 6 + [None]  # the whole buckets as the line
+    assert edges.line.dash == "dot" and edges.name == "k, partial bucket"
+    assert list(edges.x) == [days[1], days[0], None, days[6], days[7], None]  # each joined to its neighbour
+    assert list(edges.customdata) == ["", "partial: 18 of 24 hours", "", "", "partial: 6 of 24 hours", ""]
     whole = figures.timeseries_figure([{**body, "bucket": "hour", "timeseries": body["timeseries"][-2:-1]}], as_of=as_of)
-    assert list(whole.data[0].customdata) == [""]
+    assert len(whole.data) == 1 and list(whole.data[0].y) == [100]
     assert "only in part" in figures.timeseries_figure([body], as_of=as_of).layout.title.text
     assert "only in part" not in figures.timeseries_figure([body]).layout.title.text  # no as_of: nothing claimed
 
@@ -124,6 +126,7 @@ def test_partial_first_and_last_buckets_are_marked():
 def test_the_toolbar_stands_off_the_titles():
     figure = figures.top_keywords_figure({"window": "24h", "keywords": [{"keyword_raw": "a", "suppressions": 1}]})
     assert figure.layout.modebar.orientation == "v" and figure.layout.margin.r >= 40
+    assert figure.layout.xaxis.tickformat == ",~r"  # 2,000 on the axis, not 2000
 
 
 def test_messages_a_person_understands():

@@ -5,12 +5,14 @@ tests/conftest.py `default_demo_dir`), which is also what the README's screensho
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
 from connectors import numbers
+from connectors.buckets import partial_note
 from connectors.client import SignalsClient
 from tests.support.browser import (
     chrome,
@@ -24,6 +26,7 @@ from tests.support.browser import (
     sign_in,
     wait,
 )
+from tests.support.default_demo import DEFAULT_DEMO_END
 from tests.support.processes import create_key, gunicorn
 
 pytestmark = pytest.mark.process
@@ -135,6 +138,12 @@ def test_changing_a_control_updates_the_url_and_a_reload_keeps_it(demo, browser)
     assert query_of(browser) == {"window": "24h", "type": "all", "limit": "50"}
 
 
+def whole(points: list[dict], as_of) -> list:
+    """A day series' line: the buckets the 7d window covers whole; the partial first and last are
+    drawn apart (dotted), as None here."""
+    return [None if partial_note(p["ts"], "day", "7d", as_of) else p["suppressions"] for p in points]
+
+
 def test_timeseries_compare_and_intervals_and_an_earlier_as_of(demo, browser):
     browser.get(demo["dash"] + "/keywords?keywords=climate change&window=7d&bucket=day&compare=previous_period"
                 "&intervals=true")
@@ -146,7 +155,9 @@ def test_timeseries_compare_and_intervals_and_an_earlier_as_of(demo, browser):
         body = api.keyword_timeseries("climate change", window="7d", bucket="day", compare="previous_period",
                                       intervals=True)
     points = body["timeseries"]
-    assert traces["climate change"]["y"] == [p["suppressions"] for p in points]
+    assert traces["climate change"]["y"] == whole(points, DEFAULT_DEMO_END)
+    assert [y for y in traces["climate change, partial bucket"]["y"] if y is not None] == \
+        [points[1]["suppressions"], points[0]["suppressions"], points[-2]["suppressions"], points[-1]["suppressions"]]
     assert traces["climate change, previous period"]["y"] == [p["previous"]["suppressions"] for p in points]
     band = traces["climate change, 90 % interval"]["y"]
     assert band == [p["intervals"]["suppressions"][1] for p in points] + \
@@ -160,7 +171,7 @@ def test_timeseries_compare_and_intervals_and_an_earlier_as_of(demo, browser):
         earlier = api.keyword_timeseries("climate change", window="7d", bucket="day", compare="previous_period",
                                          intervals=True, as_of="2026-03-03T12:00:00Z")["timeseries"]
     wait(browser, lambda d: {t["name"]: t for t in json.loads(figure_data(d, "keywords-graph"))}
-         ["climate change"]["y"] == [p["suppressions"] for p in earlier])
+         ["climate change"]["y"] == whole(earlier, dt.datetime(2026, 3, 3, 12, tzinfo=dt.UTC)))
     assert "Data as of 2026-03-03 12:00 UTC" in browser.find_element("tag name", "main").text
     # an hour the API refuses: its words, naming as_of
     field = css(browser, "#keywords-as-of")[0]
