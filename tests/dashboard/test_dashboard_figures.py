@@ -11,6 +11,7 @@ from connectors.client import SignalsError  # noqa: E402
 from dashboard import figures, places  # noqa: E402
 from dashboard.api import Usage, explain  # noqa: E402
 from dashboard.app import usage_text  # noqa: E402
+from tests.support.layouts import find
 from tests.support.processes import ROOT
 
 DISCLAIMER = "Numbers are approximate estimates."
@@ -217,23 +218,11 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
     assert query.result_columns(answer) == (["keyword", "country_name", "ts"], {"country_name": "country_id"})
     # a window is chosen when the page opens; placeholders are short examples
     window = query.layout()
-    assert _find(window, "query-window").value == "7d"
-    placeholders = [_find(window, f"query-filter-{n}").placeholder for n in query.TEXT_FILTERS]
+    assert find(window, "query-window").value == "7d"
+    placeholders = [find(window, f"query-filter-{n}").placeholder for n in query.TEXT_FILTERS]
     assert placeholders == ["e.g. climate change, spoilers", "e.g. reddit.com, youtube.com", "e.g. US, DE",
                             "e.g. US-CA", "e.g. 06037", "e.g. 5368361"]
     assert all(len(p) <= len(ui.AS_OF_PLACEHOLDER) for p in placeholders)
-
-
-def _find(component, element_id):
-    if getattr(component, "id", None) == element_id:
-        return component
-    children = getattr(component, "children", None)
-    for child in children if isinstance(children, list | tuple) else [children]:
-        if hasattr(child, "to_plotly_json"):
-            found = _find(child, element_id)
-            if found is not None:
-                return found
-    return None
 
 
 def test_a_test_deliverys_outcome_in_words():

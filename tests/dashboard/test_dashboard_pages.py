@@ -24,6 +24,7 @@ from dashboard.settings import DashboardSettings  # noqa: E402
 from service.openapi import build_openapi  # noqa: E402
 from service.tiers import Tier  # noqa: E402
 from tests.support.api_server import serve  # noqa: E402
+from tests.support.layouts import ids, texts  # noqa: E402
 
 
 @pytest.fixture
@@ -35,28 +36,6 @@ def served_document(monkeypatch):
 def _page(path: str):
     entry = next(e for e in dash.page_registry.values() if e["path"] == path)
     return sys.modules[entry["module"]]
-
-
-def ids(component) -> list[str]:
-    """Every element id in a layout, in document order."""
-    found = []
-    if getattr(component, "id", None) is not None:
-        found.append(component.id)
-    children = getattr(component, "children", None)
-    for child in children if isinstance(children, list | tuple) else [children]:
-        if hasattr(child, "to_plotly_json"):
-            found += ids(child)
-    return found
-
-
-def texts(component) -> str:
-    """The layout's text, as a reader sees it (roughly)."""
-    if isinstance(component, str | int | float):
-        return str(component)
-    children = getattr(component, "children", None)
-    if children is None:
-        return ""
-    return " ".join(texts(c) for c in (children if isinstance(children, list | tuple) else [children]))
 
 
 def _nothing(replies, values) -> Drawn:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from connectors.operations import Parameter
 from dashboard import figures, ui, view_state
+from tests.support.layouts import texts
 
 LIMIT = Parameter("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})
 BASELINE = Parameter("min_baseline", {"type": "number", "minimum": 0, "default": 10})
@@ -32,16 +33,6 @@ def test_period_arguments_and_change_labels():
     assert ui.change_text({"pct": None, "beyond_noise": True}) == ("new (previously 0) · beyond noise", "beyond-noise")
 
 
-def _text(component) -> str:
-    if isinstance(component, str | int | float):
-        return str(component)
-    children = getattr(component, "children", None)
-    if children is None:
-        return ""
-    parts = (_text(c) for c in (children if isinstance(children, list | tuple) else [children]))
-    return " ".join(" ".join(parts).split())
-
-
 def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
     rows = [{"label": "Greece", "geo_key": "GR", "suppressions": 12000, "events": 0, "previous": {"suppressions": 10000, "events": 92},
              "change": {"suppressions": {"pct": 20.0, "beyond_noise": False}, "events": {"pct": -100.0, "beyond_noise": True}},
@@ -49,22 +40,22 @@ def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
     table = ui.records_table(rows, ["label", "suppressions", "events"], ["suppressions", "events"],
                              details={"label": "geo_key"})
     head = table.children[1].children.children
-    assert [_text(th) for th in head] == ["place", "suppressions", "events"]  # three columns, not nine
+    assert [texts(th) for th in head] == ["place", "suppressions", "events"]  # three columns, not nine
     assert table.children[0].children.startswith(
         "Under each count: its change and the previous period's value and its 90 % interval. Marks (hover one)")
     label, suppressions, events = table.children[2].children[0].children
-    assert _text(label) == "Greece GR"
-    assert _text(suppressions) == "12,000 ▲ 20.0 % within noise before 10,000 90 %: 11,000–13,000"
+    assert texts(label) == "Greece GR"
+    assert texts(suppressions) == "12,000 ▲ 20.0 % within noise before 10,000 90 %: 11,000–13,000"
     assert suppressions.title == "12,000"
     change = suppressions.children[1]
-    assert change.className == "sub change within-noise" and "True" not in _text(table) + _text(head)
+    assert change.className == "sub change within-noise" and "True" not in texts(table) + texts(head)
     # events: 0 beside a non-zero count, −100 % from it: both marked, with the shared wording
     marks = [c for line in events.children for c in (line.children if isinstance(line.children, list) else [])
              if getattr(c, "className", None) == "mark"]
     assert [m.children for m in marks] == ["suppressed?", "now 0"]
     assert marks[0].title.startswith("Events shows 0 while this row's other counts do not")
     plain = ui.records_table([{"label": "A", "suppressions": 1}], ["label", "suppressions"], ["suppressions"])
-    assert [_text(th) for th in plain.children[0].children.children] == ["place", "suppressions"]  # no caption
+    assert [texts(th) for th in plain.children[0].children.children] == ["place", "suppressions"]  # no caption
 
 
 def test_cells_never_show_python_literals_and_times_read():
