@@ -169,11 +169,16 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], cou
                       **({"id": table_id} if table_id else {}))
 
 
+SIGNED = ("growth_pct",)  # percentages that are changes
+
+
 def cell_text(value: Any, column: str = "") -> str:
-    """A field as a table shows it: numbers with thousands separators, a percentage (`*_pct`) signed
-    ("+250.3 %"), an ISO time as "2026-03-10 12:00", never Python's True/False."""
+    """A field as a table shows it: numbers with thousands separators, a percentage (`*_pct`) with
+    its sign when it is a change ("+250.3 %", else "75 %"), an ISO time as "2026-03-10 12:00",
+    never Python's True/False."""
     if column.endswith("_pct") and isinstance(value, int | float) and not isinstance(value, bool):
-        return numbers.percent(value)
+        # a change or a growth is signed (+250.3 %); a setting such as a threshold is not (75 %)
+        return numbers.percent(value) if column in SIGNED else f"{numbers.exact(value)} %"
     if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T" and value.endswith("Z"):
         return value[:16].replace("T", " ")
     return numbers.exact(value)

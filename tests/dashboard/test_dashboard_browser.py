@@ -22,6 +22,7 @@ from tests.support.browser import (
     css,
     dashboard,
     figure_data,
+    layout_problems,
     requested_urls,
     settle,
     shots,
@@ -312,6 +313,7 @@ def test_account_page_manages_webhooks(stack, browser, professional):
         logged = api.webhook_deliveries(hook["id"])["deliveries"][0]
         assert content(css(browser, "#webhook-log-rows td[data-col='outcome']")[0]) == logged["outcome"] == "succeeded"
         assert content(css(browser, "#webhook-log-rows td[data-col='delivery_id']")[0]) == logged["delivery_id"]
+        assert layout_problems(browser) == []  # the webhook list and its delivery log fit their boxes
         browser.execute_script("document.querySelector('.webhooks').scrollIntoView()")
         browser.save_screenshot(str(shots() / "account-webhooks.png"))
 
@@ -321,7 +323,7 @@ def test_account_page_manages_webhooks(stack, browser, professional):
     fill(browser, "webhook-threshold-pct", 75)
     assert "Saved" in press(browser, "webhook-save")
     assert api.webhook(hook["id"])["threshold_pct"] == 75
-    wait(browser, lambda d: content(css(d, "#webhook-rows tbody td[data-col='threshold_pct']")[0]) in ("75", "75.0"))
+    wait(browser, lambda d: content(css(d, "#webhook-rows tbody td[data-col='threshold_pct']")[0]) == "75 %")
 
     css(browser, "#webhook-delete")[0].click()
     wait(browser, lambda d: _alert(d))

@@ -8,11 +8,9 @@ docs/dashboard/ under scripts/screenshots.sh, a temporary directory otherwise)."
 
 from __future__ import annotations
 
-import re
-
 import pytest
 
-from tests.support.browser import chrome, css, dashboard, settle, shots, sign_in, wait
+from tests.support.browser import chrome, css, dashboard, layout_problems, settle, shots, sign_in, wait
 from tests.support.processes import create_key, gunicorn
 
 pytestmark = pytest.mark.process
@@ -30,37 +28,6 @@ PAGES = [
     ("/account", "#account-endpoints tbody tr", "account"),
 ]
 QUERY = "/query?group_by=country&compare=previous_period&intervals=true&limit=100"
-
-# Every table's width against its box's, the page's against the window's.
-_WIDTHS = """
-const out = [];
-for (const table of document.querySelectorAll('main table')) {
-  const box = table.parentElement;
-  out.push({id: table.id || box.id || box.className, table: table.getBoundingClientRect().width,
-            box: box.clientWidth, scroll: box.scrollWidth});
-}
-return {tables: out, page: document.documentElement.scrollWidth, window: window.innerWidth};
-"""
-# Each text field's placeholder measured in the field's own font against the room inside it.
-_PLACEHOLDERS = """
-const canvas = document.createElement('canvas').getContext('2d');
-return Array.from(document.querySelectorAll('main input[placeholder]')).filter(i => i.offsetParent).map(i => {
-  const style = getComputedStyle(i);
-  canvas.font = style.font;
-  const room = i.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
-  return {id: i.id, text: i.placeholder, needs: canvas.measureText(i.placeholder).width, room: room};
-});
-"""
-# The toolbar of every figure and the figure's title, as rectangles; they must not meet.
-_TOOLBARS = """
-return Array.from(document.querySelectorAll('main .js-plotly-plot')).map(plot => {
-  const bar = plot.querySelector('.modebar'), title = plot.querySelector('.gtitle');
-  const box = e => { if (!e) return null; const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  return {id: plot.parentElement.id, bar: box(bar), title: box(title)};
-});
-"""
-FORMATTED = re.compile(r"^−?\d{1,3}(,\d{3})*(\.\d+)?$")
-
 
 @pytest.fixture(scope="module")
 def demo(default_demo_dir):
@@ -83,40 +50,6 @@ def browser(request, demo):
     driver.quit()
 
 
-def facts(driver) -> list[str]:
-    """What is wrong with the page as shown, in words (empty: nothing)."""
-    problems = []
-    widths = driver.execute_script(_WIDTHS)
-    if widths["page"] > widths["window"]:
-        problems.append(f"the page is {widths['page']} px wide in a {widths['window']} px window")
-    for table in widths["tables"]:
-        if table["table"] > table["box"] + 1 or table["scroll"] > table["box"] + 1:
-            problems.append(f"table {table['id']}: {table['table']:.0f} px in a {table['box']} px box")
-    text = driver.find_element("tag name", "main").text
-    literal = re.search(r"\b(True|False|None|nan)\b", text)
-    if literal:
-        problems.append(f"a Python literal on the page: {text[max(0, literal.start() - 40):literal.end() + 40]!r}")
-    for cell in css(driver, "main td.count .value, main .card-value"):
-        shown = cell.text.strip()
-        if shown and not FORMATTED.match(shown):
-            problems.append(f"a number without thousands separators: {shown!r}")
-    for field in driver.execute_script(_PLACEHOLDERS):
-        if field["needs"] > field["room"]:
-            problems.append(f"the placeholder of {field['id']} ({field['text']!r}) is cut: "
-                            f"{field['needs']:.0f} px in {field['room']:.0f}")
-    for plot in driver.execute_script(_TOOLBARS):
-        bar, title = plot["bar"], plot["title"]
-        if bar and title and bar[0] < title[2] and title[0] < bar[2] and bar[1] < title[3] and title[1] < bar[3]:
-            problems.append(f"the toolbar of {plot['id']} covers its title")
-    rate = css(driver, "#rate-use")
-    if not rate or "requests used" not in rate[0].text:
-        problems.append("the header does not say how many requests were used")
-    for group in css(driver, "main [id$='-window']:not([id^='webhook'])"):  # a new webhook's window is for the viewer
-        if css(group, "input[type='radio']") and not css(group, "input:checked"):
-            problems.append(f"no window chosen in {group.get_attribute('id')}")
-    return problems
-
-
 def answered(selector: str):
     def ready(driver) -> bool:
         shown = css(driver, ".page-footer .as-of")
@@ -132,7 +65,7 @@ def test_a_page_reads_at_this_width(demo, browser, path, selector, name):
     settle(browser)
     if browser.width == 1440:
         browser.save_screenshot(str(shots() / f"{name}.png"))
-    assert facts(browser) == [], path
+    assert layout_problems(browser) == [], path
 
 
 def test_the_query_builder_starts_ready_and_its_results_fit(demo, browser):
@@ -144,12 +77,12 @@ def test_the_query_builder_starts_ready_and_its_results_fit(demo, browser):
     assert note.startswith("Your plan (Professional) includes the query builder"), note
     assert "plan or higher" not in browser.find_element("tag name", "main").text
     assert not css(browser, "#query-graph-box")[0].is_displayed()  # no empty frame before Run
-    assert facts(browser) == []
+    assert layout_problems(browser) == []
     css(browser, "#query-run")[0].click()
     wait(browser, lambda d: css(d, "#query-rows tbody tr") and not css(d, "._dash-loading-callback"))
     settle(browser)
     assert css(browser, "#query-graph-box")[0].is_displayed()
-    assert facts(browser) == []
+    assert layout_problems(browser) == []
     assert css(browser, "#query-rows .mark"), "noise marks where the numbers disagree"
     if browser.width == 1440:  # the results, under the buttons
         browser.execute_script("document.querySelector('#query-run').scrollIntoView()")

@@ -61,6 +61,7 @@ def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
 def test_cells_never_show_python_literals_and_times_read():
     assert ui.cell_text(True) == "yes" and ui.cell_text(None) == "" and ui.cell_text(17057) == "17,057"
     assert ui.cell_text("2026-03-10T12:00:00Z") == "2026-03-10 12:00" and ui.cell_text(250.333, "growth_pct") == "+250.3 %"
+    assert ui.cell_text(75.0, "threshold_pct") == "75 %"
 
 
 def test_figures_draw_the_previous_period_and_intervals():
