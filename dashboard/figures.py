@@ -165,7 +165,9 @@ def trending_figure(body: Mapping[str, Any]) -> go.Figure:
              f"<br><sup>{body.get('recent_period')} vs {body.get('baseline_period')}</sup>")
     if not rows:
         return _empty(title, "Nothing grew above the minimum baseline in this window.")
-    rows = rows[::-1]
+    if len(rows) > TOP:
+        title = title.replace("</sup>", f"; the first {TOP} of {len(rows):,}, the rest in the table</sup>")
+    rows = rows[:TOP][::-1]
     figure = go.Figure(go.Bar(x=[r["growth_pct"] for r in rows], y=[short(r["value"]) for r in rows],
                               orientation="h", marker_color="#d9822b",
                               customdata=[[r["recent"], r["baseline"], str(r["value"])] for r in rows],
@@ -185,7 +187,8 @@ def activity_figure(body: Mapping[str, Any]) -> go.Figure:
     title = f"Keyword list changes ({body.get('window')}, {body.get('type')})"
     if not rows:
         return _empty(title, "No keyword list change passed the privacy threshold in this window.")
-    rows = rows[::-1]
+    more = f"the first {TOP} of {len(rows):,}, the rest in the table" if len(rows) > TOP else ""
+    rows = rows[:TOP][::-1]
     compared = any("previous" in r for r in rows)
     figure = go.Figure()
     for field, colour in (("adds", "#2e9d5b"), ("removes", "#c9463d"), ("edits", "#8a8a8a")):
@@ -199,8 +202,9 @@ def activity_figure(body: Mapping[str, Any]) -> go.Figure:
                                     opacity=0.35, offsetgroup="previous", customdata=[r["keyword"] for r in rows],
                                     hovertemplate=f"%{{customdata}}: %{{x:,}} {field} in the previous period"
                                                   "<extra></extra>"))
-    if compared:
-        title += "<br><sup>beside the previous period (faint)</sup>"
+    notes = [n for n in ("beside the previous period (faint)" if compared else "", more) if n]
+    if notes:
+        title += f"<br><sup>{'; '.join(notes)}</sup>"
     figure.update_layout(**_LAYOUT, title=title, barmode="stack", legend=dict(orientation="h", y=-0.1))
     figure.update_layout(height=max(300, (40 if compared else 24) * len(rows) + 110))
     figure.update_yaxes(automargin=True)

@@ -106,6 +106,18 @@ def test_a_long_ranking_draws_the_top_with_short_labels_and_sums_up_the_rest():
     assert "more in the table</sup>" in users.layout.title.text  # users do not add up across rows
 
 
+def test_trending_and_activity_draw_the_top_and_say_where_the_rest_is():
+    trend = {"dimension": "keyword", "metric": "suppressions", "recent_period": "r", "baseline_period": "b",
+             "trending": [{"value": f"v{i}", "recent": 10, "baseline": 2, "growth_pct": 400.0 - i} for i in range(50)]}
+    figure = figures.trending_figure(trend)
+    assert len(figure.data[0].y) == figures.TOP and figure.data[0].y[-1] == "v0"
+    assert "the first 20 of 50, the rest in the table</sup>" in figure.layout.title.text
+    activity = {"window": "7d", "type": "all", "keywords": [
+        {"keyword": f"k{i}", "adds": 3, "removes": 1, "edits": 0} for i in range(30)]}
+    bars = figures.activity_figure(activity)
+    assert len(bars.data[0].y) == figures.TOP and "the first 20 of 30" in bars.layout.title.text
+
+
 def test_partial_first_and_last_buckets_are_marked():
     import datetime as dt
 
