@@ -141,7 +141,7 @@ def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, f
         figure = go.Figure(go.Choropleth(
             locations=[iso3[r["geo_key"]] for r in shown], locationmode="ISO-3", z=[r[measure] for r in shown],
             text=[r["label"] for r in shown], colorscale="Blues", marker_line_color="#fff",
-            colorbar=dict(title=measure), hovertemplate="%{text}: %{z:,}<extra></extra>"))
+            colorbar=dict(thickness=14), hovertemplate="%{text}: %{z:,}<extra></extra>"))
     else:
         shown = [r for r in rows if r["geo_key"] in coordinates]
         biggest = max((r[measure] for r in shown), default=1) or 1

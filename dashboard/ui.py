@@ -97,7 +97,8 @@ def change_text(change: Mapping[str, Any] | None) -> tuple[str, str]:
 
 
 def _heading(column: str) -> str:
-    return HEADINGS.get(column, column.replace("_", " "))
+    """A column's heading: `country_name` -> "country", `unique_users` -> "users"."""
+    return HEADINGS.get(column, column.removesuffix("_name").replace("_", " "))
 
 
 HEADINGS = {"label": "place", "keyword_count": "keywords", "unique_users": "users", "users_est": "users", "geo_key": "code",

@@ -73,8 +73,8 @@ def layout(**query: str):
                   html.Button("Download CSV", id="query-csv", n_clicks=0, className="button"),
                   dcc.Download(id="query-download")], className="controls"),
         html.Div(id="query-status"), ui.page_meta("query-meta"),
-        dcc.Loading(html.Div(id="query-results"), type="default"),
         html.Div(ui.graph("query-graph", figure=NO_FIGURE), id="query-graph-box", hidden=True),
+        dcc.Loading(html.Div(id="query-results"), type="default"),
     ], className="page")
 
 
