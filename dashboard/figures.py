@@ -100,7 +100,7 @@ def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "ke
 
 def _partial_edges(x: list, y: list, partial: list[str | None], colour: str, name: str) -> go.Scatter:
     """The buckets the window covers only in part: each an open circle joined to its whole neighbour
-    by a dotted line (its count is of fewer hours, not a fall), "partial: 6 of 24 hours" in its hover."""
+    by a dashed line (its count is of fewer hours, not a fall), "partial: 6 of 24 hours" in its hover."""
     xs: list = []
     ys: list = []
     notes: list = []
@@ -117,7 +117,7 @@ def _partial_edges(x: list, y: list, partial: list[str | None], colour: str, nam
             ys += [y[i], None]
             notes += [note, ""]
     return go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name}, partial bucket", showlegend=False,
-                      line=dict(color=colour, dash="dot"), customdata=notes,
+                      line=dict(color=colour, dash="dash", width=1.5), customdata=notes,
                       marker=dict(size=[9 if n else 0 for n in notes], symbol="circle-open", color=colour),
                       hovertemplate="%{y:,} %{customdata}<extra></extra>")
 

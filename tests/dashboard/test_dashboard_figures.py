@@ -127,7 +127,7 @@ def test_partial_first_and_last_buckets_are_marked():
             "timeseries": [{"ts": ts, "suppressions": 100, "users_est": 5, "events": 9} for ts in days]}
     line, edges = figures.timeseries_figure([body], as_of=as_of).data
     assert list(line.y) == [None] + [100] * 6 + [None]  # the whole buckets as the line
-    assert edges.line.dash == "dot" and edges.name == "k, partial bucket"
+    assert edges.line.dash == "dash" and edges.name == "k, partial bucket"  # the previous period is dotted
     assert list(edges.x) == [days[1], days[0], None, days[6], days[7], None]  # each joined to its neighbour
     assert list(edges.customdata) == ["", "partial: 18 of 24 hours", "", "", "partial: 6 of 24 hours", ""]
     whole = figures.timeseries_figure([{**body, "bucket": "hour", "timeseries": body["timeseries"][-2:-1]}], as_of=as_of)

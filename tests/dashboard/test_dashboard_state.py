@@ -142,7 +142,7 @@ def test_changing_a_control_updates_the_url_and_a_reload_keeps_it(demo, browser)
 
 def whole(points: list[dict], as_of) -> list:
     """A day series' line: the buckets the 7d window covers whole; the partial first and last are
-    drawn apart (dotted), as None here."""
+    drawn apart (dashed), as None here."""
     return [None if partial_note(p["ts"], "day", "7d", as_of) else p["suppressions"] for p in points]
 
 
