@@ -73,11 +73,14 @@ def layout(**query: str):
                   html.Button("Download CSV", id="query-csv", n_clicks=0, className="button"),
                   dcc.Download(id="query-download")], className="controls"),
         html.Div(id="query-status"), ui.page_meta("query-meta"),
-        html.Div(ui.graph("query-graph", figure=NO_FIGURE), id="query-graph-box", hidden=True),
+        # Folded (no height) until a run has a chart: no empty frame, and plotly still draws at the
+        # box's width (in a box that is not displayed at all it would draw a strip).
+        html.Div(ui.graph("query-graph", figure=NO_FIGURE), id="query-graph-box", className=FOLDED),
         dcc.Loading(html.Div(id="query-results"), type="default"),
     ], className="page")
 
 
+FOLDED = "folded"
 WINDOW = "7d"  # chosen when the page opens (the API has no default window for /query)
 _EXAMPLES = {"keywords": "climate change, spoilers", "domains": "reddit.com, youtube.com", "countries": "US, DE"}
 
@@ -183,7 +186,7 @@ _STATES = [State("query-window", "value"), State("query-group-by", "value"), Sta
 
 @dash.callback(
     Output("query-status", "children"), Output("query-meta", "data"),
-    Output("query-results", "children"), Output("query-graph", "figure"), Output("query-graph-box", "hidden"),
+    Output("query-results", "children"), Output("query-graph", "figure"), Output("query-graph-box", "className"),
     Input("query-run", "n_clicks"), *_STATES, prevent_initial_call=True,
 )
 def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
@@ -191,7 +194,7 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
     if not ui.key_of(session) or not _clicks:
         raise dash.exceptions.PreventUpdate
     if not window:
-        return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update, True
+        return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update, FOLDED
     body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
                  filters[len(TEXT_FILTERS):], "json", as_of, compare, intervals)
 
@@ -204,7 +207,7 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
             (html.Div([html.P(f"{len(answer['results']):,} rows", className="hint", id="query-count"),
                        ui.records_table(answer["results"], [*columns, *counts], counts, table_id="query-rows",
                                         details=details)], className="results"),
-             figure if figure is not None else NO_FIGURE, figure is None)
+             figure if figure is not None else NO_FIGURE, FOLDED if figure is None else "")
 
     children, meta, out = ui.answer(session, [("query", body)], render, empty=(None, dash.no_update, dash.no_update))
     return children, meta, *out

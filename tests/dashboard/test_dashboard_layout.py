@@ -50,6 +50,11 @@ def browser(request, demo):
     driver.quit()
 
 
+def box_height(driver, element_id: str) -> float:
+    return driver.execute_script("return document.getElementById(arguments[0]).getBoundingClientRect().height;",
+                                 element_id)
+
+
 def answered(selector: str):
     def ready(driver) -> bool:
         shown = css(driver, ".page-footer .as-of")
@@ -76,12 +81,12 @@ def test_the_query_builder_starts_ready_and_its_results_fit(demo, browser):
     note = css(browser, "#query-plan-note")[0].text
     assert note.startswith("Your plan (Professional) includes the query builder"), note
     assert "plan or higher" not in browser.find_element("tag name", "main").text
-    assert not css(browser, "#query-graph-box")[0].is_displayed()  # no empty frame before Run
+    assert box_height(browser, "query-graph-box") == 0  # no empty frame before Run
     assert layout_problems(browser) == []
     css(browser, "#query-run")[0].click()
     wait(browser, lambda d: css(d, "#query-rows tbody tr") and not css(d, "._dash-loading-callback"))
     settle(browser)
-    assert css(browser, "#query-graph-box")[0].is_displayed()
+    assert box_height(browser, "query-graph-box") >= 300  # the chart, drawn at its height
     assert layout_problems(browser) == []
     assert css(browser, "#query-rows .mark"), "noise marks where the numbers disagree"
     if browser.width == 1440:  # the results, under the buttons

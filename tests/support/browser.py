@@ -174,7 +174,8 @@ _TOOLBARS = """
 return Array.from(document.querySelectorAll('main .js-plotly-plot')).map(plot => {
   const bar = plot.querySelector('.modebar'), title = plot.querySelector('.gtitle');
   const box = e => { if (!e) return null; const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
-  return {id: plot.parentElement.id, bar: box(bar), title: box(title)};
+  const shown = plot.closest('.folded') === null && plot.offsetParent !== null;
+  return {id: plot.parentElement.id, bar: box(bar), title: box(title), height: shown ? plot.getBoundingClientRect().height : null};
 });
 """
 FORMATTED = re.compile(r"^−?\d{1,3}(,\d{3})*(\.\d+)?$")
@@ -183,8 +184,8 @@ FORMATTED = re.compile(r"^−?\d{1,3}(,\d{3})*(\.\d+)?$")
 def layout_problems(driver) -> list[str]:
     """What a person would notice is wrong with the page as shown, in words (empty: nothing): a
     table wider than its box or the page wider than the window, a Python literal, a number without
-    thousands separators, a placeholder cut off, a toolbar over a title, no count of requests used
-    in the header, a window not chosen."""
+    thousands separators, a placeholder cut off, a toolbar over a title, a figure squashed, no
+    count of requests used in the header, a window not chosen."""
     problems = []
     widths = driver.execute_script(_WIDTHS)
     if widths["page"] > widths["window"]:
@@ -208,6 +209,8 @@ def layout_problems(driver) -> list[str]:
         bar, title = plot["bar"], plot["title"]
         if bar and title and bar[0] < title[2] and title[0] < bar[2] and bar[1] < title[3] and title[1] < bar[3]:
             problems.append(f"the toolbar of {plot['id']} covers its title")
+        if plot["height"] is not None and plot["height"] < 150:
+            problems.append(f"the figure {plot['id']} is squashed to {plot['height']:.0f} px")
     rate = css(driver, "#rate-use")
     if not rate or "requests used" not in rate[0].text:
         problems.append("the header does not say how many requests were used")
