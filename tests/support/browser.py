@@ -209,7 +209,7 @@ def layout_problems(driver) -> list[str]:
         bar, title = plot["bar"], plot["title"]
         if bar and title and bar[0] < title[2] and title[0] < bar[2] and bar[1] < title[3] and title[1] < bar[3]:
             problems.append(f"the toolbar of {plot['id']} covers its title")
-        if plot["height"] is not None and plot["height"] < 150:
+        if plot["height"] and plot["height"] < 150:  # 0: being drawn again (the page re-rendered)
             problems.append(f"the figure {plot['id']} is squashed to {plot['height']:.0f} px")
     rate = css(driver, "#rate-use")
     if not rate or "requests used" not in rate[0].text:
