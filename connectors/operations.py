@@ -106,6 +106,12 @@ class Operation:
         return self.path.format(**{name: urllib.parse.quote(str(values[name]), safe="") for name in self.path_params})
 
     @property
+    def count_fields(self) -> tuple[str, ...]:
+        """The records' counts: their integer fields but the rank (suppressions, unique_users, ...)."""
+        props = self.record_schema.get("properties", {})
+        return tuple(name for name, schema in props.items() if schema.get("type") == "integer" and name != "rank")
+
+    @property
     def timestamp_fields(self) -> tuple[str, ...]:
         """Record fields that hold ISO 8601 timestamps (`format: date-time`)."""
         props = self.record_schema.get("properties", {})

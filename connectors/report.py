@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlencode
 
+from connectors import noise_marks
 from connectors.operations import Operation
 
 # Google Sheets (like Excel) counts days from 1899-12-30; the time of day is the fraction.
@@ -72,9 +73,11 @@ class Table:
         return len(self.rows)
 
     def text(self) -> str:
-        """The table as aligned text (what --dry-run prints)."""
+        """The table as aligned text (what --dry-run prints); a cell with a note shows its mark
+        ("0 [suppressed?]")."""
         width = self.width
-        grid = [[c.text() for c in row] + [""] * (width - len(row)) for row in self.rows]
+        grid = [[c.text() + (f" [{c.note.split(':')[0]}]" if c.note and c.kind not in ("header", "label") else "")
+                 for c in row] + [""] * (width - len(row)) for row in self.rows]
         data = grid[: self.records + 1]
         sizes = [max((len(r[i]) for r in data), default=0) for i in range(width)]
         lines = ["  ".join(v.ljust(sizes[i]) for i, v in enumerate(r)).rstrip() for r in data]
@@ -141,25 +144,44 @@ def record_columns(operation: Operation, records: Sequence[Mapping[str, Any]]) -
     return list(records[0]) if records else list(operation.record_schema.get("required") or props)
 
 
-def record_cells(operation: Operation, record: Mapping[str, Any], columns: Sequence[str]) -> tuple[Cell, ...]:
-    """One flattened record as typed cells, in the columns' order."""
+def record_cells(operation: Operation, record: Mapping[str, Any], columns: Sequence[str],
+                 notes: Mapping[str, str] | None = None) -> tuple[Cell, ...]:
+    """One flattened record as typed cells, in the columns' order; `notes` (column -> text) become
+    the cells' notes."""
     stamps = set(operation.timestamp_fields)
-    return tuple(_cell(record.get(c), c in stamps) for c in columns)
+    notes = notes or {}
+    return tuple(dataclasses.replace(_cell(record.get(c), c in stamps), note=notes.get(c)) for c in columns)
 
 
 def body_records(operation: Operation, body: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The answer's records, flattened (flat_record)."""
-    records = body.get(operation.records_field, []) if operation.records_field else []
-    return [flat_record(r) for r in records]
+    return [flat_record(r) for r in raw_records(operation, body)]
+
+
+def raw_records(operation: Operation, body: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    return list(body.get(operation.records_field, []) if operation.records_field else [])
+
+
+def record_notes(operation: Operation, body: Mapping[str, Any]) -> list[dict[str, str]]:
+    """For each record, the notes of its cells that read oddly because of privacy noise or
+    suppression (connectors.noise_marks, the dashboard's wording), keyed by flattened column:
+    a count's own cell, or `change_<count>_pct` for its change."""
+    out = []
+    for record in raw_records(operation, body):
+        marks = noise_marks.marks(record, operation.count_fields)
+        out.append({(f"{key}_pct" if key.startswith("change_") else key): f"{mark.label}: {mark.text}"
+                    for key, mark in marks.items()})
+    return out
 
 
 def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[str, Any],
                 as_of: dt.datetime | None, refreshed: dt.datetime) -> Table:
     records = body_records(operation, body)
     columns = record_columns(operation, records)
+    notes = record_notes(operation, body)
     rows: list[tuple[Cell, ...]] = [tuple(Cell(header_text(c), "header") for c in columns)]
-    for record in records:
-        rows.append(record_cells(operation, record, columns))
+    for record, noted in zip(records, notes, strict=True):
+        rows.append(record_cells(operation, record, columns, noted))
     rows.append(())
     footer: list[tuple[str, Cell]] = [("Source", Cell("Signals API " + describe_request(operation, request)))]
     footer.append(("as_of (UTC)", Cell(as_of, "datetime") if as_of else Cell("unknown")))
@@ -171,6 +193,8 @@ def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[
         footer.append((name, _cell(value, False)))
     footer.append(("Refreshed (UTC)", Cell(refreshed, "datetime")))
     footer.append(("Note", Cell("All times are UTC. Every number is an estimate with noise added for privacy.")))
+    if any(notes):
+        footer.append(("Marks", Cell(noise_marks.LEGEND.replace("(hover one)", "(a cell note: hover the cell)"))))
     footer.append(("Disclaimer", Cell(body.get("disclaimer", ""))))
     rows.extend((Cell(label, "label"), cell) for label, cell in footer)
     return Table(tuple(rows), len(records))

@@ -12,10 +12,25 @@ from typing import Any
 
 import plotly.graph_objects as go
 
+from connectors import numbers
+from connectors.buckets import partial_note
+
 ACCENT = "#3563c9"
 _PALETTE = ("#3563c9", "#d9822b", "#2e9d5b", "#c9463d", "#7b5ea7", "#8c6d31", "#d45087", "#5f7f8f")
-_LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=10, t=48, b=10), height=420,
-               font=dict(family="system-ui, sans-serif", size=13))
+# The toolbar (zoom, download) stands upright in the right margin, off the title; numbers on the
+# axes and in hovers carry thousands separators.
+_LAYOUT = dict(template="plotly_white", margin=dict(l=10, r=44, t=56, b=10), height=420,
+               font=dict(family="system-ui, sans-serif", size=13), separators=".,",
+               modebar=dict(orientation="v", bgcolor="rgba(255,255,255,0.7)"))
+COUNT_TICKS = ",~r"  # d3-format: axis numbers with thousands separators (2,000), no trailing zeros
+TOP = 20  # bars a ranking draws; the rest are summarised under the chart
+LABEL = 28  # characters of a bar's label; the whole label is in its hover
+
+
+def short(label: Any) -> str:
+    """A bar's label cut to LABEL characters ("Congo, The Democratic Rep…")."""
+    text = str(label)
+    return text if len(text) <= LABEL else text[:LABEL - 1].rstrip() + "…"
 
 
 def _empty(title: str, message: str) -> go.Figure:
@@ -33,18 +48,23 @@ def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions
     if not rows:
         return _empty(title, "No keyword passed the privacy threshold in this window.")
     rows = rows[::-1]  # plotly draws the first category at the bottom
-    figure = go.Figure(go.Bar(x=[r[measure] for r in rows], y=[r["keyword_raw"] for r in rows], orientation="h",
-                              marker_color=ACCENT, hovertemplate="%{y}: %{x}<extra></extra>"))
+    figure = go.Figure(go.Bar(x=[r[measure] for r in rows], y=[short(r["keyword_raw"]) for r in rows],
+                              orientation="h", marker_color=ACCENT, customdata=[r["keyword_raw"] for r in rows],
+                              hovertemplate="%{customdata}: %{x:,}<extra></extra>"))
     figure.update_layout(**_LAYOUT, title=title)
+    figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     figure.update_layout(height=max(300, 24 * len(rows) + 90))
     return figure
 
 
 def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "keyword",
-                      measure: str = "suppressions") -> go.Figure:
+                      measure: str = "suppressions", as_of: Any = None) -> go.Figure:
     """One line per keyword (or domain) over time; `bodies` are the answers, one per subject.
     With compare, each line's previous period (each bucket's value one window earlier) is a
-    dotted line of the same colour; with intervals, a band holds each point's 90 % interval."""
+    dotted line of the same colour; with intervals, a band holds each point's 90 % interval.
+    A first or last bucket the window covers only in part (`as_of`: the answer's, from its
+    header) is drawn as an open marker, "partial: 6 of 24 hours" in its hover."""
     title = f"{measure.capitalize()} over time, by {subject}"
     if not bodies:
         return _empty(title, f"Enter one or more {subject}s.")
@@ -59,15 +79,47 @@ def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "ke
                                         + [p["intervals"][measure][0] for p in points][::-1],
                                         fill="toself", fillcolor=colour, opacity=0.15, line=dict(width=0),
                                         name=f"{name}, 90 % interval", hoverinfo="skip"))
-        figure.add_trace(go.Scatter(x=x, y=[p[measure] for p in points], mode="lines+markers", name=name,
-                                    line=dict(color=colour), marker=dict(size=4)))
+        partial = [partial_note(p["ts"], body.get("bucket"), body.get("window"), as_of) for p in points]
+        y = [p[measure] for p in points]
+        figure.add_trace(go.Scatter(x=x, y=[None if note else v for v, note in zip(y, partial, strict=True)],
+                                    mode="lines+markers", name=name, line=dict(color=colour), marker=dict(size=4),
+                                    hovertemplate="%{y:,}"))
+        if any(partial):
+            figure.add_trace(_partial_edges(x, y, partial, colour, name))
         if any("previous" in p for p in points):
             figure.add_trace(go.Scatter(x=x, y=[p["previous"][measure] for p in points], mode="lines",
                                         name=f"{name}, previous period", line=dict(color=colour, dash="dot")))
     first = bodies[0]
-    figure.update_layout(**_LAYOUT, title=f"{title} ({first.get('window')}, per {first.get('bucket')})",
-                         legend=dict(orientation="h", y=-0.15), hovermode="x unified")
+    title = f"{title} ({first.get('window')}, per {first.get('bucket')})"
+    if any(partial_note(p["ts"], b.get("bucket"), b.get("window"), as_of) for b in bodies for p in b.get("timeseries", [])):
+        title += "<br><sup>○ a bucket the window covers only in part (its count is of those hours only)</sup>"
+    figure.update_layout(**_LAYOUT, title=title, legend=dict(orientation="h", y=-0.15), hovermode="x unified")
+    figure.update_yaxes(tickformat=COUNT_TICKS)
     return figure
+
+
+def _partial_edges(x: list, y: list, partial: list[str | None], colour: str, name: str) -> go.Scatter:
+    """The buckets the window covers only in part: each an open circle joined to its whole neighbour
+    by a dashed line (its count is of fewer hours, not a fall), "partial: 6 of 24 hours" in its hover."""
+    xs: list = []
+    ys: list = []
+    notes: list = []
+    for i, note in enumerate(partial):
+        if not note:
+            continue
+        j = i + 1 if i + 1 < len(partial) and not partial[i + 1] else i - 1
+        if 0 <= j < len(partial) and not partial[j]:
+            xs += [x[j], x[i], None]
+            ys += [y[j], y[i], None]
+            notes += ["", note, ""]
+        else:
+            xs += [x[i], None]
+            ys += [y[i], None]
+            notes += [note, ""]
+    return go.Scatter(x=xs, y=ys, mode="lines+markers", name=f"{name}, partial bucket", showlegend=False,
+                      line=dict(color=colour, dash="dash", width=1.5), customdata=notes,
+                      marker=dict(size=[9 if n else 0 for n in notes], symbol="circle-open", color=colour),
+                      hovertemplate="%{y:,} %{customdata}<extra></extra>")
 
 
 def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, float]],
@@ -89,13 +141,13 @@ def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, f
         figure = go.Figure(go.Choropleth(
             locations=[iso3[r["geo_key"]] for r in shown], locationmode="ISO-3", z=[r[measure] for r in shown],
             text=[r["label"] for r in shown], colorscale="Blues", marker_line_color="#fff",
-            colorbar=dict(title=measure), hovertemplate="%{text}: %{z}<extra></extra>"))
+            colorbar=dict(thickness=14), hovertemplate="%{text}: %{z:,}<extra></extra>"))
     else:
         shown = [r for r in rows if r["geo_key"] in coordinates]
         biggest = max((r[measure] for r in shown), default=1) or 1
         figure = go.Figure(go.Scattergeo(
             lat=[coordinates[r["geo_key"]][0] for r in shown], lon=[coordinates[r["geo_key"]][1] for r in shown],
-            text=[f"{r['label']}: {r[measure]}" for r in shown], hoverinfo="text",
+            text=[f"{r['label']}: {numbers.exact(r[measure])}" for r in shown], hoverinfo="text",
             marker=dict(size=[6 + 34 * (r[measure] / biggest) ** 0.5 for r in shown], color=ACCENT, opacity=0.6,
                         line=dict(width=0.5, color="#fff"), sizemode="diameter")))
         if shown and all(r["geo_key"].startswith("US") or level == "county" for r in shown):
@@ -113,12 +165,17 @@ def trending_figure(body: Mapping[str, Any]) -> go.Figure:
              f"<br><sup>{body.get('recent_period')} vs {body.get('baseline_period')}</sup>")
     if not rows:
         return _empty(title, "Nothing grew above the minimum baseline in this window.")
-    rows = rows[::-1]
-    figure = go.Figure(go.Bar(x=[r["growth_pct"] for r in rows], y=[str(r["value"]) for r in rows], orientation="h",
-                              marker_color="#d9822b", customdata=[[r["recent"], r["baseline"]] for r in rows],
-                              hovertemplate="%{y}: %{x}% (recent %{customdata[0]}, baseline %{customdata[1]})"
-                                            "<extra></extra>"))
+    if len(rows) > TOP:
+        title = title.replace("</sup>", f"; the first {TOP} of {len(rows):,}, the rest in the table</sup>")
+    rows = rows[:TOP][::-1]
+    figure = go.Figure(go.Bar(x=[r["growth_pct"] for r in rows], y=[short(r["value"]) for r in rows],
+                              orientation="h", marker_color="#d9822b",
+                              customdata=[[r["recent"], r["baseline"], str(r["value"])] for r in rows],
+                              hovertemplate="%{customdata[2]}: %{x:+,.1f} % (recent %{customdata[0]:,}, "
+                                            "baseline %{customdata[1]:,})<extra></extra>"))
     figure.update_layout(**_LAYOUT, title=title, xaxis_title="growth, %")
+    figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     figure.update_layout(height=max(300, 24 * len(rows) + 90))
     return figure
 
@@ -130,39 +187,75 @@ def activity_figure(body: Mapping[str, Any]) -> go.Figure:
     title = f"Keyword list changes ({body.get('window')}, {body.get('type')})"
     if not rows:
         return _empty(title, "No keyword list change passed the privacy threshold in this window.")
-    rows = rows[::-1]
+    more = f"the first {TOP} of {len(rows):,}, the rest in the table" if len(rows) > TOP else ""
+    rows = rows[:TOP][::-1]
     compared = any("previous" in r for r in rows)
     figure = go.Figure()
     for field, colour in (("adds", "#2e9d5b"), ("removes", "#c9463d"), ("edits", "#8a8a8a")):
-        figure.add_trace(go.Bar(name=field, x=[r[field] for r in rows], y=[r["keyword"] for r in rows],
-                                orientation="h", marker_color=colour, offsetgroup="now" if compared else None))
+        figure.add_trace(go.Bar(name=field, x=[r[field] for r in rows], y=[short(r["keyword"]) for r in rows],
+                                orientation="h", marker_color=colour, offsetgroup="now" if compared else None,
+                                customdata=[r["keyword"] for r in rows],
+                                hovertemplate=f"%{{customdata}}: %{{x:,}} {field}<extra></extra>"))
         if compared:
             figure.add_trace(go.Bar(name=f"{field}, previous period", x=[r["previous"][field] for r in rows],
-                                    y=[r["keyword"] for r in rows], orientation="h", marker_color=colour,
-                                    opacity=0.35, offsetgroup="previous"))
-    if compared:
-        title += ", beside the previous period (faint)"
+                                    y=[short(r["keyword"]) for r in rows], orientation="h", marker_color=colour,
+                                    opacity=0.35, offsetgroup="previous", customdata=[r["keyword"] for r in rows],
+                                    hovertemplate=f"%{{customdata}}: %{{x:,}} {field} in the previous period"
+                                                  "<extra></extra>"))
+    notes = [n for n in ("beside the previous period (faint)" if compared else "", more) if n]
+    if notes:
+        title += f"<br><sup>{'; '.join(notes)}</sup>"
     figure.update_layout(**_LAYOUT, title=title, barmode="stack", legend=dict(orientation="h", y=-0.1))
     figure.update_layout(height=max(300, (40 if compared else 24) * len(rows) + 110))
+    figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     return figure
 
 
-def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions") -> go.Figure | None:
-    """A bar chart of a /query answer grouped by one dimension (a line when it is time); None for
-    other shapes (the table shows them)."""
+# Counts that add up across rows (a row's events are in no other row); users do not (one person
+# is in every row they were active in), so the rest of a ranking is summed only for these.
+ADDITIVE = ("suppressions", "events", "adds", "removes", "edits", "total_events")
+
+
+def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_of: Any = None) -> go.Figure | None:
+    """A /query answer grouped by one dimension: horizontal bars of the first TOP rows in the
+    answer's order, long labels cut (whole in the hover), and the rest summarised under the chart;
+    over time, a line with partial first and last buckets marked. None for other shapes (the
+    table shows them)."""
     group_by = list(body.get("group_by", []))
     rows = list(body.get("results", []))
     if len(group_by) != 1 or not rows:
         return None
     dim = group_by[0]
+    title = f"{measure.replace('_', ' ').capitalize()} by {dim.replace('_', ' ')} ({body.get('window')})"
     if dim == "time":
         rows = sorted(rows, key=lambda r: r["ts"])
+        partial = [partial_note(r["ts"], body.get("bucket"), body.get("window"), as_of) for r in rows]
         figure = go.Figure(go.Scatter(x=[r["ts"] for r in rows], y=[r[measure] for r in rows], mode="lines+markers",
-                                      line_color=ACCENT))
-    else:
-        figure = go.Figure(go.Bar(x=[_group_label(r, dim) for r in rows], y=[r[measure] for r in rows],
-                                  marker_color=ACCENT))
-    figure.update_layout(**_LAYOUT, title=f"{measure} by {dim} ({body.get('window')})")
+                                      line_color=ACCENT, customdata=[note or "" for note in partial],
+                                      marker=dict(size=[9 if n else 5 for n in partial],
+                                                  symbol=["circle-open" if n else "circle" for n in partial]),
+                                      hovertemplate="%{x}: %{y:,} %{customdata}<extra></extra>"))
+        if any(partial):
+            title += "<br><sup>○ a bucket the window covers only in part</sup>"
+        figure.update_layout(**_LAYOUT, title=title)
+        figure.update_yaxes(tickformat=COUNT_TICKS)
+        return figure
+    shown, rest = rows[:TOP], rows[TOP:]
+    shown = shown[::-1]  # the first row on top
+    labels = [_group_label(r, dim) for r in shown]
+    figure = go.Figure(go.Bar(x=[r[measure] for r in shown], y=[short(label) for label in labels], orientation="h",
+                              marker_color=ACCENT, customdata=labels,
+                              hovertemplate="%{customdata}: %{x:,}<extra></extra>"))
+    if rest:
+        summary = f"and {len(rest):,} more in the table"
+        if measure in ADDITIVE:
+            summary += f", {numbers.exact(sum(r[measure] for r in rest))} {measure} together"
+        title += f"<br><sup>the first {len(shown)} of {len(rows):,} rows; {summary}</sup>"
+    figure.update_layout(**_LAYOUT, title=title)
+    figure.update_layout(height=max(300, 24 * len(shown) + 110))
+    figure.update_yaxes(automargin=True)
+    figure.update_xaxes(tickformat=COUNT_TICKS)
     return figure
 
 

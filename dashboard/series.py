@@ -28,7 +28,8 @@ def page(prefix: str, operation: str, subject: str, title: str, example: str,
         bodies = [r.body for r in replies]
         totals = [{subject: b.get(subject), "total": sum(p[values["measure"]] for p in b.get("timeseries", []))}
                   for b in bodies]
-        return Drawn(figures.timeseries_figure(bodies, subject=subject, measure=values["measure"]),
+        as_of = replies[0].as_of if replies else None
+        return Drawn(figures.timeseries_figure(bodies, subject=subject, measure=values["measure"], as_of=as_of),
                      notes=[ui.table(totals, [subject, "total"], table_id=f"{prefix}-totals")])
 
     subjects = Text(f"{subject}s", f"{subject}s (comma-separated, up to {MAX_SUBJECTS})", argument=False,

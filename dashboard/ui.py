@@ -11,26 +11,38 @@ from typing import Any
 import dash
 from dash import Input, Output, dcc, html
 
+from connectors import noise_marks, numbers
 from connectors.client import Reply, SignalsError
 from connectors.operations import Parameter
 from dashboard import api, view_state
 
 COMPARE = "previous_period"
-GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True}
+AS_OF_PLACEHOLDER = "latest, or YYYY-MM-DDTHH:00:00Z"
+AS_OF_HINT = "An earlier UTC hour; empty: the latest."
+GRAPH_CONFIG = {"displaylogo": False, "topojsonURL": "/assets/topojson/", "responsive": True,
+                "modeBarButtonsToRemove": ["select2d", "lasso2d", "zoomIn2d", "zoomOut2d", "autoScale2d"]}
+
+
+# Until a page's first answer: a blank 420 px space saying so, no empty axes.
+WAITING = {"data": [], "layout": {"height": 420, "xaxis": {"visible": False}, "yaxis": {"visible": False},
+                                  "annotations": [{"text": "Loading…", "showarrow": False, "x": 0.5, "y": 0.5,
+                                                   "xref": "paper", "yref": "paper", "font": {"color": "#6b7280"}}]}}
 
 
 def graph(graph_id: str, figure: dict | None = None) -> dcc.Loading:
-    """A figure with a spinner while its callback runs; until then `figure` (an empty 420 px plot)."""
-    return dcc.Loading(dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure=figure or {"data": [], "layout": {"height": 420}}),
+    """A figure with a spinner while its callback runs; until then `figure` (WAITING)."""
+    return dcc.Loading(dcc.Graph(id=graph_id, config=GRAPH_CONFIG, figure=figure or WAITING),
                        type="default", delay_show=150)
 
 
 def radio(control_id: str, parameter: Parameter, label: str | None = None, query: Mapping[str, str] | None = None,
-          ) -> html.Div:
+          default: Any = None) -> html.Div:
     """A parameter with a closed set of values: exactly the document's values, the URL's value
-    (`query`, by the parameter's name) or else its default chosen (none without a default)."""
+    (`query`, by the parameter's name) or else its default chosen (`default` when the document
+    has none)."""
     values = parameter.enum or []
-    value = view_state.pick(query or {}, parameter.name, values, parameter.default)
+    value = view_state.pick(query or {}, parameter.name, values,
+                            parameter.default if parameter.default is not None else default)
     return choice(control_id, label or parameter.name.replace("_", " "), values, value)
 
 
@@ -59,8 +71,8 @@ def period_controls(prefix: str, query: Mapping[str, str], *, compare: bool = Tr
         html.Div([
             html.Label("as of", htmlFor=f"{prefix}-as-of", className="control-label"),
             dcc.Input(id=f"{prefix}-as-of", type="text", value=view_state.text(query, "as_of", 40), debounce=True,
-                      placeholder="now, or e.g. 2026-11-20T13:00:00Z", className="text-input as-of-input"),
-            html.Span("An earlier UTC hour; empty: the latest.", className="hint"),
+                      placeholder=AS_OF_PLACEHOLDER, className="text-input as-of-input"),
+            html.Span(AS_OF_HINT, className="hint"),
         ], className="control"),
     ], className="controls period-controls")
 
@@ -79,53 +91,103 @@ def period_arguments(compare: Sequence[str] | None = None, intervals: Sequence[s
 
 
 def change_text(change: Mapping[str, Any] | None) -> tuple[str, str]:
-    """A count's change as (text, class): "+12.5 % · beyond noise" or "−3.1 % · within noise"."""
-    if not change:
-        return "", ""
-    pct = change.get("pct")
-    figure = "new (previously 0)" if pct is None else f"{pct:+.1f} %".replace("-", "−")
-    if change.get("beyond_noise"):
-        return f"{figure} · beyond noise", "beyond-noise"
-    return f"{figure} · within noise", "within-noise"
+    """A count's change as (text, class): "▲ 12.5 % · beyond noise" or "▼ 3.1 % · within noise"."""
+    figure, verdict, kind = numbers.change_words(change)
+    return (f"{figure} · {verdict}", kind) if figure else ("", "")
 
 
-def compared_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], measures_: Sequence[str],
-                   table_id: str | None = None) -> html.Table:
-    """A table of records; with compare, each measure is followed by its previous value and its
-    change (marked beyond or within noise); with intervals, by its 90 % interval."""
+def _heading(column: str) -> str:
+    """A column's heading: `country_name` -> "country", `unique_users` -> "users"."""
+    return HEADINGS.get(column, column.removesuffix("_name").replace("_", " "))
+
+
+HEADINGS = {"label": "place", "keyword_count": "keywords", "unique_users": "users", "users_est": "users", "geo_key": "code",
+            "keyword_raw": "keyword", "growth_pct": "growth", "net_adds": "net adds", "ts": "time (UTC)"}
+
+
+def _mark(mark: noise_marks.Mark | None) -> Any:
+    return html.Span(mark.label, title=mark.text, className="mark") if mark else None
+
+
+def _count_cell(row: Mapping[str, Any], column: str, marks: Mapping[str, noise_marks.Mark], compared: bool,
+                with_intervals: bool) -> html.Td:
+    """A count: its value (thousands separators) and mark, then, smaller, its change and previous
+    value (compare) and its 90 % interval (intervals), compact with the exact value on hover."""
+    value = row.get(column)
+    lines: list[Any] = [html.Div([html.Span(numbers.exact(value), className="value"), _mark(marks.get(column))],
+                                 className="cell-main")]
+    if compared:
+        figure, verdict, kind = numbers.change_words((row.get("change") or {}).get(column), value)
+        previous = (row.get("previous") or {}).get(column)
+        if figure:
+            lines.append(html.Div([html.Span(figure), " ", html.Span(verdict, className="verdict"),
+                                   _mark(marks.get(f"change_{column}"))],
+                                  className=f"sub change {kind}", **{"data-col": f"change_{column}"}))
+        if previous is not None:
+            lines.append(html.Div(f"before {numbers.short(previous)}", title=f"previous period: {numbers.exact(previous)}",
+                                  className="sub", **{"data-col": f"previous_{column}"}))
+    if with_intervals:
+        low_high = (row.get("intervals") or {}).get(column)
+        if low_high:
+            lines.append(html.Div(f"90 %: {numbers.interval(low_high, brief=True)}",
+                                  title=f"90 % interval: {numbers.interval(low_high)}", className="sub",
+                                  **{"data-col": f"intervals_{column}"}))
+    return html.Td(lines, className="count", title=numbers.exact(value), **{"data-col": column})
+
+
+def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], counts: Sequence[str],
+                  table_id: str | None = None, details: Mapping[str, str] | None = None) -> html.Table:
+    """A table of the API's records that fits its box: one column per field (`columns`, the ones
+    that matter first); a count (in `counts`) shows its value with thousands separators and, in
+    smaller lines under it, its change and previous value (compare) and its 90 % interval
+    (intervals); a privacy mark (connectors.noise_marks) beside a number that reads oddly;
+    `details` puts another field under a column's value (geo_key under the place's name)."""
     compared = any("previous" in r for r in rows)
     with_intervals = any("intervals" in r for r in rows)
-    head: list[str] = []
-    for column in columns:
-        head.append(column.replace("_", " "))
-        if column in measures_ and compared:
-            head += [f"{column.replace('_', ' ')}, previous period", f"{column.replace('_', ' ')}, change"]
-        if column in measures_ and with_intervals:
-            head.append(f"{column.replace('_', ' ')}, 90 % interval")
+    details = details or {}
+    under = [part for part, on in (("its change and the previous period's value", compared),
+                                   ("its 90 % interval", with_intervals)) if on]
+    head = [html.Th(_heading(c), className="count" if c in counts or c.endswith("_pct") else None) for c in columns]
     body = []
     for row in rows:
+        marks = noise_marks.marks(row, counts)
         cells = []
         for column in columns:
-            value = row.get(column)
-            cells.append(html.Td("" if value is None else str(value), **{"data-col": column}))
-            if column in measures_ and compared:
-                previous = (row.get("previous") or {}).get(column)
-                cells.append(html.Td("" if previous is None else str(previous), **{"data-col": f"previous_{column}"}))
-                label, kind = change_text((row.get("change") or {}).get(column))
-                cells.append(html.Td(label, className=kind, **{"data-col": f"change_{column}"}))
-            if column in measures_ and with_intervals:
-                low_high = (row.get("intervals") or {}).get(column)
-                cells.append(html.Td(f"{low_high[0]}–{low_high[1]}" if low_high else "",
-                                     **{"data-col": f"intervals_{column}"}))
+            if column in counts:
+                cells.append(_count_cell(row, column, marks, compared, with_intervals))
+                continue
+            text = cell_text(row.get(column), column)
+            extra = details.get(column)
+            inner = [html.Div(text, className="cell-main")] + \
+                ([html.Div(cell_text(row.get(extra)), className="sub", **{"data-col": extra})] if extra else [])
+            kind = "count" if column.endswith("_pct") else "label"
+            cells.append(html.Td(inner if extra else text, className=kind, title=text, **{"data-col": column}))
         body.append(html.Tr(cells))
-    return html.Table([html.Thead(html.Tr([html.Th(h) for h in head])), html.Tbody(body)], className="data-table",
+    said = ([f"Under each count: {' and '.join(under)}."] if under else []) + \
+        ([noise_marks.LEGEND] if any(noise_marks.marks(r, counts) for r in rows) else [])
+    caption = [html.Caption(" ".join(said), className="legend")] if said else []
+    return html.Table([*caption, html.Thead(html.Tr(head)), html.Tbody(body)], className="data-table records",
                       **({"id": table_id} if table_id else {}))
 
 
+SIGNED = ("growth_pct",)  # percentages that are changes
+
+
+def cell_text(value: Any, column: str = "") -> str:
+    """A field as a table shows it: numbers with thousands separators, a percentage (`*_pct`) with
+    its sign when it is a change ("+250.3 %", else "75 %"), an ISO time as "2026-03-10 12:00",
+    never Python's True/False."""
+    if column.endswith("_pct") and isinstance(value, int | float) and not isinstance(value, bool):
+        # a change or a growth is signed (+250.3 %); a setting such as a threshold is not (75 %)
+        return numbers.percent(value) if column in SIGNED else f"{numbers.exact(value)} %"
+    if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T" and value.endswith("Z"):
+        return value[:16].replace("T", " ")
+    return numbers.exact(value)
+
+
 def measures(operation: Any) -> list[str]:
-    """The integer fields of an operation's records (the measures a figure can show)."""
-    props = operation.record_schema.get("properties", {})
-    return [name for name, schema in props.items() if schema.get("type") == "integer" and name != "rank"]
+    """The counts of an operation's records (the measures a figure can show)."""
+    return list(operation.count_fields)
 
 
 def number(control_id: str, parameter: Parameter, label: str | None = None, query: Mapping[str, str] | None = None,
@@ -157,24 +219,9 @@ def notice(text: str) -> html.P:
     return html.P(text, className="notice", role="status")
 
 
-def flat(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A record with its nested fields as columns, named as the API's CSV names them:
-    previous_suppressions, change_suppressions_pct, intervals_suppressions ("low–high")."""
-    out: dict[str, Any] = {}
-    for name, value in record.items():
-        if isinstance(value, Mapping):
-            out.update(flat(value, f"{prefix}{name}_"))
-        elif isinstance(value, list) and len(value) == 2:
-            out[f"{prefix}{name}"] = f"{value[0]}–{value[1]}"
-        else:
-            out[f"{prefix}{name}"] = value
-    return out
-
-
 def table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], table_id: str | None = None) -> html.Table:
     head = html.Thead(html.Tr([html.Th(c.replace("_", " ")) for c in columns]))
-    body = html.Tbody([html.Tr([html.Td("" if r.get(c) is None else str(r.get(c)), **{"data-col": c})
-                                for c in columns]) for r in rows])
+    body = html.Tbody([html.Tr([html.Td(cell_text(r.get(c), c), **{"data-col": c}) for c in columns]) for r in rows])
     return html.Table([head, body], className="data-table", **({"id": table_id} if table_id else {}))
 
 

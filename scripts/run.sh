@@ -14,8 +14,7 @@ if [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
   $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90
 fi
 
-echo "==> a Professional demo key for this run (shown once; make more with: .venv/bin/python -m service keys create --tier analyst):"
-key=$($py -m service keys create --tier professional --subscription demo | tail -n 1)
+key=$(scripts/demo_key.sh)  # made once, kept in $SIGNALS_DATA_DIR/demo-key (0600), shown again on every run
 echo "    $key"
 if [ -z "${REDIS_URL:-}" ]; then
   echo "==> REDIS_URL is not set: cache and rate limits are in-process, so the API runs one worker."

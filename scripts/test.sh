@@ -4,7 +4,9 @@
 # starts itself) and the real PostgreSQL (SIGNALS_TEST_POSTGRES_URL, default the local `test` db).
 # The Apps Script functions run under Node's test runner (node --test, Node 18+), started by
 # tests/connectors/test_apps_script.py with answers it records from the API; Node must be on PATH.
-# The dashboard's browser tests run Debian's chromium + chromium-driver, installed when missing.
+# The dashboard's browser tests run Debian's chromium + chromium-driver, installed when missing;
+# they save their screenshots to a temporary directory (the README's: scripts/screenshots.sh), so
+# a run leaves `git status` as it was.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    the quick tier: no server process, no browser, no large data set,

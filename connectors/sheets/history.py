@@ -5,24 +5,15 @@ then the report's columns). No HTTP, no Google."""
 from __future__ import annotations
 
 import datetime as dt
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connectors.buckets import window_length
 from connectors.operations import Operation
-from connectors.report import Cell, body_records, header_text, record_cells, record_columns
+from connectors.report import Cell, body_records, header_text, record_cells, record_columns, record_notes
 
 AS_OF_HEADER = "as_of (UTC)"
 PERIODS_KEPT = 1000  # as_of hours a history remembers (in its developer metadata) to skip periods it holds
-_WINDOW = re.compile(r"(\d+)([hd])")
-
-
-def window_length(window: str) -> dt.timedelta:
-    """`24h` -> 24 hours, `7d` -> 7 days (the API's window names)."""
-    match = _WINDOW.fullmatch(window)
-    if not match:
-        raise ValueError(f"window {window!r} is not a number of hours or days")
-    return dt.timedelta(hours=int(match[1])) if match[2] == "h" else dt.timedelta(days=int(match[1]))
 
 
 def request_window(operation: Operation, request: Mapping[str, Any]) -> str | None:
@@ -70,7 +61,8 @@ def history_rows(operation: Operation, as_of: dt.datetime, body: Mapping[str, An
                  columns: Sequence[str]) -> list[tuple[Cell, ...]]:
     """One period's records, each after its as_of."""
     stamp = Cell(as_of, "datetime")
-    return [(stamp, *record_cells(operation, record, columns)) for record in body_records(operation, body)]
+    return [(stamp, *record_cells(operation, record, columns, notes))
+            for record, notes in zip(body_records(operation, body), record_notes(operation, body), strict=True)]
 
 
 def remembered(periods_: Sequence[str]) -> list[str]:

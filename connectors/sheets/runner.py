@@ -35,11 +35,11 @@ class Outcome:
 class Runner:
     """Refreshes reports: checks them all first, then fetches and writes each."""
 
-    def __init__(self, api: SignalsClient, writer: SheetWriter | None, *, out: Callable[[str], None] = print,
+    def __init__(self, api: SignalsClient, writer: SheetWriter | None, *, out: Callable[[str], None] | None = None,
                  now: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)) -> None:
         self.api = api
         self.writer = writer  # None: dry run
-        self._out = out
+        self._out = out or print_table
         self._now = now
 
     def check(self, specs: Sequence[ReportSpec]) -> list[Checked]:
@@ -199,6 +199,13 @@ class Runner:
                 self.writer.log(self.writer.open(spreadsheet_id), worksheet, runs)
             except (ReportFailed, requests.RequestException, gspread.exceptions.GSpreadException) as exc:
                 print(f"run log ({worksheet}) of {spreadsheet_id}: not written: {exc}", file=sys.stderr)
+
+
+def print_table(text: str) -> None:
+    """A table (what --dry-run prints) on stdout, never inside sync's progress bar on stderr: tqdm
+    takes the bar off the terminal, prints the table, and draws the bar again below it."""
+    tqdm.write(text, file=sys.stdout)
+    sys.stdout.flush()
 
 
 def run_log_row(when: Cell, outcome: Outcome) -> tuple[Cell, ...]:

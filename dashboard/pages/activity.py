@@ -15,7 +15,7 @@ COLUMNS = ["keyword", "adds", "removes", "edits", "net_adds", "unique_users"]
 def _draw(replies, _values) -> Drawn:
     body = replies[0].body
     return Drawn(figures.activity_figure(body),
-                 ui.compared_table(body["keywords"], COLUMNS, ui.measures(api.operation("keyword_activity")),
+                 ui.records_table(body["keywords"], COLUMNS, ui.measures(api.operation("keyword_activity")),
                                    table_id="activity-rows"))
 
 

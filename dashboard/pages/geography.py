@@ -13,7 +13,7 @@ from dashboard.chart_page import ChartPage, Drawn, Measure, Param
 
 dash.register_page(__name__, path="/geography", title="Geography · Signals", name="Geography")
 
-COLUMNS = ["label", "geo_key", "suppressions", "unique_users", "keyword_count"]
+COLUMNS = ["label", "suppressions", "unique_users", "keyword_count"]  # geo_key under the label
 
 
 def _draw(replies, values) -> Drawn:
@@ -23,7 +23,8 @@ def _draw(replies, values) -> Drawn:
     note = html.P(f"{len(body['regions']) - drawn} of {len(body['regions'])} places have no coordinates on this "
                   "machine and are in the table only.", className="hint") \
         if drawn < len(body["regions"]) and level != "country" else None
-    rows = ui.compared_table(body["regions"], COLUMNS, ui.measures(api.operation("geo_heat")), table_id="geo-rows")
+    rows = ui.records_table(body["regions"], COLUMNS, ui.measures(api.operation("geo_heat")), table_id="geo-rows",
+                           details={"label": "geo_key"})
     return Drawn(figure, rows, notes=[note])
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, html
 
+from connectors import numbers
 from dashboard import api, figures, ui
 
 dash.register_page(__name__, path="/", title="Overview · Signals", name="Overview")
@@ -45,7 +46,7 @@ def load(_page: str, session: dict | None):
         top, trend = replies[0], replies[1]
         if with_totals:
             totals = replies[2].body["results"][0]
-            cards = [html.Div([html.Div(f"{totals[m]:,}", className="card-value", id=f"total-{m}"),
+            cards = [html.Div([html.Div(numbers.exact(totals[m]), className="card-value", id=f"total-{m}"),
                                html.Div(m.replace("_", " "), className="card-label")], className="card")
                      for m in ("suppressions", "unique_users", "events")]
         else:
@@ -53,7 +54,7 @@ def load(_page: str, session: dict | None):
                             f"{api.min_plan_label('query') or 'a higher'} plan or higher.", className="hint")]
         first = top.body["keywords"][0] if top.body["keywords"] else None
         leader = html.P(["Most suppressed: ", html.Strong(first["keyword_raw"], id="overview-leader"), " (",
-                         html.Span(str(first["suppressions"]), id="overview-leader-count"), " suppressions)"]) \
+                         html.Span(numbers.exact(first["suppressions"]), id="overview-leader-count"), " suppressions)"]) \
             if first else None
         return [leader, ui.disclaimer_footer(top.body.get("disclaimer"), ui.as_of_text(top))], \
             (figures.top_keywords_figure(top.body), figures.trending_figure(trend.body), cards)

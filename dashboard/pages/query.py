@@ -43,10 +43,9 @@ def layout(**query: str):
     return html.Div([
         html.H1("Query builder"),
         view_state.store("query"),
-        html.P(f"Needs the {api.plan_label(op.min_tier)} plan or higher. "
-               "Values within a filter are alternatives; filters combine."),
+        html.P("Filter, group and order the counts; values within a filter are alternatives, filters combine."),
         html.Div(id="query-plan-note"),
-        html.Div([ui.radio("query-window", op.param("window"), query=query),
+        html.Div([ui.radio("query-window", op.param("window"), query=query, default=_default_window(op)),
                   html.Div([html.Label("group by (in this order)", htmlFor="query-group-by", className="control-label"),
                             dcc.Checklist(id="query-group-by", options=group_by["items"]["enum"],
                                           value=_listed(query, "group_by", group_by["items"]["enum"])
@@ -60,8 +59,8 @@ def layout(**query: str):
         html.Div([
             html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
                       dcc.Input(id=f"query-filter-{name}", type="text", value=view_state.text(query, name),
-                                className="text-input",
-                                placeholder=filters[name].get("description", "")[:60])], className="control")
+                                className="text-input", placeholder=_placeholder(name, filters[name]))],
+                     className="control")
             for name in TEXT_FILTERS if name in filters
         ] + [
             html.Div([html.Label(name.replace("_", " "), htmlFor=f"query-filter-{name}", className="control-label"),
@@ -74,9 +73,29 @@ def layout(**query: str):
                   html.Button("Download CSV", id="query-csv", n_clicks=0, className="button"),
                   dcc.Download(id="query-download")], className="controls"),
         html.Div(id="query-status"), ui.page_meta("query-meta"),
+        # Folded (no height) until a run has a chart: no empty frame, and plotly still draws at the
+        # box's width (in a box that is not displayed at all it would draw a strip).
+        html.Div(ui.graph("query-graph", figure=NO_FIGURE), id="query-graph-box", className=FOLDED),
         dcc.Loading(html.Div(id="query-results"), type="default"),
-        ui.graph("query-graph", figure=NO_FIGURE),
     ], className="page")
+
+
+FOLDED = "folded"
+WINDOW = "7d"  # chosen when the page opens (the API has no default window for /query)
+_EXAMPLES = {"keywords": "climate change, spoilers", "domains": "reddit.com, youtube.com", "countries": "US, DE"}
+
+
+def _default_window(op) -> str | None:
+    values = op.param("window").enum or []
+    return op.param("window").default or (WINDOW if WINDOW in values else (values[0] if values else None))
+
+
+def _placeholder(name: str, schema: dict) -> str:
+    """A short example that fits the field: the document's own example (in its description's
+    brackets: "(US-CA)") or a known one."""
+    found = re.search(r"\(([^)]{1,24})\)", schema.get("description", ""))
+    example = _EXAMPLES.get(name) or (found.group(1) if found else "")
+    return f"e.g. {example}" if example else "comma-separated"
 
 
 _LABELS = {"previous_period": "previous period", True: "[low, high] for each count"}
@@ -88,9 +107,9 @@ def _period_controls(op, query: view_state.Query) -> list:
     if any(p.name == "as_of" for p in op.params):
         controls.append(html.Div([
             html.Label("as of", htmlFor="query-as-of", className="control-label"),
-            dcc.Input(id="query-as-of", type="text", value=view_state.text(query, "as_of", 40), className="text-input",
-                      placeholder="now, or a UTC hour: 2026-11-20T13:00:00Z"),
-            html.Span("empty: the current as_of", className="hint")], className="control"))
+            dcc.Input(id="query-as-of", type="text", value=view_state.text(query, "as_of", 40),
+                      className="text-input as-of-input", placeholder=ui.AS_OF_PLACEHOLDER),
+            html.Span(ui.AS_OF_HINT, className="hint")], className="control"))
     for name, values in (("compare", (op.param("compare").enum or []) if any(p.name == "compare" for p in op.params)
                           else []),
                          ("intervals", [True] if any(p.name == "intervals" for p in op.params) else [])):
@@ -108,14 +127,28 @@ def _period_controls(op, query: view_state.Query) -> list:
 NO_FIGURE = {"data": [], "layout": {"height": 40, "xaxis": {"visible": False}, "yaxis": {"visible": False}}}
 
 
-@dash.callback(Output("query-plan-note", "children"), Input("query-plan-note", "id"), State("session", "data"))
+@dash.callback(Output("query-plan-note", "children"), Output("query-meta", "data", allow_duplicate=True),
+              Input("query-plan-note", "id"), State("session", "data"), prevent_initial_call="initial_duplicate")
 def plan_note(_page, session):
-    """Said before the first click: the viewer's plan (known from sign-in) cannot run queries."""
-    if not ui.key_of(session) or "query" in (session.get("operations") or []):
-        return None
-    needed = api.min_plan_label("query") or "a higher"
-    return html.P(f"Your plan ({session.get('plan_label')}) does not include the query builder; it needs the "
-                  f"{needed} plan or higher. The API will refuse these queries.", className="notice", role="status")
+    """Said before the first click: what the viewer's plan allows here (from GET /api/v1/account,
+    which also gives the header its count of requests used)."""
+    if not ui.key_of(session):
+        raise dash.exceptions.PreventUpdate
+    reply, problem, meta = ui.call(session, "account", {})
+    if reply is None:
+        return problem, meta
+    return plan_sentence(reply.body, api.min_plan_label("query")), meta
+
+
+def plan_sentence(account: dict, needed: str | None) -> html.P:
+    """The viewer's plan and the query builder: included (with its limit), or which plan it needs."""
+    plan = account.get("plan_label") or account.get("plan")
+    if "query" in {e.get("operation") for e in account.get("endpoints", [])}:
+        per_minute = account.get("requests_per_minute")
+        limit = f", up to {per_minute:,} requests a minute" if isinstance(per_minute, int) else ""
+        return html.P(f"Your plan ({plan}) includes the query builder{limit}.", className="hint", role="status")
+    return html.P(f"Your plan ({plan}) does not include the query builder; it needs the {needed or 'a higher'} "
+                  "plan or higher. The API will refuse these queries.", className="notice", role="status")
 
 
 def _body(window, group_by, bucket, order_by, order, limit, texts, closed, fmt, as_of=None, compare=None,
@@ -153,7 +186,7 @@ _STATES = [State("query-window", "value"), State("query-group-by", "value"), Sta
 
 @dash.callback(
     Output("query-status", "children"), Output("query-meta", "data"),
-    Output("query-results", "children"), Output("query-graph", "figure"),
+    Output("query-results", "children"), Output("query-graph", "figure"), Output("query-graph-box", "className"),
     Input("query-run", "n_clicks"), *_STATES, prevent_initial_call=True,
 )
 def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
@@ -161,22 +194,39 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
     if not ui.key_of(session) or not _clicks:
         raise dash.exceptions.PreventUpdate
     if not window:
-        return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update
+        return ui.error_box("Choose a window first: the API needs one."), dash.no_update, None, dash.no_update, FOLDED
     body = _body(window, group_by, bucket, order_by, order, limit, filters[:len(TEXT_FILTERS)],
                  filters[len(TEXT_FILTERS):], "json", as_of, compare, intervals)
 
     def render(replies):
         answer = replies[0].body
-        rows = [ui.flat(r) for r in answer["results"]]
-        columns = list(rows[0]) if rows else list(answer["group_by"])
-        figure = figures.query_figure(answer, measure=order_by or "suppressions")
+        columns, details = result_columns(answer)
+        counts = list(api.operation("query").count_fields)
+        figure = figures.query_figure(answer, measure=order_by or "suppressions", as_of=replies[0].as_of)
         return [ui.disclaimer_footer(answer.get("disclaimer"), ui.as_of_text(replies[0]))], \
-            (html.Div([html.P(f"{len(answer['results'])} rows", className="hint", id="query-count"),
-                       ui.table(rows, columns, table_id="query-rows")], className="side"),
-             figure if figure is not None else NO_FIGURE)
+            (html.Div([html.P(f"{len(answer['results']):,} rows", className="hint", id="query-count"),
+                       ui.records_table(answer["results"], [*columns, *counts], counts, table_id="query-rows",
+                                        details=details)], className="results"),
+             figure if figure is not None else NO_FIGURE, FOLDED if figure is None else "")
 
-    children, meta, out = ui.answer(session, [("query", body)], render, empty=(None, dash.no_update))
+    children, meta, out = ui.answer(session, [("query", body)], render, empty=(None, dash.no_update, dash.no_update))
     return children, meta, *out
+
+
+def result_columns(answer: dict) -> tuple[list[str], dict[str, str]]:
+    """The dimension columns of a /query answer in group_by order (a place by its name, its id
+    under it; time as `ts`), and the details shown under them."""
+    first = (answer.get("results") or [{}])[0]
+    columns, details = [], {}
+    for dim in answer.get("group_by", []):
+        if dim == "time":
+            columns.append("ts")
+        elif f"{dim}_name" in first or f"{dim}_id" in first:
+            columns.append(f"{dim}_name")
+            details[f"{dim}_name"] = f"{dim}_id"
+        else:
+            columns.append(dim)
+    return columns, details
 
 
 @dash.callback(

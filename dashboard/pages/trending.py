@@ -13,7 +13,8 @@ dash.register_page(__name__, path="/trending", title="Trending · Signals", name
 def _draw(replies, _values) -> Drawn:
     body = replies[0].body
     return Drawn(figures.trending_figure(body),
-                 ui.table(body["trending"], ["value", "recent", "baseline", "growth_pct"], table_id="trending-rows"))
+                 ui.records_table(body["trending"], ["value", "recent", "baseline", "growth_pct"],
+                                   ["recent", "baseline"], table_id="trending-rows"))
 
 
 PAGE = ChartPage(

@@ -1,7 +1,8 @@
 """The dashboard in a real headless Chromium, against the real API (gunicorn) and the real
 dashboard process (the Procfile's line): sign-in, every page, values equal to the API's, controls
 that change figures, an offline map, no console errors, and the 401/403/429/API-down states.
-Screenshots of every page go to docs/dashboard/ (shown in the README)."""
+Screenshots of the sign-in, 403, 429 and webhook states go to tests.support.browser.shots()
+(docs/dashboard/ under scripts/screenshots.sh); the pages' own are test_dashboard_layout.py's."""
 
 from __future__ import annotations
 
@@ -15,15 +16,16 @@ from standardwebhooks.webhooks import Webhook
 
 from connectors.client import SignalsClient
 from tests.support.browser import (
-    SHOTS,
     chrome,
     click_option,
     console_errors,
     css,
     dashboard,
     figure_data,
+    layout_problems,
     requested_urls,
     settle,
+    shots,
     sign_in,
     wait,
 )
@@ -106,11 +108,10 @@ def open_page(driver, base: str, path: str) -> None:
 
 def test_sign_in_every_page_offline_without_console_errors(stack, browser, professional):
     base, api_host = stack["dash"], "http://127.0.0.1:"
-    SHOTS.mkdir(parents=True, exist_ok=True)
     browser.get(base + "/sign-in")
     wait(browser, lambda d: css(d, "#api-key"))
     settle(browser)
-    browser.save_screenshot(str(SHOTS / "sign-in.png"))
+    browser.save_screenshot(str(shots() / "sign-in.png"))
     sign_in(browser, base, professional)
     wait(browser, lambda d: d.current_url == base + "/" and css(d, "#overview-leader"))
     assert "Professional plan" in content(css(browser, "#plan-badge")[0])
@@ -123,8 +124,6 @@ def test_sign_in_every_page_offline_without_console_errors(stack, browser, profe
         text = browser.find_element("tag name", "main").text
         assert "must not be treated as exact" in text, path
         assert "Traceback" not in text
-        if path != "/trending":  # trending.png comes from the run command's demo data (test_dashboard_state.py)
-            browser.save_screenshot(str(SHOTS / f"{(path.strip('/') or 'overview')}.png"))
         assert console_errors(browser) == [], path
         urls += requested_urls(browser)
         assert professional not in browser.current_url
@@ -142,11 +141,12 @@ def test_values_shown_equal_the_apis_answer(stack, browser, professional):
         totals = api.query(window="24h")["results"][0]
         geo = api.geo_heat(window="24h", level="country")["regions"][0]
     assert content(css(browser, "#overview-leader")[0]) == top["keyword_raw"]
-    assert int(content(css(browser, "#overview-leader-count")[0])) == top["suppressions"]
+    assert content(css(browser, "#overview-leader-count")[0]) == f"{top['suppressions']:,}"
     assert content(css(browser, "#total-suppressions")[0]) == f"{totals['suppressions']:,}"
     open_page(browser, stack["dash"], "/geography")
-    first = [td.text for td in css(browser, "#geo-rows tbody tr:first-child td")]
-    assert first[:3] == [geo["label"], geo["geo_key"], str(geo["suppressions"])]
+    first = [content(css(browser, f"#geo-rows tbody tr:first-child {selector}")[0])
+             for selector in ("[data-col='label'] .cell-main", "[data-col='geo_key']", "[data-col='suppressions'] .value")]
+    assert first == [geo["label"], geo["geo_key"], f"{geo['suppressions']:,}"]
 
 
 def test_a_control_changes_the_figure(stack, browser, professional):
@@ -210,7 +210,7 @@ def test_plan_below_the_query_builder_is_told_which_plan(stack, browser):
     wait(browser, lambda d: css(d, "#query-status .error"))
     message = content(css(browser, "#query-status .error")[0])
     assert "needs the Analyst plan or higher" in message and "Observer" in message
-    browser.save_screenshot(str(SHOTS / "state-403.png"))
+    browser.save_screenshot(str(shots() / "state-403.png"))
 
 
 def test_rate_limited_says_when_to_retry(stack, browser):
@@ -225,7 +225,7 @@ def test_rate_limited_says_when_to_retry(stack, browser):
     wait(browser, lambda d: css(d, "#trending-status .error"))
     assert "Try again in" in content(css(browser, "#trending-status .error")[0])
     assert console_errors(browser) == []
-    browser.save_screenshot(str(SHOTS / "state-429.png"))
+    browser.save_screenshot(str(shots() / "state-429.png"))
 
 
 def test_api_down_is_a_message_not_a_traceback(stack, browser, professional):
@@ -313,8 +313,9 @@ def test_account_page_manages_webhooks(stack, browser, professional):
         logged = api.webhook_deliveries(hook["id"])["deliveries"][0]
         assert content(css(browser, "#webhook-log-rows td[data-col='outcome']")[0]) == logged["outcome"] == "succeeded"
         assert content(css(browser, "#webhook-log-rows td[data-col='delivery_id']")[0]) == logged["delivery_id"]
+        assert layout_problems(browser) == []  # the webhook list and its delivery log fit their boxes
         browser.execute_script("document.querySelector('.webhooks').scrollIntoView()")
-        browser.save_screenshot(str(SHOTS / "account-webhooks.png"))
+        browser.save_screenshot(str(shots() / "account-webhooks.png"))
 
     css(browser, "#webhook-edit")[0].click()
     wait(browser, lambda d: "Edit webhook" in content(css(d, "#webhook-form-title")[0]))
@@ -322,7 +323,7 @@ def test_account_page_manages_webhooks(stack, browser, professional):
     fill(browser, "webhook-threshold-pct", 75)
     assert "Saved" in press(browser, "webhook-save")
     assert api.webhook(hook["id"])["threshold_pct"] == 75
-    wait(browser, lambda d: content(css(d, "#webhook-rows tbody td[data-col='threshold_pct']")[0]) in ("75", "75.0"))
+    wait(browser, lambda d: content(css(d, "#webhook-rows tbody td[data-col='threshold_pct']")[0]) == "75 %")
 
     css(browser, "#webhook-delete")[0].click()
     wait(browser, lambda d: _alert(d))

@@ -11,6 +11,7 @@ from connectors.client import SignalsError  # noqa: E402
 from dashboard import figures, places  # noqa: E402
 from dashboard.api import Usage, explain  # noqa: E402
 from dashboard.app import usage_text  # noqa: E402
+from tests.support.layouts import find
 from tests.support.processes import ROOT
 
 DISCLAIMER = "Numbers are approximate estimates."
@@ -88,7 +89,57 @@ def test_trending_activity_and_query_figures():
     places = {"window": "7d", "group_by": ["country"], "results": [
         {"country_id": "US", "country_name": "United States", "suppressions": 5, "unique_users": 2, "events": 3},
         {"country_id": "XK", "country_name": None, "suppressions": 1, "unique_users": 1, "events": 1}]}
-    assert list(figures.query_figure(places).data[0].x) == ["United States", "XK"]
+    assert list(figures.query_figure(places).data[0].y) == ["XK", "United States"]  # horizontal, the first on top
+
+
+def test_a_long_ranking_draws_the_top_with_short_labels_and_sums_up_the_rest():
+    long_name = "Congo, The Democratic Republic of the"
+    results = [{"country_id": f"C{i}", "country_name": long_name if i == 0 else f"Country {i}",
+                "suppressions": 1000 - i, "unique_users": 50, "events": 10} for i in range(68)]
+    figure = figures.query_figure({"window": "7d", "group_by": ["country"], "results": results})
+    bars = figure.data[0]
+    assert bars.orientation == "h" and len(bars.y) == figures.TOP
+    assert bars.y[-1] == "Congo, The Democratic Repub…" and bars.customdata[-1] == long_name
+    rest = sum(r["suppressions"] for r in results[figures.TOP:])
+    assert f"and 48 more in the table, {rest:,} suppressions together" in figure.layout.title.text
+    users = figures.query_figure({"window": "7d", "group_by": ["country"], "results": results}, measure="unique_users")
+    assert "more in the table</sup>" in users.layout.title.text  # users do not add up across rows
+
+
+def test_trending_and_activity_draw_the_top_and_say_where_the_rest_is():
+    trend = {"dimension": "keyword", "metric": "suppressions", "recent_period": "r", "baseline_period": "b",
+             "trending": [{"value": f"v{i}", "recent": 10, "baseline": 2, "growth_pct": 400.0 - i} for i in range(50)]}
+    figure = figures.trending_figure(trend)
+    assert len(figure.data[0].y) == figures.TOP and figure.data[0].y[-1] == "v0"
+    assert "the first 20 of 50, the rest in the table</sup>" in figure.layout.title.text
+    activity = {"window": "7d", "type": "all", "keywords": [
+        {"keyword": f"k{i}", "adds": 3, "removes": 1, "edits": 0} for i in range(30)]}
+    bars = figures.activity_figure(activity)
+    assert len(bars.data[0].y) == figures.TOP and "the first 20 of 30" in bars.layout.title.text
+
+
+def test_partial_first_and_last_buckets_are_marked():
+    import datetime as dt
+
+    as_of = dt.datetime(2026, 3, 10, 6, tzinfo=dt.UTC)  # 6 hours into the last day
+    days = [f"2026-03-{d:02d}T00:00:00Z" for d in range(3, 11)]
+    body = {"keyword": "k", "window": "7d", "bucket": "day",
+            "timeseries": [{"ts": ts, "suppressions": 100, "users_est": 5, "events": 9} for ts in days]}
+    line, edges = figures.timeseries_figure([body], as_of=as_of).data
+    assert list(line.y) == [None] + [100] * 6 + [None]  # the whole buckets as the line
+    assert edges.line.dash == "dash" and edges.name == "k, partial bucket"  # the previous period is dotted
+    assert list(edges.x) == [days[1], days[0], None, days[6], days[7], None]  # each joined to its neighbour
+    assert list(edges.customdata) == ["", "partial: 18 of 24 hours", "", "", "partial: 6 of 24 hours", ""]
+    whole = figures.timeseries_figure([{**body, "bucket": "hour", "timeseries": body["timeseries"][-2:-1]}], as_of=as_of)
+    assert len(whole.data) == 1 and list(whole.data[0].y) == [100]
+    assert "only in part" in figures.timeseries_figure([body], as_of=as_of).layout.title.text
+    assert "only in part" not in figures.timeseries_figure([body]).layout.title.text  # no as_of: nothing claimed
+
+
+def test_the_toolbar_stands_off_the_titles():
+    figure = figures.top_keywords_figure({"window": "24h", "keywords": [{"keyword_raw": "a", "suppressions": 1}]})
+    assert figure.layout.modebar.orientation == "v" and figure.layout.margin.r >= 40
+    assert figure.layout.xaxis.tickformat == ",~r"  # 2,000 on the axis, not 2000
 
 
 def test_messages_a_person_understands():
@@ -173,11 +224,17 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
     assert query._body("7d", ["keyword"], None, "suppressions", "desc", 10, [""] * 6, [[], []], "json",
                        " 2026-03-03T12:00:00Z ", ["previous_period"], [True]) == {
         **plain, "as_of": "2026-03-03T12:00:00Z", "compare": "previous_period", "intervals": True}
-    record = {"keyword": "a", "suppressions": 5, "previous": {"suppressions": 2},
-              "change": {"suppressions": {"pct": 150.0, "beyond_noise": False}}, "intervals": {"suppressions": [3, 9]}}
-    assert ui.flat(record) == {"keyword": "a", "suppressions": 5, "previous_suppressions": 2,
-                               "change_suppressions_pct": 150.0, "change_suppressions_beyond_noise": False,
-                               "intervals_suppressions": "3–9"}
+    # the results' dimension columns: a place by its name with its id under it, time as ts
+    answer = {"group_by": ["keyword", "country", "time"],
+              "results": [{"keyword": "a", "country_id": "GR", "country_name": "Greece", "ts": "2026-03-09T00:00:00Z"}]}
+    assert query.result_columns(answer) == (["keyword", "country_name", "ts"], {"country_name": "country_id"})
+    # a window is chosen when the page opens; placeholders are short examples
+    window = query.layout()
+    assert find(window, "query-window").value == "7d"
+    placeholders = [find(window, f"query-filter-{n}").placeholder for n in query.TEXT_FILTERS]
+    assert placeholders == ["e.g. climate change, spoilers", "e.g. reddit.com, youtube.com", "e.g. US, DE",
+                            "e.g. US-CA", "e.g. 06037", "e.g. 5368361"]
+    assert all(len(p) <= len(ui.AS_OF_PLACEHOLDER) for p in placeholders)
 
 
 def test_a_test_deliverys_outcome_in_words():
@@ -222,3 +279,15 @@ def test_the_readme_shows_every_page_from_the_browser_tests():
              "account-webhooks", "sign-in", "state-403", "state-429", "geography-compare", "activity-compare",
              "keywords-compare"]
     assert sorted(linked) == sorted(f"{page}.png" for page in pages)
+
+
+def test_the_tests_screenshots_go_to_a_temporary_directory_unless_asked(monkeypatch, tmp_path):
+    """scripts/test.sh leaves the working tree clean: docs/dashboard/ only under scripts/screenshots.sh."""
+    from tests.support.browser import shots
+
+    monkeypatch.delenv("SIGNALS_SCREENSHOTS_DIR", raising=False)
+    folder = shots.__wrapped__()
+    assert folder.is_dir() and ROOT not in folder.parents
+    monkeypatch.setenv("SIGNALS_SCREENSHOTS_DIR", str(tmp_path / "shots"))
+    assert shots.__wrapped__() == tmp_path / "shots" and (tmp_path / "shots").is_dir()
+    assert "SIGNALS_SCREENSHOTS_DIR=\"$PWD/docs/dashboard\"" in (ROOT / "scripts" / "screenshots.sh").read_text()

@@ -24,6 +24,7 @@ from dashboard.settings import DashboardSettings  # noqa: E402
 from service.openapi import build_openapi  # noqa: E402
 from service.tiers import Tier  # noqa: E402
 from tests.support.api_server import serve  # noqa: E402
+from tests.support.layouts import ids, texts  # noqa: E402
 
 
 @pytest.fixture
@@ -35,28 +36,6 @@ def served_document(monkeypatch):
 def _page(path: str):
     entry = next(e for e in dash.page_registry.values() if e["path"] == path)
     return sys.modules[entry["module"]]
-
-
-def ids(component) -> list[str]:
-    """Every element id in a layout, in document order."""
-    found = []
-    if getattr(component, "id", None) is not None:
-        found.append(component.id)
-    children = getattr(component, "children", None)
-    for child in children if isinstance(children, list | tuple) else [children]:
-        if hasattr(child, "to_plotly_json"):
-            found += ids(child)
-    return found
-
-
-def texts(component) -> str:
-    """The layout's text, as a reader sees it (roughly)."""
-    if isinstance(component, str | int | float):
-        return str(component)
-    children = getattr(component, "children", None)
-    if children is None:
-        return ""
-    return " ".join(texts(c) for c in (children if isinstance(children, list | tuple) else [children]))
 
 
 def _nothing(replies, values) -> Drawn:
@@ -181,11 +160,16 @@ def test_plan_names_shown_are_the_apis(relabelled_api):
     # Sign-in keeps the API's name of the viewer's plan (the header shows it).
     session, *_ = _page("/sign-in").sign_in(1, 0, relabelled_api["observer"])
     assert session["plan_label"] == "Starter"
-    # /query says which plan it needs before and after Run.
+    # /query says what the viewer's plan allows before Run (from the account), and which plan it
+    # needs after a refused Run.
     query = _page("/query")
-    assert "Needs the Team plan or higher." in texts(query.layout())
-    note = texts(query.plan_note(None, {**observer, "plan_label": session["plan_label"], "operations": []}))
-    assert "Your plan (Starter)" in note and "needs the Team plan or higher" in note
+    assert "plan or higher" not in texts(query.layout())
+    note, meta = query.plan_note(None, observer)
+    assert "Your plan (Starter)" in texts(note) and "needs the Team plan or higher" in texts(note)
+    assert meta["limit"] == Tier.OBSERVER.requests_per_minute  # the header's count of requests used
+    allowed = texts(query.plan_note(None, {"key": relabelled_api["professional"]})[0])
+    assert allowed == f"Your plan ({RELABELLED['professional']}) includes the query builder, up to " \
+        f"{Tier.PROFESSIONAL.requests_per_minute:,} requests a minute."
     _reply, problem, _meta = ui.call(observer, "query", {"window": "7d"})
     assert texts(problem).startswith("This page needs the Team plan or higher.")
     assert "Analyst" not in texts(problem)

@@ -5,14 +5,17 @@ tests/conftest.py `default_demo_dir`), which is also what the README's screensho
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
 
+from connectors import numbers
+from connectors.buckets import partial_note
 from connectors.client import SignalsClient
+from dashboard import figures
 from tests.support.browser import (
-    SHOTS,
     chrome,
     click_option,
     console_errors,
@@ -20,9 +23,11 @@ from tests.support.browser import (
     dashboard,
     figure_data,
     settle,
+    shots,
     sign_in,
     wait,
 )
+from tests.support.default_demo import DEFAULT_DEMO_END
 from tests.support.processes import create_key, gunicorn
 
 pytestmark = pytest.mark.process
@@ -54,9 +59,13 @@ def checked(driver, control_id: str) -> list[str]:
 
 
 def rows(driver, table_id: str) -> list[dict[str, str]]:
+    """Each row's fields by data-col: a count's exact value (its cell's title), a previous value and
+    an interval exactly (their titles), a change as shown (its text)."""
     return driver.execute_script(
         "return Array.from(document.querySelectorAll(arguments[0] + ' tbody tr')).map(tr => Object.fromEntries("
-        "Array.from(tr.children).map(td => [td.dataset.col, td.textContent])));", f"#{table_id}")
+        "Array.from(tr.querySelectorAll('[data-col]')).map(el => [el.dataset.col, "
+        "el.querySelector('.cell-main') && !el.title ? el.querySelector('.cell-main').textContent : (el.title || el.textContent)"
+        "])));", f"#{table_id}")
 
 
 def shown(driver, table_id: str):
@@ -64,9 +73,8 @@ def shown(driver, table_id: str):
 
 
 def change_label(change: dict) -> str:
-    pct = change["pct"]
-    figure = "new (previously 0)" if pct is None else f"{pct:+.1f} %".replace("-", "−")
-    return f"{figure} · {'beyond noise' if change['beyond_noise'] else 'within noise'}"
+    figure, verdict, _kind = numbers.change_words(change)
+    return f"{figure} {verdict}"
 
 
 def test_a_url_restores_the_view_with_previous_values_equal_to_the_apis(demo, browser):
@@ -81,19 +89,20 @@ def test_a_url_restores_the_view_with_previous_values_equal_to_the_apis(demo, br
     assert len(table) == len(regions) > 5
     for row, region in zip(table, regions, strict=True):
         assert row["geo_key"] == region["geo_key"]
-        assert row["suppressions"] == str(region["suppressions"])
-        assert row["previous_suppressions"] == str(region["previous"]["suppressions"])
-        assert row["change_suppressions"] == change_label(region["change"]["suppressions"])
+        assert row["suppressions"] == f"{region['suppressions']:,}"
+        assert row["previous_suppressions"] == f"previous period: {region['previous']['suppressions']:,}"
+        assert row["change_suppressions"].startswith(change_label(region["change"]["suppressions"]))
         low, high = region["intervals"]["suppressions"]
-        assert row["intervals_suppressions"] == f"{low}–{high}"
-    marked = css(browser, "#geo-rows td.beyond-noise")
-    within = css(browser, "#geo-rows td.within-noise")
+        assert row["intervals_suppressions"] == f"90 % interval: {low:,}–{high:,}"
+    marked = css(browser, "#geo-rows .beyond-noise")
+    within = css(browser, "#geo-rows .within-noise")
     changes = [c["beyond_noise"] for r in regions for c in r["change"].values()]  # every measure's
     assert (len(marked), len(within)) == (sum(changes), len(changes) - sum(changes))
     assert within
     assert query_of(browser) == {"level": "region", "window": "7d", "measure": "suppressions", "compare": "previous_period",
                                  "intervals": "true"}
-    browser.save_screenshot(str(SHOTS / "geography-compare.png"))
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.save_screenshot(str(shots() / "geography-compare.png"))
     assert console_errors(browser) == []
 
 
@@ -118,16 +127,23 @@ def test_changing_a_control_updates_the_url_and_a_reload_keeps_it(demo, browser)
         keywords = api.keyword_activity(window="7d", type="all", limit=50, compare="previous_period")["keywords"]
     table = rows(browser, "activity-rows")
     assert [(r["keyword"], r["adds"], r["previous_adds"]) for r in table] == \
-        [(k["keyword"], str(k["adds"]), str(k["previous"]["adds"])) for k in keywords]
+        [(k["keyword"], f"{k['adds']:,}", f"previous period: {k['previous']['adds']:,}") for k in keywords]
     ghosts = {t["name"]: t for t in json.loads(figure_data(browser, "activity-graph"))}
-    assert ghosts["adds, previous period"]["x"] == [k["previous"]["adds"] for k in keywords][::-1]
-    assert ghosts["adds, previous period"]["opacity"] < 1 and ghosts["adds"]["x"] == [k["adds"] for k in keywords][::-1]
-    browser.save_screenshot(str(SHOTS / "activity-compare.png"))
+    drawn = keywords[:figures.TOP]  # the first 20 as bars, the rest in the table
+    assert ghosts["adds, previous period"]["x"] == [k["previous"]["adds"] for k in drawn][::-1]
+    assert ghosts["adds, previous period"]["opacity"] < 1 and ghosts["adds"]["x"] == [k["adds"] for k in drawn][::-1]
+    browser.save_screenshot(str(shots() / "activity-compare.png"))
     # a value the control does not take falls back to its default, and the URL says so
     browser.get(demo["dash"] + "/activity?window=2w&limit=9999&compare=yes&key=" + "x" * 10)
     wait(browser, shown(browser, "activity-rows"))
     settle(browser)
     assert query_of(browser) == {"window": "24h", "type": "all", "limit": "50"}
+
+
+def whole(points: list[dict], as_of) -> list:
+    """A day series' line: the buckets the 7d window covers whole; the partial first and last are
+    drawn apart (dashed), as None here."""
+    return [None if partial_note(p["ts"], "day", "7d", as_of) else p["suppressions"] for p in points]
 
 
 def test_timeseries_compare_and_intervals_and_an_earlier_as_of(demo, browser):
@@ -141,12 +157,14 @@ def test_timeseries_compare_and_intervals_and_an_earlier_as_of(demo, browser):
         body = api.keyword_timeseries("climate change", window="7d", bucket="day", compare="previous_period",
                                       intervals=True)
     points = body["timeseries"]
-    assert traces["climate change"]["y"] == [p["suppressions"] for p in points]
+    assert traces["climate change"]["y"] == whole(points, DEFAULT_DEMO_END)
+    assert [y for y in traces["climate change, partial bucket"]["y"] if y is not None] == \
+        [points[1]["suppressions"], points[0]["suppressions"], points[-2]["suppressions"], points[-1]["suppressions"]]
     assert traces["climate change, previous period"]["y"] == [p["previous"]["suppressions"] for p in points]
     band = traces["climate change, 90 % interval"]["y"]
     assert band == [p["intervals"]["suppressions"][1] for p in points] + \
         [p["intervals"]["suppressions"][0] for p in points][::-1]
-    browser.save_screenshot(str(SHOTS / "keywords-compare.png"))
+    browser.save_screenshot(str(shots() / "keywords-compare.png"))
     # an earlier hour: the picker goes in the URL, and the figure shows that hour's answer
     field = css(browser, "#keywords-as-of")[0]
     field.send_keys("2026-03-03T12:00:00Z\n")
@@ -155,7 +173,7 @@ def test_timeseries_compare_and_intervals_and_an_earlier_as_of(demo, browser):
         earlier = api.keyword_timeseries("climate change", window="7d", bucket="day", compare="previous_period",
                                          intervals=True, as_of="2026-03-03T12:00:00Z")["timeseries"]
     wait(browser, lambda d: {t["name"]: t for t in json.loads(figure_data(d, "keywords-graph"))}
-         ["climate change"]["y"] == [p["suppressions"] for p in earlier])
+         ["climate change"]["y"] == whole(earlier, dt.datetime(2026, 3, 3, 12, tzinfo=dt.UTC)))
     assert "Data as of 2026-03-03 12:00 UTC" in browser.find_element("tag name", "main").text
     # an hour the API refuses: its words, naming as_of
     field = css(browser, "#keywords-as-of")[0]
@@ -171,7 +189,6 @@ def test_trending_on_the_demo_data_is_not_empty(demo, browser):
     with SignalsClient(demo["api"], demo["key"]) as api:
         trending = api.trending()["trending"]
     assert trending and [r["value"] for r in rows(browser, "trending-rows")] == [t["value"] for t in trending]
-    browser.save_screenshot(str(SHOTS / "trending.png"))
 
 
 def test_the_query_builder_keeps_its_fields_in_the_url(demo, browser):
@@ -204,9 +221,10 @@ def test_run_on_a_restored_query_shows_the_apis_answer(demo, browser):
     table = rows(browser, "query-rows")
     assert len(table) == len(results) == 5
     assert [(r["country_id"], r["country_name"], r["suppressions"], r["previous_suppressions"]) for r in table] == \
-        [(r["country_id"], r["country_name"], str(r["suppressions"]), str(r["previous"]["suppressions"]))
+        [(r["country_id"], r["country_name"], f"{r['suppressions']:,}", f"previous period: {r['previous']['suppressions']:,}")
          for r in results]
-    bars = json.loads(figure_data(browser, "query-graph"))[0]
-    assert bars["x"] == [r["country_name"] for r in results] and bars["y"] == [r["suppressions"] for r in results]
+    bars = json.loads(figure_data(browser, "query-graph"))[0]  # horizontal, the first row on top
+    assert bars["customdata"] == [r["country_name"] for r in results][::-1]
+    assert bars["x"] == [r["suppressions"] for r in results][::-1]
     assert query_of(browser)["group_by"] == "country" and query_of(browser)["limit"] == "5"
     assert console_errors(browser) == []

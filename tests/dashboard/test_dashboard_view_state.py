@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from connectors.operations import Parameter
 from dashboard import figures, ui, view_state
+from tests.support.layouts import texts
 
 LIMIT = Parameter("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})
 BASELINE = Parameter("min_baseline", {"type": "number", "minimum": 0, "default": 10})
@@ -27,23 +28,40 @@ def test_period_arguments_and_change_labels():
     assert ui.period_arguments(["previous_period"], ["true"], " 2026-03-03T12:00:00Z ") == {
         "compare": "previous_period", "intervals": True, "as_of": "2026-03-03T12:00:00Z"}
     assert ui.period_arguments([], [], "") == {}
-    assert ui.change_text({"pct": 12.345, "beyond_noise": True}) == ("+12.3 % · beyond noise", "beyond-noise")
-    assert ui.change_text({"pct": -3.1, "beyond_noise": False}) == ("−3.1 % · within noise", "within-noise")
+    assert ui.change_text({"pct": 12.345, "beyond_noise": True}) == ("▲ 12.3 % · beyond noise", "beyond-noise")
+    assert ui.change_text({"pct": -3.1, "beyond_noise": False}) == ("▼ 3.1 % · within noise", "within-noise")
     assert ui.change_text({"pct": None, "beyond_noise": True}) == ("new (previously 0) · beyond noise", "beyond-noise")
 
 
-def test_compared_table_adds_previous_change_and_interval_columns():
-    rows = [{"label": "A", "suppressions": 120, "previous": {"suppressions": 100},
-             "change": {"suppressions": {"pct": 20.0, "beyond_noise": False}}, "intervals": {"suppressions": [110, 130]}}]
-    table = ui.compared_table(rows, ["label", "suppressions"], ["suppressions"])
-    head = [th.children for th in table.children[0].children.children]
-    assert head == ["label", "suppressions", "suppressions, previous period", "suppressions, change",
-                    "suppressions, 90 % interval"]
-    cells = table.children[1].children[0].children
-    assert [c.children for c in cells] == ["A", "120", "100", "+20.0 % · within noise", "110–130"]
-    assert cells[3].className == "within-noise"
-    plain = ui.compared_table([{"label": "A", "suppressions": 1}], ["label", "suppressions"], ["suppressions"])
-    assert len(plain.children[0].children.children) == 2
+def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
+    rows = [{"label": "Greece", "geo_key": "GR", "suppressions": 12000, "events": 0, "previous": {"suppressions": 10000, "events": 92},
+             "change": {"suppressions": {"pct": 20.0, "beyond_noise": False}, "events": {"pct": -100.0, "beyond_noise": True}},
+             "intervals": {"suppressions": [11000, 13000], "events": [0, 40]}}]
+    table = ui.records_table(rows, ["label", "suppressions", "events"], ["suppressions", "events"],
+                             details={"label": "geo_key"})
+    head = table.children[1].children.children
+    assert [texts(th) for th in head] == ["place", "suppressions", "events"]  # three columns, not nine
+    assert table.children[0].children.startswith(
+        "Under each count: its change and the previous period's value and its 90 % interval. Marks (hover one)")
+    label, suppressions, events = table.children[2].children[0].children
+    assert texts(label) == "Greece GR"
+    assert texts(suppressions) == "12,000 ▲ 20.0 % within noise before 10,000 90 %: 11,000–13,000"
+    assert suppressions.title == "12,000"
+    change = suppressions.children[1]
+    assert change.className == "sub change within-noise" and "True" not in texts(table) + texts(head)
+    # events: 0 beside a non-zero count, −100 % from it: both marked, with the shared wording
+    marks = [c for line in events.children for c in (line.children if isinstance(line.children, list) else [])
+             if getattr(c, "className", None) == "mark"]
+    assert [m.children for m in marks] == ["suppressed?", "now 0"]
+    assert marks[0].title.startswith("Events shows 0 while this row's other counts do not")
+    plain = ui.records_table([{"label": "A", "suppressions": 1}], ["label", "suppressions"], ["suppressions"])
+    assert [texts(th) for th in plain.children[0].children.children] == ["place", "suppressions"]  # no caption
+
+
+def test_cells_never_show_python_literals_and_times_read():
+    assert ui.cell_text(True) == "yes" and ui.cell_text(None) == "" and ui.cell_text(17057) == "17,057"
+    assert ui.cell_text("2026-03-10T12:00:00Z") == "2026-03-10 12:00" and ui.cell_text(250.333, "growth_pct") == "+250.3 %"
+    assert ui.cell_text(75.0, "threshold_pct") == "75 %"
 
 
 def test_figures_draw_the_previous_period_and_intervals():

@@ -26,6 +26,17 @@ from tests.support.processes import ROOT
 
 README = ROOT / "README.md"
 RECORDS = ("keywords", "timeseries", "regions", "trending", "results")
+NOW = DEFAULT_DEMO_END + dt.timedelta(minutes=20)  # the served API's clock: the demo's data end just passed
+# A relative hour, as the README writes it: $(date -u -d 'N days ago' +%Y-%m-%dT%H:00:00Z)
+DATE_COMMAND = re.compile(r"\$\(date -u -d '(\d+) (day|hour)s? ago' \+%Y-%m-%dT%H:00:00Z\)")
+
+
+def shell_dates(line: str, now: dt.datetime = NOW) -> str:
+    """The line with each `date` command replaced by what it prints at `now` (as the shell would)."""
+    def printed(match: re.Match) -> str:
+        moment = now - dt.timedelta(**{f"{match[2]}s": int(match[1])})
+        return moment.strftime("%Y-%m-%dT%H:00:00Z")
+    return DATE_COMMAND.sub(printed, line)
 
 
 def readme_examples() -> list[tuple[str, list[str]]]:
@@ -42,7 +53,7 @@ def readme_examples() -> list[tuple[str, list[str]]]:
         for line in commands:
             line = line.split("  #")[0].strip()
             if line.startswith("curl ") and "$API/api/v1/signals" in line:
-                examples.append((line, shlex.split(line.replace("$KEY", "KEY").replace("$API", "http://api"))))
+                examples.append((line, shlex.split(shell_dates(line).replace("$KEY", "KEY").replace("$API", "http://api"))))
     return examples
 
 
@@ -55,10 +66,20 @@ def test_the_readme_has_an_example_for_every_endpoint():
                      "/keyword-activity", "/query"}
 
 
+def test_every_as_of_in_an_example_is_relative_so_it_works_on_demo_data_made_today():
+    """run.sh makes its demo data up to the hour it runs: a fixed as_of falls outside it sooner or later."""
+    with_as_of = [line for line, _ in EXAMPLES if "as_of=" in line or '"as_of"' in line]
+    assert with_as_of
+    for line in with_as_of:
+        assert DATE_COMMAND.search(line) and not re.search(r"as_of=\d|\"as_of\": \"\d", line), line
+    assert shell_dates("$(date -u -d '3 days ago' +%Y-%m-%dT%H:00:00Z)", dt.datetime(2026, 11, 27, 8, 21, tzinfo=dt.UTC)) \
+        == "2026-11-24T08:00:00Z"
+
+
 @pytest.fixture(scope="module")
 def client(default_demo_dir, accounts):
     settings = Settings(data_dir=default_demo_dir, cache_responses=False)  # the development secret, as run.sh
-    app = create_app(settings, clock=FixedClock(DEFAULT_DEMO_END + dt.timedelta(minutes=20)),
+    app = create_app(settings, clock=FixedClock(NOW),
                      store=EventStore(default_demo_dir), accounts=accounts, gate=LocalGate())
     return falcon.testing.TestClient(app)
 

@@ -5,18 +5,31 @@ browser console and the network (performance log) recorded."""
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
+import re
+import tempfile
 import time
 from pathlib import Path
 
-from tests.support.processes import ROOT, procfile_command, service_env, serving
+from tests.support.processes import procfile_command, service_env, serving
 from tests.support.redis_server import free_port
 
 CHROMIUM = os.environ.get("SIGNALS_TEST_CHROMIUM", "/usr/bin/chromium")
 CHROMEDRIVER = os.environ.get("SIGNALS_TEST_CHROMEDRIVER", "/usr/bin/chromedriver")
-SHOTS = ROOT / "docs" / "dashboard"  # the README's screenshots, written by the browser tests
 WAIT = 30
+
+
+@functools.cache
+def shots() -> Path:
+    """Where the browser tests save their screenshots: SIGNALS_SCREENSHOTS_DIR when set
+    (scripts/screenshots.sh sets docs/dashboard/, the README's), else a temporary directory, so
+    running the tests leaves the working tree as it was."""
+    chosen = os.environ.get("SIGNALS_SCREENSHOTS_DIR")
+    folder = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="signals-screenshots-"))
+    folder.mkdir(parents=True, exist_ok=True)
+    return folder
 
 
 def chrome(download_dir: Path | None = None):
@@ -132,3 +145,76 @@ def figure_data(driver, graph_id: str):
     return driver.execute_script(
         "const el = document.querySelector(arguments[0] + ' .js-plotly-plot');"
         "return el && el.data ? JSON.stringify(el.data) : null;", f"#{graph_id}")
+
+
+# -- what a person notices on a page (the dashboard's layout tests) ------------------------------
+
+# Every table's width against its box's, the page's against the window's.
+_WIDTHS = """
+const out = [];
+for (const table of document.querySelectorAll('main table')) {
+  const box = table.parentElement;
+  out.push({id: table.id || box.id || box.className, table: table.getBoundingClientRect().width,
+            box: box.clientWidth, scroll: box.scrollWidth});
+}
+return {tables: out, page: document.documentElement.scrollWidth, window: window.innerWidth};
+"""
+# Each text field's placeholder measured in the field's own font against the room inside it.
+_PLACEHOLDERS = """
+const canvas = document.createElement('canvas').getContext('2d');
+return Array.from(document.querySelectorAll('main input[placeholder]')).filter(i => i.offsetParent).map(i => {
+  const style = getComputedStyle(i);
+  canvas.font = style.font;
+  const room = i.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  return {id: i.id, text: i.placeholder, needs: canvas.measureText(i.placeholder).width, room: room};
+});
+"""
+# The toolbar of every figure and the figure's title, as rectangles; they must not meet.
+_TOOLBARS = """
+return Array.from(document.querySelectorAll('main .js-plotly-plot')).map(plot => {
+  const bar = plot.querySelector('.modebar'), title = plot.querySelector('.gtitle');
+  const box = e => { if (!e) return null; const r = e.getBoundingClientRect(); return [r.left, r.top, r.right, r.bottom]; };
+  const shown = plot.closest('.folded') === null && plot.offsetParent !== null;
+  return {id: plot.parentElement.id, bar: box(bar), title: box(title), height: shown ? plot.getBoundingClientRect().height : null};
+});
+"""
+FORMATTED = re.compile(r"^−?\d{1,3}(,\d{3})*(\.\d+)?$")
+
+
+def layout_problems(driver) -> list[str]:
+    """What a person would notice is wrong with the page as shown, in words (empty: nothing): a
+    table wider than its box or the page wider than the window, a Python literal, a number without
+    thousands separators, a placeholder cut off, a toolbar over a title, a figure squashed, no
+    count of requests used in the header, a window not chosen."""
+    problems = []
+    widths = driver.execute_script(_WIDTHS)
+    if widths["page"] > widths["window"]:
+        problems.append(f"the page is {widths['page']} px wide in a {widths['window']} px window")
+    for table in widths["tables"]:
+        if table["table"] > table["box"] + 1 or table["scroll"] > table["box"] + 1:
+            problems.append(f"table {table['id']}: {table['table']:.0f} px in a {table['box']} px box")
+    text = driver.find_element("tag name", "main").text
+    literal = re.search(r"\b(True|False|None|nan)\b", text)
+    if literal:
+        problems.append(f"a Python literal on the page: {text[max(0, literal.start() - 40):literal.end() + 40]!r}")
+    for cell in css(driver, "main td.count .value, main .card-value"):
+        shown = cell.text.strip()
+        if shown and not FORMATTED.match(shown):
+            problems.append(f"a number without thousands separators: {shown!r}")
+    for field in driver.execute_script(_PLACEHOLDERS):
+        if field["needs"] > field["room"]:
+            problems.append(f"the placeholder of {field['id']} ({field['text']!r}) is cut: "
+                            f"{field['needs']:.0f} px in {field['room']:.0f}")
+    for plot in driver.execute_script(_TOOLBARS):
+        bar, title = plot["bar"], plot["title"]
+        if bar and title and bar[0] < title[2] and title[0] < bar[2] and bar[1] < title[3] and title[1] < bar[3]:
+            problems.append(f"the toolbar of {plot['id']} covers its title")
+        if plot["height"] and plot["height"] < 150:  # 0: being drawn again (the page re-rendered)
+            problems.append(f"the figure {plot['id']} is squashed to {plot['height']:.0f} px")
+    rate = css(driver, "#rate-use")
+    if not rate or "requests used" not in rate[0].text:
+        problems.append("the header does not say how many requests were used")
+    for group in css(driver, "main [id$='-window']:not([id^='webhook'])"):  # a new webhook's window is for the viewer
+        if css(group, "input[type='radio']") and not css(group, "input:checked"):
+            problems.append(f"no window chosen in {group.get_attribute('id')}")
+    return problems

@@ -1,5 +1,5 @@
 """The Sheets connector's tests: the fake spreadsheet's id, a reports TOML, the batchUpdate
-requests the fake Sheets server (fake_sheets.py) received."""
+requests the fake Sheets server (connectors/sheets/emulator.py) received."""
 
 from __future__ import annotations
 

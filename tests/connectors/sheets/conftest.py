@@ -1,4 +1,4 @@
-"""The Sheets connector's tests: the fake Sheets server (tests/support/fake_sheets.py), the real API
+"""The Sheets connector's tests: the fake Sheets server (connectors/sheets/emulator.py), the real API
 served from a thread on the fixture data, and the connector's main() against both."""
 
 from __future__ import annotations
@@ -7,14 +7,14 @@ import pytest
 
 from connectors.settings import ConnectorSettings
 from connectors.sheets import main
+from connectors.sheets.emulator import SheetsEmulator
 from tests.support.api_server import Ticker, make_app, serve
-from tests.support.fake_sheets import FakeSheets
 from tests.support.sheets_reports import SHEET
 
 
 @pytest.fixture
 def fake():
-    server = FakeSheets()
+    server = SheetsEmulator()
     server.create(SHEET, sheets=("Sheet1", "Existing"))
     yield server
     server.close()

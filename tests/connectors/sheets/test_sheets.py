@@ -1,5 +1,5 @@
 """The Google Sheets connector with the real gspread over real HTTP, against a small
-Sheets-compatible server (tests/support/fake_sheets.py) and the real API served from a thread."""
+Sheets-compatible server (connectors/sheets/emulator.py) and the real API served from a thread."""
 
 from __future__ import annotations
 
@@ -335,7 +335,7 @@ def test_readme_examples_are_valid_reports(api_url, keys, tmp_path, run):
     with SignalsClient(api_url, keys["analyst"]) as api:
         assert len(Runner(api, None).check(specs)) == 4
     pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
-    assert len(pushes) == 5
+    assert len(pushes) == 6  # five examples and the emulator's
     for line in pushes:  # each, as written, on the command line (printed, not written)
         words = shlex.split(line.split("  #")[0])
         args = words[words.index("connectors.sheets") + 1:]
@@ -356,3 +356,42 @@ def test_every_connector_setting_is_documented_in_the_readme():
     section = readme_section()
     for name in read:
         assert f"`{name}`" in section, name
+
+
+def test_sync_prints_tables_on_stdout_and_its_progress_on_stderr_apart(api_url, keys, tmp_path):
+    """In a terminal (stdout and stderr on one pty), each printed table starts on a line of its
+    own: the progress bar is taken off before the table and drawn again after it."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    config = write_config(tmp_path, [("Top", "top-keywords", {"limit": 2}), ("Geo", "geo-heat", {}),
+                                     ("Trend", "trending", {"window": "24h", "min_baseline": 5})])
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "GOOGLE_"))}
+    env.update(SIGNALS_API_URL=api_url, SIGNALS_API_KEY=keys["analyst"], TERM="xterm")
+    main_end, terminal = pty.openpty()
+    fcntl.ioctl(terminal, termios.TIOCSWINSZ, struct.pack("HHHH", 40, 120, 0, 0))  # a terminal 120 columns wide
+    done = subprocess.run([sys.executable, "-m", "connectors.sheets", "sync", str(config), "--dry-run"], cwd=ROOT,
+                          env=env, stdin=subprocess.DEVNULL, stdout=terminal, stderr=terminal, timeout=60)
+    os.close(terminal)
+    shown = b""
+    while True:
+        try:
+            chunk = os.read(main_end, 65536)
+        except OSError:  # the other end is closed: everything was read
+            break
+        if not chunk:
+            break
+        shown += chunk
+    os.close(main_end)
+    assert done.returncode == 0, shown
+    segments = [part for line in shown.decode().splitlines() for part in line.split("\r")]
+    tables = [s for s in segments if "== GET" in s]
+    assert len(tables) == 3 and all(s.startswith("== GET") for s in tables), tables
+    assert any("reports: 100%" in s for s in segments)
+    # and apart, as a pipe sees them: the tables on stdout only, the progress on stderr only
+    piped = subprocess.run([sys.executable, "-m", "connectors.sheets", "sync", str(config), "--dry-run"], cwd=ROOT,
+                           env=env, capture_output=True, text=True, timeout=60)
+    assert piped.stdout.count("== GET") == 3 and "reports:" not in piped.stdout
+    assert "reports: 100%" in piped.stderr and "== GET" not in piped.stderr

@@ -11,7 +11,7 @@ import pytest
 from connectors.client import SignalsClient
 from connectors.report import sheets_serial
 from connectors.sheets import METADATA_KEY, RUN_LOG_ROWS
-from tests.support.fake_sheets import FakeSheets
+from connectors.sheets.emulator import SheetsEmulator
 from tests.support.sheets_reports import SHEET, batch_updates, write_config
 
 AS_OF = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
@@ -21,7 +21,7 @@ PUSH = ("push", "--spreadsheet", SHEET, "--worksheet", "Top", "--history", "top-
 
 @pytest.fixture
 def fake():
-    server = FakeSheets()
+    server = SheetsEmulator()
     server.create(SHEET, sheets=("Sheet1",))
     yield server
     server.close()

@@ -1,5 +1,13 @@
-"""A small Google Sheets API v4 server for the Sheets connector's tests: only the calls the
-connector makes through gspread, over real HTTP on 127.0.0.1.
+"""A small Google Sheets API v4 server: only the calls the connector makes through gspread, over
+real HTTP on 127.0.0.1. Try the connector without a Google account (README "Google Sheets"):
+
+    .venv/bin/python -m connectors.sheets.emulator            # spreadsheet "demo", on port 8090
+    export SIGNALS_SHEETS_API_URL=http://127.0.0.1:8090        # in another terminal, then push/sync
+    .venv/bin/python -m connectors.sheets push --spreadsheet demo --worksheet Top top-keywords window=7d
+
+Every write is printed as the worksheet's table (a cell's note as `[note: ...]`), and
+http://127.0.0.1:8090/ shows every worksheet as text. Nothing is kept after it stops. The
+connector's tests use the same server (`SheetsEmulator`), with the failures they set up.
 
 - GET  /v4/spreadsheets/{id}              spreadsheet metadata (properties, sheets, developer metadata)
 - POST /v4/spreadsheets/{id}:batchUpdate  addSheet, updateSheetProperties, updateCells, insertDimension
@@ -14,12 +22,16 @@ A test can make the next batchUpdates fail (`fail_batches`) or fail in the middl
 
 from __future__ import annotations
 
+import argparse
 import copy
 import dataclasses
+import datetime as dt
 import http.server
 import json
 import re
+import sys
 import threading
+from collections.abc import Callable, Sequence
 from typing import Any
 from urllib.parse import unquote, urlsplit
 
@@ -63,8 +75,12 @@ class Spreadsheet:
         raise SheetsError(400, f"No grid with id: {sheet_id}")
 
 
-class FakeSheets:
-    def __init__(self) -> None:
+class SheetsEmulator:
+    """The server, started on creation (port 0: a free one); `on_write(spreadsheet_id, titles)`
+    is called after each batchUpdate applied, with the titles of the worksheets it touched."""
+
+    def __init__(self, port: int = 0, on_write: Callable[[str, list[str]], None] | None = None) -> None:
+        self.on_write = on_write
         self.spreadsheets: dict[str, Spreadsheet] = {}
         self.forbidden: set[str] = set()
         self.log: list[tuple[str, str]] = []  # (method, path) of every request
@@ -73,7 +89,7 @@ class FakeSheets:
         self.fail_at_request: int | None = None  # index of a request in the next batchUpdate that fails
         self.authorizations: list[str | None] = []
         self._lock = threading.Lock()
-        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server = http.server.ThreadingHTTPServer(("127.0.0.1", port), self._handler())
         self.url = f"http://127.0.0.1:{self._server.server_port}"
         self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
         self._thread.start()
@@ -109,6 +125,36 @@ class FakeSheets:
             rows.pop()
         return rows
 
+    def text(self, spreadsheet_id: str, title: str) -> str:
+        """A worksheet as aligned text: its values, a cell's note as `[note: ...]` after it."""
+        sheet = self.sheet(spreadsheet_id, title)
+        grid = []
+        for row in self.grid(spreadsheet_id, title):
+            cells = []
+            for cell in row:
+                value = next(iter(cell.get("userEnteredValue", {"": ""}).values()))
+                shown = _shown(value, cell)
+                if cell.get("note") and not cell.get("userEnteredFormat", {}).get("textFormat", {}).get("bold"):
+                    shown += f" [note: {cell['note'].split(':')[0]}]"
+                cells.append(shown)
+            while cells and cells[-1] == "":
+                cells.pop()
+            grid.append(cells)
+        while grid and not grid[-1]:
+            grid.pop()
+        # columns as wide as the table's own rows (down to the first empty one: a footer's long
+        # texts do not widen them)
+        table = grid[:grid.index([])] if [] in grid else grid
+        width = max((len(r) for r in grid), default=0)
+        sizes = [min(40, max((len(r[i]) for r in table if i < len(r)), default=0)) for i in range(width)]
+        lines = ["  ".join(v[:80].ljust(sizes[i]) for i, v in enumerate(r)).rstrip() for r in grid]
+        return f"-- {spreadsheet_id} / {sheet.title} ({sheet.rows} x {sheet.cols})\n" + "\n".join(lines)
+
+    def dump(self) -> str:
+        """Every worksheet of every spreadsheet, as text."""
+        return "\n\n".join(self.text(s.spreadsheet_id, sheet.title) for s in self.spreadsheets.values()
+                           for sheet in s.sheets) + "\n"
+
     # -- the API ------------------------------------------------------------------------------
 
     def _handler(self) -> type[http.server.BaseHTTPRequestHandler]:
@@ -128,6 +174,15 @@ class FakeSheets:
 
             def _serve(self, method: str) -> None:
                 path = unquote(urlsplit(self.path).path)
+                if method == "GET" and path == "/":  # a person's view: every worksheet as text
+                    with fake._lock:
+                        data = fake.dump().encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; charset=UTF-8")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                    return
                 length = int(self.headers.get("Content-Length") or 0)
                 body = json.loads(self.rfile.read(length) or b"{}") if length else {}
                 with fake._lock:
@@ -184,6 +239,10 @@ class FakeSheets:
                 raise SheetsError(400, f"Invalid requests[{index}]: {kind} is not served by this fake")
             replies.append(handler(work, args) or {})
         self.spreadsheets[spreadsheet.spreadsheet_id] = work
+        if self.on_write is not None:
+            touched = {a.get("range", a.get("properties", {})).get("sheetId") for r in body.get("requests", [])
+                       for a in r.values() if isinstance(a, dict)}
+            self.on_write(spreadsheet.spreadsheet_id, [s.title for s in work.sheets if s.sheet_id in touched])
         return {"spreadsheetId": spreadsheet.spreadsheet_id, "replies": replies}
 
     def _addSheet(self, work: Spreadsheet, args: dict[str, Any]) -> dict[str, Any]:
@@ -281,3 +340,53 @@ class FakeSheets:
         if not changed:
             raise SheetsError(400, "No developer metadata matches the data filters")
         return {"updateDeveloperMetadata": {"developerMetadata": changed}}
+
+
+def _shown(value: Any, cell: dict[str, Any]) -> str:
+    """A cell's value as text; a date serial number (a DATE_TIME format) as the date it is."""
+    if isinstance(value, int | float) and cell.get("userEnteredFormat", {}).get("numberFormat", {}).get("type") == "DATE_TIME":
+        moment = dt.datetime(1899, 12, 30) + dt.timedelta(days=value)
+        return moment.strftime("%Y-%m-%d %H:%M")
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m connectors.sheets.emulator",
+                                     description="A Google Sheets API emulator on this machine, to try the Sheets "
+                                                 "connector without a Google account.")
+    parser.add_argument("--port", type=int, default=8090, help="port on 127.0.0.1 (default 8090)")
+    parser.add_argument("--spreadsheet", action="append", metavar="ID",
+                        help="a spreadsheet to create (repeatable; default: demo)")
+    args = parser.parse_args(argv)
+
+    def printed(spreadsheet_id: str, titles: list[str]) -> None:
+        for title in titles:
+            print(emulator.text(spreadsheet_id, title) + "\n", flush=True)
+
+    try:
+        emulator = SheetsEmulator(args.port, on_write=printed)
+    except OSError as exc:
+        print(f"error: cannot listen on 127.0.0.1:{args.port}: {exc.strerror}; choose another --port", file=sys.stderr)
+        return 1
+    names = args.spreadsheet or ["demo"]
+    for name in names:
+        emulator.create(name)
+    print(f"Sheets emulator on {emulator.url} with spreadsheet(s) {', '.join(names)}. In another terminal:\n"
+          f"  export SIGNALS_SHEETS_API_URL={emulator.url}\n"
+          f"  .venv/bin/python -m connectors.sheets push --spreadsheet {names[0]} --worksheet 'Top keywords' "
+          "top-keywords window=7d limit=10\n"
+          f"Each write is printed here; {emulator.url}/ shows every worksheet. Ctrl-C stops (nothing is kept).",
+          file=sys.stderr, flush=True)
+    try:
+        threading.Event().wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        emulator.close()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
