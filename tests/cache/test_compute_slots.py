@@ -8,6 +8,7 @@ import multiprocessing
 import os
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -54,21 +55,24 @@ def test_no_more_than_count_at_once_and_in_arrival_order(tmp_path):
     assert [sorted(order[i:i + 2]) for i in range(0, 6, 2)] == [[0, 1], [2, 3], [4, 5]]
 
 
-def _hold(directory: str, ready, release) -> None:
+def _hold(directory: str, ready: str) -> None:
     slots = ComputeSlots(directory, 1)
     with slots.slot(5.0):
-        ready.set()
-        release.wait(10)
+        Path(ready).write_text("held")
+        time.sleep(60)  # until killed
 
 
 def test_a_slot_held_by_another_process_counts_and_is_freed_when_it_dies(tmp_path):
-    spawn = multiprocessing.get_context("spawn")
-    ready, release = spawn.Event(), spawn.Event()
-    holder = spawn.Process(target=_hold, args=(str(tmp_path), ready, release))
+    # A file says it holds the slot (no multiprocessing lock: the holder is killed while it may hold one).
+    ready = tmp_path / "ready"
+    holder = multiprocessing.get_context("spawn").Process(target=_hold, args=(str(tmp_path / "slots"), str(ready)))
     holder.start()
     try:
-        assert ready.wait(30)
-        slots = ComputeSlots(tmp_path, 1)
+        deadline = time.monotonic() + 30
+        while not ready.exists():
+            assert time.monotonic() < deadline and holder.is_alive(), "the other process never held the slot"
+            time.sleep(0.02)
+        slots = ComputeSlots(tmp_path / "slots", 1)
         assert [expected for _started, expected in slots.running()] == [5.0]
         assert 4.0 < slots.estimate() <= 5.0
         holder.kill()  # never releases: the kernel does
@@ -78,7 +82,8 @@ def test_a_slot_held_by_another_process_counts_and_is_freed_when_it_dies(tmp_pat
             assert waited < 1.0
         assert time.monotonic() - started < 1.0
     finally:
-        release.set()
+        if holder.is_alive():
+            holder.kill()
         holder.join(timeout=10)
 
 
