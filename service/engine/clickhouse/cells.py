@@ -2,18 +2,18 @@
 polars, computed by ClickHouse, and handed to the privacy stage in the same shape.
 
     SELECT <keys>, count() users, sum(least(m, pilot_cap)) m_pilot, sum(m) m_total,
-           groupArrayIf(m, <a user above the smallest cap>) m_heavy, ...
+           sumMapIf([m], [1], m > <smallest cap>) m_heavy, ...
     FROM (SELECT <keys>, user_id, <m per user> ... FROM <table>
           WHERE generation <= G AND ts in the window AND <filters> GROUP BY <keys>, user_id)
     GROUP BY <keys>
 
 Per cell: the number of users (exact: one inner row per user), the pilot sums, the exact sums, and
-the totals of the users above the smallest cap the privacy stage can choose
-(`PrivacyParams.smallest_cap`; the SQL of `privacy.reachable_rows`, the polars engine's rule).
-Those users are all a capped sum needs besides the exact total
-(`Contributions.capped_sums` with `totals`: total - what the users above the cap bring beyond it),
-so only a few per cent of the (cell, user) rows cross the wire, as Arrow. Filters, windows and
-buckets are SQL; no event row leaves ClickHouse.
+per summed column the histogram of the users' totals above the smallest cap the privacy stage can
+choose (`PrivacyParams.smallest_cap`; the rule of `privacy.reachable_rows`): each such total and how
+many of the cell's users have it. That is all a capped sum needs besides the exact sum
+(`contributions.HeavyTotals`), so what crosses the wire grows with the cells and the range of the
+totals, not with the users; as Arrow. Cells that need their users only (no sums) are one level,
+`uniqExact(user_id)` per cell. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
 from service.privacy import PILOT, Contributions, PrivacyParams
 from service.windows import TimeRange
@@ -86,29 +87,34 @@ class Query:
         keys = list(self.keys) or [Key(NO_KEYS, "toUInt8(0)", string=False)]
         inner_keys = [f"{key.sql} AS _k{i}" for i, key in enumerate(keys)]
         inner_names = [f"_k{i}" for i in range(len(keys))]
-        per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
+        outer_keys = [f"_k{i} AS `{key.name}`" for i, key in enumerate(keys)]
         where = [f"generation <= {int(generation)}", in_range(self.time_range), *self.where]
-        heavy = " OR ".join(f"_m_{name} > {int(smallest_cap)}" for name in self.measures)  # "" without measures
+        rows = f"FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}"
+        if not (self.measures or self.per_user_extra or self.per_cell_extra):
+            # Users only: one level, the distinct users of each cell.
+            return (f"SELECT {', '.join(outer_keys)}, toInt64(uniqExact(user_id)) AS {UNIQUE_USERS}\n"
+                    f"FROM (SELECT {', '.join(inner_keys)}, user_id {rows})\n"
+                    f"GROUP BY {', '.join(inner_names)}")
+        per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
         per_cell = [f"toInt64(count()) AS {UNIQUE_USERS}"]
         for name in self.measures:
             per_cell += [f"sum(least(_m_{name}, {int(pilot_cap)})) AS `{name}{PILOT}`",
                          f"sum(_m_{name}) AS `{name}{TOTAL}`",
-                         f"groupArrayIf(_m_{name}, {heavy}) AS `{name}{HEAVY}`"]
-        outer_keys = [f"_k{i} AS `{key.name}`" for i, key in enumerate(keys)]
+                         f"sumMapIf([_m_{name}], [toInt64(1)], _m_{name} > {int(smallest_cap)}) AS `{name}{HEAVY}`"]
         return (
             f"SELECT {', '.join(outer_keys + per_cell + list(self.per_cell_extra))}\n"
             f"FROM (SELECT {', '.join(inner_keys + ['user_id'] + per_user + list(self.per_user_extra))}\n"
-            f"      FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}\n"
+            f"      {rows}\n"
             f"      GROUP BY {', '.join(inner_names)}, user_id)\n"
             f"GROUP BY {', '.join(inner_names)}"
         )
 
 
 def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
-    """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them,
-    in `measures.cell_contributions`' shape. With no keys: one row (zeros when nothing matched) keyed
-    by a constant column `_cell`, which the publication stages pass through and leave out. With no
-    measures: the users per cell only."""
+    """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them
+    (`HeavyTotals`), in `measures.cell_contributions`' shape. With no keys: one row (zeros when
+    nothing matched) keyed by a constant column `_cell`, which the publication stages pass through
+    and leave out. With no measures: the users per cell only."""
     sql = query.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
     result = snapshot.ch.frame(sql, query.parameters)
     names = [key.name for key in query.keys] or [NO_KEYS]
@@ -120,16 +126,17 @@ def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> 
     )
     if not query.keys and result.is_empty():
         zero = {NO_KEYS: 0, UNIQUE_USERS: 0, **{f"{m}{s}": 0 for m in measures for s in (PILOT, TOTAL)},
-                **{f"{m}{HEAVY}": [] for m in measures}}
+                **{f"{m}{HEAVY}": {"1": [], "2": []} for m in measures}}
         result = pl.DataFrame([zero], schema={**result.schema})
-    heavy = [f"{m}{HEAVY}" for m in measures]
     if not measures:  # users only: no sums, nothing to cap
         return result, Contributions(result.select(names).clear(), tuple(names), None)
-    per_user = (
-        result.select(*names, *(pl.col(h).cast(pl.List(pl.Int64)).alias(m) for h, m in zip(heavy, measures, strict=True)))
-        .explode(measures)
-        .drop_nulls(measures[0])
-    )
+    heavy = pl.concat([
+        result.select(*names, pl.col(f"{m}{HEAVY}").struct.rename_fields([VALUE, USERS]).struct.unnest())
+        .explode([VALUE, USERS])
+        .drop_nulls(VALUE)
+        .select(*names, pl.lit(m).alias(COLUMN), pl.col(VALUE).cast(pl.Int64), pl.col(USERS).cast(pl.Int64))
+        for m in measures
+    ])
     totals = result.select(*names, *(pl.col(f"{m}{TOTAL}").alias(m) for m in measures))
-    frame = result.drop(*heavy, *(f"{m}{TOTAL}" for m in measures))
-    return frame, Contributions(per_user, tuple(names), totals)
+    frame = result.drop(*(f"{m}{suffix}" for m in measures for suffix in (HEAVY, TOTAL)))
+    return frame, HeavyTotals.of(names, totals, heavy)
