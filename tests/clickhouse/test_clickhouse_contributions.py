@@ -14,9 +14,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import GeoHeat
-from service.engine.clickhouse import keywords
-from service.engine.clickhouse.cells import Query, cells, dimension
+from service.clickhouse.store import load_snapshot
+from service.engine import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords, Trending
+from service.engine.clickhouse import dictionaries, keywords
+from service.engine.clickhouse.cells import Key, Query, cells, dimension
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, cell_contributions
 from service.engine.trending import _both_periods
@@ -111,9 +112,8 @@ def test_split_periods_equal_both_periods(landed) -> None:
     sums as the polars engine's two periods joined (`trending._both_periods`)."""
     frames, snapshot = landed
     middle = START + dt.timedelta(days=20)
-    period = dimension("keyword"), dataclasses.replace(dimension("keyword"), name="_recent",
-                                                       sql=f"ts >= toDateTime64('{middle:%Y-%m-%d %H:%M:%S}', 6, 'UTC')",
-                                                       string=False)
+    period = dimension("keyword"), Key("_recent", f"ts >= toDateTime64('{middle:%Y-%m-%d %H:%M:%S}', 6, 'UTC')",
+                                       string=False)
     _, both = cells(snapshot, Query(schema.SUPPRESSIONS, list(period), WINDOW), PARAMS)
     assert isinstance(both, HeavyTotals)
     ours = both.split("_recent", {"recent": 1, "baseline": 0}, SUPPRESSIONS)
@@ -152,3 +152,60 @@ def test_keyword_count_by_hashes_equals_the_count_by_strings(landed, monkeypatch
     assert_frame_equal(by_hash, by_string)
     polars_engine = engines.PolarsEngine(privacy)
     assert_frame_equal(by_hash, polars_engine.geo_heat(frames, as_of, GeoHeat("30d", "country")))
+
+
+@pytest.fixture(scope="module")
+def fixture_snapshot(chdb_dir):
+    frames = fx.fixture_frames()
+    return frames, engines.land(frames, chdb_dir)
+
+
+REQUESTS = [
+    ("top_keywords", TopKeywords("30d", 50)),
+    ("trending", Trending("7d", "keyword", "suppressions", 50, 0.0)),
+    ("trending", Trending("24h", "keyword", "unique_users", 50, 0.0)),
+    ("geo_heat", GeoHeat("30d", "county")),
+    ("keyword_activity", KeywordActivity("30d", "all", 50)),
+    ("query", FlexibleQuery("30d", {"countries": ("US", "DE")}, ("city", "platform"), None)),
+    ("query", FlexibleQuery("30d", {}, ("keyword", "time"), "day")),
+]
+
+
+@pytest.mark.parametrize(("endpoint", "request_"), REQUESTS)
+def test_grouping_by_hashes_answers_as_grouping_by_strings(fixture_snapshot, monkeypatch, endpoint, request_) -> None:
+    """Dimensions grouped by their hashes (mapped back through the dictionaries) give the answers
+    of grouping by the strings, which is what the engine does where two values share a hash."""
+    frames, snapshot = fixture_snapshot
+    engine = engines.ClickHouseEngine(Privacy.exact(), trending_confidence=0.0)
+    by_hash = getattr(engine, endpoint)(snapshot, fx.FIXTURE_AS_OF, request_)
+    assert dictionaries.values(snapshot, schema.SUPPRESSIONS, "keyword") is not None
+    monkeypatch.setattr(dictionaries, "values", lambda *_args: None)
+    by_string = getattr(engine, endpoint)(snapshot, fx.FIXTURE_AS_OF, request_)
+    assert by_hash.height > 0
+    assert_frame_equal(by_hash, by_string)
+
+
+def test_a_dictionary_follows_new_generations_and_refuses_shared_hashes(chdb_dir) -> None:
+    ch = engines.fresh_database(chdb_dir, "dict")
+    rows = fx.suppressions_frame()
+    first = rows.filter(pl.col("keyword") != "crypto")
+
+    def landed(frame: pl.DataFrame, generation: int):
+        ch.insert(schema.SUPPRESSIONS, frame.with_columns(pl.lit(generation, dtype=pl.UInt32).alias("generation")))
+        ch.command(f"INSERT INTO landings VALUES ({generation}, 1, '', '[]', [])")
+        return load_snapshot(ch, generation)
+
+    one = dictionaries.values(landed(first, 1), schema.SUPPRESSIONS, "keyword")
+    assert one is not None and "crypto" not in one.get_column(dictionaries.VALUE).to_list()
+    assert set(one.get_column(dictionaries.VALUE)) == set(first.get_column("keyword"))
+    two = dictionaries.values(landed(rows.filter(pl.col("keyword") == "crypto"), 2), schema.SUPPRESSIONS, "keyword")
+    assert two is not None and set(two.get_column(dictionaries.VALUE)) == set(rows.get_column("keyword"))
+    # Two values under one hash (a collision, forged): no dictionary, so the strings are grouped.
+    key = (ch.url, ch.database, schema.SUPPRESSIONS, "keyword")
+    forged = two.with_columns(pl.lit(7, dtype=pl.UInt64).alias(dictionaries.HASH))
+    monkeypatch_known = dictionaries._known
+    monkeypatch_known[key] = dictionaries._Known(2, forged)
+    try:
+        assert dictionaries.values(load_snapshot(ch, 2), schema.SUPPRESSIONS, "keyword") is None
+    finally:
+        del monkeypatch_known[key]

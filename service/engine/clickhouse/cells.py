@@ -26,6 +26,7 @@ from typing import Any
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.clickhouse import dictionaries
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
 from service.privacy import PILOT, Contributions, PrivacyParams
@@ -64,10 +65,27 @@ class Key:
     name: str
     sql: str
     string: bool = True  # a dimension (String in the frame); else a bucket start (kept as is)
+    column: str | None = None  # a dimension's column: grouped by its hash where that is exact
+    not_null: bool = False  # the query keeps only rows where the column is not null
 
 
-def dimension(column: str) -> Key:
-    return Key(column, f"CAST({column} AS String)")
+def dimension(column: str, not_null: bool = False) -> Key:
+    """A dimension as a key; `not_null` when the query's conditions leave out its nulls."""
+    return Key(column, f"CAST({column} AS String)", column=column, not_null=not_null)
+
+
+def _hashed_keys(snapshot: ClickHouseSnapshot, query: Query) -> tuple[Query, dict[str, pl.DataFrame]]:
+    """The query with its dimensions grouped by their hashes where the column's dictionary allows
+    (dictionaries.py), and those dictionaries by key name, to map the hashes back."""
+    keys, mapped = [], {}
+    for key in query.keys:
+        known = dictionaries.values(snapshot, query.table, key.column) if key.column else None
+        if known is None:
+            keys.append(key)
+            continue
+        keys.append(dataclasses.replace(key, sql=dictionaries.hashed(key.column, key.not_null)))
+        mapped[key.name] = known
+    return dataclasses.replace(query, keys=keys), mapped
 
 
 @dataclasses.dataclass
@@ -115,8 +133,13 @@ def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> 
     (`HeavyTotals`), in `measures.cell_contributions`' shape. With no keys: one row (zeros when
     nothing matched) keyed by a constant column `_cell`, which the publication stages pass through
     and leave out. With no measures: the users per cell only."""
-    sql = query.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
+    hashed, mapped = _hashed_keys(snapshot, query)
+    sql = hashed.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
     result = snapshot.ch.frame(sql, query.parameters)
+    for name, known in mapped.items():  # each hash back to its value (left join: row order kept)
+        values = result.select(pl.col(name).alias(dictionaries.HASH)).join(
+            known, on=dictionaries.HASH, how="left", maintain_order="left").get_column(dictionaries.VALUE)
+        result = result.with_columns(values.alias(name))
     names = [key.name for key in query.keys] or [NO_KEYS]
     measures = list(query.measures)
     result = result.with_columns(

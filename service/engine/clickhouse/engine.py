@@ -111,7 +111,7 @@ class ClickHouseEngine(Engine):
         # polars engine (engine/geo_heat.py): distinct keywords counted over those (keywords.py).
         keywords = first_keywords(snapshot, self.privacy.params.keyword_rows_per_user)
         query = Query(
-            schema.SUPPRESSIONS, [dimension(level)], window, where=[f"isNotNull({level})"],
+            schema.SUPPRESSIONS, [dimension(level, not_null=True)], window, where=[f"isNotNull({level})"],
             per_user_extra=[f"{keywords} AS _keywords"],
             per_cell_extra=[f"toInt64(uniqExactArray(_keywords)) AS {KEYWORD_COUNT}"],
         )
@@ -170,7 +170,7 @@ class ClickHouseEngine(Engine):
             else:
                 # A null in a grouped dimension is not a unit of it (measures.key_guards).
                 where.append(f"isNotNull({dim})")
-                keys.append(dimension(dim))
+                keys.append(dimension(dim, not_null=True))
         found, contributions = cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters),
                                      self.privacy.params)
         return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise)

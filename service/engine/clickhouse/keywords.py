@@ -7,47 +7,31 @@ one number per row keeps the N smallest as the rows go by, and the number packs 
 (high 64 bits, order-preserving) with its keyword's 64-bit hash (low 64 bits), so that the
 distinct count is over numbers, not strings (`uniqExactArray` of the low halves).
 
-Counting hashes is counting keywords only when no two keywords of the snapshot share a hash:
-`hashes_distinct` checks that once per snapshot (a 64-bit collision among the keywords of a store
-is not to be expected, but it is checked, not assumed) and the engine falls back to sorting each
-user's (time, keyword) rows where it fails. Rows of one user at the same microsecond are taken in
+Counting hashes is counting keywords only when no two keywords of the snapshot share a hash: the
+keyword dictionary (dictionaries.py) checks that, and where it fails the engine falls back to
+sorting each user's (time, keyword) rows. Rows of one user at the same microsecond are taken in
 the order of their keyword's hash here (the polars engine: in landing order); either way a user
 brings at most N rows.
 """
 
 from __future__ import annotations
 
-import threading
-import weakref
-
 from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.clickhouse import dictionaries
 from service.store import schema
 
 _LARGEST_SORTED = 2**24 - 1  # a bound at least this large (the exact stage's) is no bound
-_checked: weakref.WeakKeyDictionary[ClickHouseSnapshot, bool] = weakref.WeakKeyDictionary()
-_lock = threading.Lock()
 
 # Time in microseconds as an unsigned number in the same order (the sign bit flipped), shifted
 # into the high half; the keyword's hash in the low half.
 _PACKED = ("bitOr(bitShiftLeft(toUInt128(bitXor(reinterpretAsUInt64(toUnixTimestamp64Micro(ts)), "
-           "9223372036854775808)), 64), toUInt128(cityHash64(keyword)))")
+           f"9223372036854775808)), 64), toUInt128({dictionaries.hashed('keyword')}))")
 _LOW_HALF = "toUInt64(bitAnd(x, toUInt128('18446744073709551615')))"
 
 
 def hashes_distinct(snapshot: ClickHouseSnapshot) -> bool:
-    """Whether the keywords of the snapshot's rows have as many distinct 64-bit hashes as values
-    (once per snapshot: the answer holds for every window and unit within it)."""
-    with _lock:
-        known = _checked.get(snapshot)
-    if known is not None:
-        return known
-    counts = snapshot.ch.frame(
-        "SELECT uniqExact(keyword) AS keywords, uniqExact(cityHash64(keyword)) AS hashes "
-        f"FROM {schema.SUPPRESSIONS} WHERE generation <= {int(snapshot.generation)}")
-    distinct = bool(counts.get_column("keywords")[0] == counts.get_column("hashes")[0])
-    with _lock:
-        _checked[snapshot] = distinct
-    return distinct
+    """Whether the keywords of the snapshot's suppressions have distinct hashes."""
+    return dictionaries.values(snapshot, schema.SUPPRESSIONS, "keyword") is not None
 
 
 def first_keywords(snapshot: ClickHouseSnapshot, first: int) -> str:
