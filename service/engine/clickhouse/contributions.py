@@ -9,7 +9,7 @@ A capped sum is the cell's exact sum less what its users bring beyond the cap:
 where n(v) is the number of the cell's users whose total is v. Users at or below the smallest cap
 the privacy stage can choose (`PrivacyParams.smallest_cap`) lose nothing to any cap, so the SQL
 (`cells.Query`) keeps, per cell and summed column, the histogram of the totals above it
-(`sumMapIf`: distinct totals and their user counts) next to the exact sum. Those cross the wire,
+(distinct totals and their user counts) next to the exact sum. Those cross the wire,
 not the users: a cell's histogram has one entry per distinct total, which grows with the range of
 the totals, not with the cell's users (at 10M events: some 46,000 entries for top-keywords 30d
 where the heavy users were 246,000 rows). The privacy stage reads them through
