@@ -29,6 +29,7 @@ from service.privacy import Contributions
 COLUMN = "_column"   # which summed column a histogram entry belongs to
 VALUE = "_value"     # a total in the cell (above the smallest cap) that some of its users have
 USERS = "_users"     # how many of the cell's users have that total
+_CAP = "_cap"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -50,24 +51,28 @@ class HeavyTotals(Contributions):
         (sum over the cell's users of min(total, cap)) added; cells without rows get 0."""
         assert self.totals is not None
         keys = list(self.keys)
+        cap_columns = [f"{c}_cap" for c in columns]
         typed = caps.select(*(pl.col(k).cast(self.totals.schema[k]) for k in keys),
-                            *(pl.col(f"{c}_cap").cast(pl.Int64) for c in columns))
-        sums = []
-        for column in columns:
-            cap = pl.col(f"{column}_cap")
-            beyond = (
-                self.heavy.lazy().filter(pl.col(COLUMN) == column).drop(COLUMN)
-                .join(typed.lazy().select(*keys, cap), on=keys, how="inner")
-                .filter(pl.col(VALUE) > cap)
-                .group_by(keys).agg(((pl.col(VALUE) - cap) * pl.col(USERS)).sum().alias("_beyond"))
-            )
-            cells = (
-                typed.lazy().select(keys)
-                .join(self.totals.lazy().select(*keys, column), on=keys, how="left", maintain_order="left")
-                .join(beyond, on=keys, how="left", maintain_order="left")
-                .select((pl.col(column).fill_null(0) - pl.col("_beyond").fill_null(0)).cast(pl.Int64).alias(column))
-            )
-            sums.append(cells.collect().get_column(column))
+                            *(pl.col(c).cast(pl.Int64) for c in cap_columns))
+        # One row per (cell, column, cap), joined with the histograms: what the totals above the
+        # cap bring beyond it, per cell and column.
+        by_column = (typed.lazy().unpivot(index=keys, on=cap_columns, variable_name=COLUMN, value_name=_CAP)
+                     .with_columns(pl.col(COLUMN).str.strip_suffix("_cap")))
+        beyond = (
+            self.heavy.lazy().join(by_column, on=[*keys, COLUMN], how="inner")
+            .filter(pl.col(VALUE) > pl.col(_CAP))
+            .group_by(keys)
+            .agg(((pl.col(VALUE) - pl.col(_CAP)) * pl.col(USERS)).filter(pl.col(COLUMN) == c).sum().alias(f"_beyond_{c}")
+                 for c in columns)
+        )
+        sums = (
+            typed.lazy().select(keys)
+            .join(self.totals.lazy().select(*keys, *columns), on=keys, how="left", maintain_order="left")
+            .join(beyond, on=keys, how="left", maintain_order="left")
+            .select((pl.col(c).fill_null(0) - pl.col(f"_beyond_{c}").fill_null(0)).cast(pl.Int64).alias(c)
+                    for c in columns)
+            .collect()
+        )
         return caps.with_columns(sums)
 
     def split(self, key: str, values: Mapping[str, object], column: str) -> HeavyTotals:
