@@ -80,8 +80,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     init_parser = commands.add_parser(
         "clickhouse-init",
-        help="create the ClickHouse tables (SIGNALS_CLICKHOUSE_URL); running it again changes nothing",
-        description="Create the database and tables the service needs in ClickHouse, where missing.",
+        help="create (or migrate) the ClickHouse tables (SIGNALS_CLICKHOUSE_URL); running it again changes nothing",
+        description="Create the database and tables the service needs in ClickHouse, where missing, and "
+        "bring the columns of existing tables to the current types and codecs (no row is copied or lost).",
     )
     init_parser.add_argument("--cluster", help="a cluster name: replicated local tables and Distributed tables "
                              "sharded by cityHash64(user_id), ON CLUSTER (docs/architecture.md)")
@@ -125,12 +126,15 @@ def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
         print(";\n\n".join(ch_schema.statements(ch.database, args.cluster)) + ";")
         return 0
     try:
-        ch_schema.initialise(ch, args.cluster)
+        run = ch_schema.initialise(ch, args.cluster)
     except ClickHouseUnavailable as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:
         ch.close()
+    for statement in run:
+        if statement.startswith("ALTER"):  # an existing table brought to the current schema
+            print(f"migrated: {statement}")
     print(f"ClickHouse tables ready in {ch.describe()}" + (f" on cluster {args.cluster}" if args.cluster else ""))
     return 0
 

@@ -2,18 +2,18 @@
 polars, computed by ClickHouse, and handed to the privacy stage in the same shape.
 
     SELECT <keys>, count() users, sum(least(m, pilot_cap)) m_pilot, sum(m) m_total,
-           groupArrayIf(m, <a user above the smallest cap>) m_heavy, ...
+           <the histogram of the totals m above the smallest cap> m_heavy, ...
     FROM (SELECT <keys>, user_id, <m per user> ... FROM <table>
           WHERE generation <= G AND ts in the window AND <filters> GROUP BY <keys>, user_id)
     GROUP BY <keys>
 
 Per cell: the number of users (exact: one inner row per user), the pilot sums, the exact sums, and
-the totals of the users above the smallest cap the privacy stage can choose
-(`PrivacyParams.smallest_cap`; the SQL of `privacy.reachable_rows`, the polars engine's rule).
-Those users are all a capped sum needs besides the exact total
-(`Contributions.capped_sums` with `totals`: total - what the users above the cap bring beyond it),
-so only a few per cent of the (cell, user) rows cross the wire, as Arrow. Filters, windows and
-buckets are SQL; no event row leaves ClickHouse.
+per summed column the histogram of the users' totals above the smallest cap the privacy stage can
+choose (`PrivacyParams.smallest_cap`; the rule of `privacy.reachable_rows`): each such total and how
+many of the cell's users have it. That is all a capped sum needs besides the exact sum
+(`contributions.HeavyTotals`), so what crosses the wire grows with the cells and the range of the
+totals, not with the users; as Arrow. Cells that need their users only (no sums) are one level,
+`uniqExact(user_id)` per cell. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
 """
 
 from __future__ import annotations
@@ -26,6 +26,8 @@ from typing import Any
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.clickhouse import dictionaries
+from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
 from service.privacy import PILOT, Contributions, PrivacyParams
 from service.windows import TimeRange
@@ -63,10 +65,27 @@ class Key:
     name: str
     sql: str
     string: bool = True  # a dimension (String in the frame); else a bucket start (kept as is)
+    column: str | None = None  # a dimension's column: grouped by its hash where that is exact
+    not_null: bool = False  # the query keeps only rows where the column is not null
 
 
-def dimension(column: str) -> Key:
-    return Key(column, f"CAST({column} AS String)")
+def dimension(column: str, not_null: bool = False) -> Key:
+    """A dimension as a key; `not_null` when the query's conditions leave out its nulls."""
+    return Key(column, f"CAST({column} AS String)", column=column, not_null=not_null)
+
+
+def _hashed_keys(snapshot: ClickHouseSnapshot, query: Query) -> tuple[Query, dict[str, pl.DataFrame]]:
+    """The query with its dimensions grouped by their hashes where the column's dictionary allows
+    (dictionaries.py), and those dictionaries by key name, to map the hashes back."""
+    keys, mapped = [], {}
+    for key in query.keys:
+        known = dictionaries.values(snapshot, query.table, key.column) if key.column else None
+        if known is None:
+            keys.append(key)
+            continue
+        keys.append(dataclasses.replace(key, sql=dictionaries.hashed(key.column, key.not_null)))
+        mapped[key.name] = known
+    return dataclasses.replace(query, keys=keys), mapped
 
 
 @dataclasses.dataclass
@@ -86,31 +105,45 @@ class Query:
         keys = list(self.keys) or [Key(NO_KEYS, "toUInt8(0)", string=False)]
         inner_keys = [f"{key.sql} AS _k{i}" for i, key in enumerate(keys)]
         inner_names = [f"_k{i}" for i in range(len(keys))]
-        per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
+        outer_keys = [f"_k{i} AS `{key.name}`" for i, key in enumerate(keys)]
         where = [f"generation <= {int(generation)}", in_range(self.time_range), *self.where]
-        heavy = " OR ".join(f"_m_{name} > {int(smallest_cap)}" for name in self.measures)  # "" without measures
+        rows = f"FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}"
+        if not (self.measures or self.per_user_extra or self.per_cell_extra):
+            # Users only: one level, the distinct users of each cell.
+            return (f"SELECT {', '.join(outer_keys)}, toInt64(uniqExact(user_id)) AS {UNIQUE_USERS}\n"
+                    f"FROM (SELECT {', '.join(inner_keys)}, user_id {rows})\n"
+                    f"GROUP BY {', '.join(inner_names)}")
+        per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
         per_cell = [f"toInt64(count()) AS {UNIQUE_USERS}"]
         for name in self.measures:
             per_cell += [f"sum(least(_m_{name}, {int(pilot_cap)})) AS `{name}{PILOT}`",
                          f"sum(_m_{name}) AS `{name}{TOTAL}`",
-                         f"groupArrayIf(_m_{name}, {heavy}) AS `{name}{HEAVY}`"]
-        outer_keys = [f"_k{i} AS `{key.name}`" for i, key in enumerate(keys)]
+                         # The totals above the smallest cap as (distinct totals, users): gathered
+                         # with groupArrayIf (a few per cent of the rows) and counted per cell, not
+                         # with sumMapIf, which would build two arrays for every row.
+                         f"arrayReduce('sumMap', arrayMap(v -> [v], groupArrayIf(_m_{name}, _m_{name} > "
+                         f"{int(smallest_cap)}) AS _h_{name}), arrayMap(v -> [toInt64(1)], _h_{name})) AS `{name}{HEAVY}`"]
         return (
             f"SELECT {', '.join(outer_keys + per_cell + list(self.per_cell_extra))}\n"
             f"FROM (SELECT {', '.join(inner_keys + ['user_id'] + per_user + list(self.per_user_extra))}\n"
-            f"      FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}\n"
+            f"      {rows}\n"
             f"      GROUP BY {', '.join(inner_names)}, user_id)\n"
             f"GROUP BY {', '.join(inner_names)}"
         )
 
 
 def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
-    """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them,
-    in `measures.cell_contributions`' shape. With no keys: one row (zeros when nothing matched) keyed
-    by a constant column `_cell`, which the publication stages pass through and leave out. With no
-    measures: the users per cell only."""
-    sql = query.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
+    """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them
+    (`HeavyTotals`), in `measures.cell_contributions`' shape. With no keys: one row (zeros when
+    nothing matched) keyed by a constant column `_cell`, which the publication stages pass through
+    and leave out. With no measures: the users per cell only."""
+    hashed, mapped = _hashed_keys(snapshot, query)
+    sql = hashed.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
     result = snapshot.ch.frame(sql, query.parameters)
+    for name, known in mapped.items():  # each hash back to its value (left join: row order kept)
+        values = result.select(pl.col(name).alias(dictionaries.HASH)).join(
+            known, on=dictionaries.HASH, how="left", maintain_order="left").get_column(dictionaries.VALUE)
+        result = result.with_columns(values.alias(name))
     names = [key.name for key in query.keys] or [NO_KEYS]
     measures = list(query.measures)
     result = result.with_columns(
@@ -120,16 +153,17 @@ def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> 
     )
     if not query.keys and result.is_empty():
         zero = {NO_KEYS: 0, UNIQUE_USERS: 0, **{f"{m}{s}": 0 for m in measures for s in (PILOT, TOTAL)},
-                **{f"{m}{HEAVY}": [] for m in measures}}
+                **{f"{m}{HEAVY}": {"1": [], "2": []} for m in measures}}
         result = pl.DataFrame([zero], schema={**result.schema})
-    heavy = [f"{m}{HEAVY}" for m in measures]
     if not measures:  # users only: no sums, nothing to cap
         return result, Contributions(result.select(names).clear(), tuple(names), None)
-    per_user = (
-        result.select(*names, *(pl.col(h).cast(pl.List(pl.Int64)).alias(m) for h, m in zip(heavy, measures, strict=True)))
-        .explode(measures)
-        .drop_nulls(measures[0])
-    )
+    heavy = pl.concat([
+        result.select(*names, pl.col(f"{m}{HEAVY}").struct.rename_fields([VALUE, USERS]).struct.unnest())
+        .explode([VALUE, USERS])
+        .drop_nulls(VALUE)
+        .select(*names, pl.lit(m).alias(COLUMN), pl.col(VALUE).cast(pl.Int64), pl.col(USERS).cast(pl.Int64))
+        for m in measures
+    ])
     totals = result.select(*names, *(pl.col(f"{m}{TOTAL}").alias(m) for m in measures))
-    frame = result.drop(*heavy, *(f"{m}{TOTAL}" for m in measures))
-    return frame, Contributions(per_user, tuple(names), totals)
+    frame = result.drop(*(f"{m}{suffix}" for m in measures for suffix in (HEAVY, TOTAL)))
+    return frame, HeavyTotals.of(names, totals, heavy)

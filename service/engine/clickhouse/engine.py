@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Mapping
+from typing import cast
 
 import polars as pl
 
@@ -24,6 +25,8 @@ from service.engine.clickhouse.cells import (
     dimension,
     time_literal,
 )
+from service.engine.clickhouse.contributions import HeavyTotals
+from service.engine.clickhouse.keywords import first_keywords
 from service.engine.engine import Engine
 from service.engine.flexible_query import TIME, publish_query
 from service.engine.geo_heat import KEYWORD_COUNT, publish_geo_heat
@@ -41,13 +44,12 @@ from service.engine.requests import (
 )
 from service.engine.timeseries import publish_timeseries
 from service.engine.top_keywords import publish_top_keywords
-from service.engine.trending import BASELINE, RECENT, _both_periods, publish_trending
-from service.privacy import PILOT, Contributions, Privacy
+from service.engine.trending import BASELINE, RECENT, publish_trending
+from service.privacy import PILOT, Privacy
 from service.store import schema
 from service.windows import TimeRange, trending_periods, window_range
 
 RECENT_KEY = "_recent"
-_LARGEST_SORTED = 2**24 - 1  # a bound at least this large (the exact stage's) is no bound
 
 
 class ClickHouseEngine(Engine):
@@ -106,14 +108,10 @@ class ClickHouseEngine(Engine):
         window = window_range(req.window, as_of)
         level = req.level
         # Each user's first keyword_rows_per_user rows (by time) bring their keywords, as in the
-        # polars engine (engine/geo_heat.py): distinct keywords counted over those.
-        first = self.privacy.params.keyword_rows_per_user
-        # (Sorting each user's rows once beats groupArraySorted's per-row upkeep: 2 s against 9 s for
-        # geo-heat 30d country on 10M events.)
-        keywords = "groupArray(keyword)" if first >= _LARGEST_SORTED else \
-            f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)}))"
+        # polars engine (engine/geo_heat.py): distinct keywords counted over those (keywords.py).
+        keywords = first_keywords(snapshot, self.privacy.params.keyword_rows_per_user)
         query = Query(
-            schema.SUPPRESSIONS, [dimension(level)], window, where=[f"isNotNull({level})"],
+            schema.SUPPRESSIONS, [dimension(level, not_null=True)], window, where=[f"isNotNull({level})"],
             per_user_extra=[f"{keywords} AS _keywords"],
             per_cell_extra=[f"toInt64(uniqExactArray(_keywords)) AS {KEYWORD_COUNT}"],
         )
@@ -130,29 +128,24 @@ class ClickHouseEngine(Engine):
                       [dimension(req.dimension), Key(RECENT_KEY, f"ts >= {time_literal(split)}", string=False)], whole,
                       measures=measures)
         found, contributions = cells(snapshot, query, self.privacy.params)
-        recent = self._period(found, contributions, req, True, RECENT)
-        baseline = self._period(found, contributions, req, False, BASELINE)
-        both = _both_periods(recent[1], baseline[1])
-        return publish_trending(recent[0], baseline[0], both, snapshot.versions, as_of, req, self.privacy,
+        recent = self._period(found, req, True, RECENT)
+        baseline = self._period(found, req, False, BASELINE)
+        # Both periods' contributions (`trending._both_periods`' shape): the period key split into
+        # a column per period.
+        both = None if req.metric == UNIQUE_USERS else \
+            cast(HeavyTotals, contributions).split(RECENT_KEY, {RECENT: 1, BASELINE: 0}, req.metric)
+        return publish_trending(recent, baseline, both, snapshot.versions, as_of, req, self.privacy,
                                 self.trending_confidence)
 
     @staticmethod
-    def _period(found: pl.DataFrame, contributions: Contributions, req: Trending, recent: bool,
-                name: str) -> tuple[pl.DataFrame, Contributions | None]:
-        """One period's cells and contributions in trending's `_period_cells` shape."""
+    def _period(found: pl.DataFrame, req: Trending, recent: bool, name: str) -> pl.DataFrame:
+        """One period's cells in trending's `_period_cells` shape."""
         dim = req.dimension
-        mine = pl.col(RECENT_KEY) == int(recent)
-        rows = found.filter(mine)
+        rows = found.filter(pl.col(RECENT_KEY) == int(recent))
         users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
         if req.metric == UNIQUE_USERS:
-            return rows.select(dim, pl.col(UNIQUE_USERS).alias(name), users), None
-        assert contributions.totals is not None
-        metric = req.metric
-        return (
-            rows.select(dim, pl.col(f"{metric}{PILOT}").alias(f"{name}{PILOT}"), users),
-            Contributions(contributions.per_user.filter(mine).select(dim, pl.col(metric).alias(name)), (dim,),
-                          contributions.totals.filter(mine).select(dim, pl.col(metric).alias(name))),
-        )
+            return rows.select(dim, pl.col(UNIQUE_USERS).alias(name), users)
+        return rows.select(dim, pl.col(f"{req.metric}{PILOT}").alias(f"{name}{PILOT}"), users)
 
     def _keyword_activity(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: KeywordActivity,
                           privacy: Privacy, noise: bool = False) -> pl.DataFrame:
@@ -177,7 +170,7 @@ class ClickHouseEngine(Engine):
             else:
                 # A null in a grouped dimension is not a unit of it (measures.key_guards).
                 where.append(f"isNotNull({dim})")
-                keys.append(dimension(dim))
+                keys.append(dimension(dim, not_null=True))
         found, contributions = cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters),
                                      self.privacy.params)
         return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise)

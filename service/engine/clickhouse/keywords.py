@@ -1,0 +1,44 @@
+"""Geo-heat's keyword count in SQL: the distinct keywords among each user's first rows in a unit.
+
+As in the polars engine (engine/geo_heat.py), each user brings the keywords of their first
+`keyword_rows_per_user` rows (by time) in the unit and window, so that one person moves the count
+by at most that much. Keeping a user's first N rows needs no array sort: `groupArraySorted(N)` over
+one number per row keeps the N smallest as the rows go by, and the number packs the row's time
+(high 64 bits, order-preserving) with its keyword's 64-bit hash (low 64 bits), so that the
+distinct count is over numbers, not strings (`uniqExactArray` of the low halves).
+
+Counting hashes is counting keywords only when no two keywords of the snapshot share a hash: the
+keyword dictionary (dictionaries.py) checks that, and where it fails the engine falls back to
+sorting each user's (time, keyword) rows. Rows of one user at the same microsecond are taken in
+the order of their keyword's hash here (the polars engine: in landing order); either way a user
+brings at most N rows.
+"""
+
+from __future__ import annotations
+
+from service.clickhouse.store import ClickHouseSnapshot
+from service.engine.clickhouse import dictionaries
+from service.store import schema
+
+_LARGEST_SORTED = 2**24 - 1  # a bound at least this large (the exact stage's) is no bound
+
+# Time in microseconds as an unsigned number in the same order (the sign bit flipped), shifted
+# into the high half; the keyword's hash in the low half.
+_PACKED = ("bitOr(bitShiftLeft(toUInt128(bitXor(reinterpretAsUInt64(toUnixTimestamp64Micro(ts)), "
+           f"9223372036854775808)), 64), toUInt128({dictionaries.hashed('keyword')}))")
+_LOW_HALF = "toUInt64(bitAnd(x, toUInt128('18446744073709551615')))"
+
+
+def hashes_distinct(snapshot: ClickHouseSnapshot) -> bool:
+    """Whether the keywords of the snapshot's suppressions have distinct hashes."""
+    return dictionaries.values(snapshot, schema.SUPPRESSIONS, "keyword") is not None
+
+
+def first_keywords(snapshot: ClickHouseSnapshot, first: int) -> str:
+    """The per-user aggregate: an array of the user's first `first` rows' keywords (as hashes, or as
+    strings where hashes would not do), for `uniqExactArray` per unit."""
+    if first >= _LARGEST_SORTED:  # no bound: every row's keyword
+        return "groupArray(keyword)"
+    if hashes_distinct(snapshot):
+        return f"arrayMap(x -> {_LOW_HALF}, groupArraySorted({int(first)})({_PACKED}))"
+    return f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)}))"
