@@ -56,7 +56,7 @@ class ComputeSlots:
 
     # -- how long computations take ----------------------------------------------------------------
 
-    def expected(self, endpoint: str, default: float = 1.0) -> float:
+    def expected(self, endpoint: str, default: float | None = 1.0) -> float | None:
         """How long a computation of `endpoint` is expected to take: the last one measured on this
         machine (read at most once a second), else `default`."""
         known = self._known.get(endpoint)
@@ -66,7 +66,7 @@ class ComputeSlots:
         try:
             seconds = float((self._durations / endpoint).read_text())
         except (FileNotFoundError, ValueError):
-            seconds = default
+            return default
         self._known[endpoint] = (now, seconds)
         return seconds
 

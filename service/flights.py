@@ -43,6 +43,7 @@ log = logging.getLogger("signals.flights")
 LEASE_SECONDS = 5.0        # a fill lock not renewed this long is free again (its holder died)
 RENEW_SECONDS = 1.0        # how often a holder renews its locks
 FAILURE_SECONDS = 10       # a failed computation's problem is the answer for this long
+UNKNOWN_SECONDS = 1.0      # what the queue assumes of an endpoint never measured on this machine
 MOST_FLIGHTS = 256         # flights one process drives at once; beyond, requests are answered Busy
 _FAILED = "failed:"        # cache key prefix of a stored failure
 
@@ -88,9 +89,10 @@ class Flights:
 
     # -- a request's side --------------------------------------------------------------------------
 
-    def expected(self, endpoint: str) -> float:
-        """How long a computation of the endpoint is expected to take (its last one on this machine)."""
-        return self._slots.expected(endpoint)
+    def expected(self, endpoint: str) -> float | None:
+        """How long a computation of the endpoint is expected to take (its last one on this machine;
+        None when none was measured yet)."""
+        return self._slots.expected(endpoint, None)
 
     def answer(self, key: str, compute: Callable[[], CacheEntry], *, endpoint: str, ttl: int,
                patience: float) -> tuple[CacheEntry, bool]:
@@ -129,8 +131,10 @@ class Flights:
             flight = self._flights.get(key)
             if flight is not None:
                 return flight
-            expected = self.expected(endpoint)
-            eta = time.time() + self._slots.estimate() + expected
+            measured = self.expected(endpoint)
+            # Never measured: not refused at once on a guess (the request waits its patience).
+            eta = time.time() + self._slots.estimate() + (measured or 0.0)
+            expected = measured if measured is not None else UNKNOWN_SECONDS
             if len(self._flights) >= MOST_FLIGHTS:
                 raise Busy(eta - time.time())
             flight = self._flights[key] = _Flight(key, eta)

@@ -88,7 +88,7 @@ class Settings:
     # service/compute_slots.py); the rest wait in a queue in front of them.
     compute_slots: int = _env("SIGNALS_COMPUTE_SLOTS", 0)
     # Seconds a request waits for its answer to be computed (queue and computation) before it is
-    # answered 503 with a Retry-After from the queue; 0 = the compute deadline (service/flights.py).
+    # answered 503 with a Retry-After from the queue; 0 = the compute deadline + 1 s (service/flights.py).
     wait_seconds: float = _env("SIGNALS_WAIT_SECONDS", 0.0)
     # Seconds after the hour turns (or data lands) during which a request may get its previous
     # answer, labelled stale, while the current one computes; 0 = never (service/stale.py).
@@ -172,8 +172,9 @@ class Settings:
 
     @property
     def patience(self) -> float:
-        """Seconds a request waits for its answer (SIGNALS_WAIT_SECONDS, 0 = the compute deadline)."""
-        return self.wait_seconds or self.compute_deadline_seconds
+        """Seconds a request waits for its answer (SIGNALS_WAIT_SECONDS; 0 = the compute deadline and
+        a second more, so a computation that starts at once ends, answered or stopped, first)."""
+        return self.wait_seconds or self.compute_deadline_seconds + 1.0
 
     @property
     def uses_development_secret(self) -> bool:
