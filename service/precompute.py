@@ -87,8 +87,9 @@ class Precompute:
         assert state is not None
         as_of, generation = state
         now = self._clock.now()
-        # The moment the answers became due: the hour's start when the hour turned, else now (a landing).
-        turned = floor_hour(now) if self._done is None or self._done[0] != as_of else now
+        # The moment the answers became due: the hour's start when the hour turned while this
+        # process watched; else now (a landing, or the process's first round).
+        turned = floor_hour(now) if self._done is not None and self._done[0] != as_of else now
         started = time.monotonic()
         report = RoundReport(as_of, generation)
         for identity, _count in self._gate.most_asked(self._top):
