@@ -78,8 +78,9 @@ class Precompute:
             if state is not None:
                 report = self.run_round(state)
                 log.info("precomputed for %s (generation %d): %d computed, %d cached, %d failed of %d asked in "
-                         "%.1f s (%.1f s after the turn)", report.as_of.isoformat(), report.generation, report.computed,
-                         report.cached, report.failed, report.asked, report.seconds, report.lag_seconds)
+                         "%.1f s (%.1f s after they became due)", report.as_of.isoformat(), report.generation,
+                         report.computed, report.cached, report.failed, report.asked, report.seconds,
+                         report.lag_seconds)
             stop.wait(interval)
 
     def run_round(self, state: tuple[dt.datetime, int] | None = None) -> RoundReport:
