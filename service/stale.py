@@ -10,8 +10,9 @@ answer at once, labelled as what it is (its own `as_of` in the body and in `Last
 - for a request without an explicit `as_of` (asking for an hour means that hour);
 - when the request does not say `Cache-Control: no-cache` (or `no-store`, or `max-age=0`): the
   documented way for a client to insist on the current answer, waiting for it;
-- within the first `seconds` (SIGNALS_STALE_SECONDS, default 600) after the worker first saw
-  the current `as_of` and data generation: past that, the current answer is the answer;
+- within the first `seconds` (SIGNALS_STALE_SECONDS, default 600) after the worker saw the
+  `as_of` or the data generation change (a worker started mid-hour has seen no change, and
+  serves none): past that, the current answer is the answer;
 - when the previous answer's `as_of` is at most one hour before the current one: never older.
 
 Every answer of the current hour keeps such a copy (`keep`) under its request's identity
@@ -49,7 +50,9 @@ class StalePolicy:
         self.seconds = seconds
         self._clock = clock
         self._current: tuple[dt.datetime, int] | None = None
-        self._since = time.monotonic()
+        # No window until this process sees the hour or the data change: a worker started (or
+        # restarted) mid-hour has seen no turn, so its misses compute rather than serve stale.
+        self._since = -float("inf")
         self._lock = threading.Lock()
 
     def seen(self, as_of: dt.datetime, generation: int) -> None:
@@ -57,7 +60,10 @@ class StalePolicy:
         if self._current != (as_of, generation):
             with self._lock:
                 if self._current != (as_of, generation):
-                    self._current, self._since = (as_of, generation), time.monotonic()
+                    changed = self._current is not None  # the first sight of a process is no change
+                    self._current = (as_of, generation)
+                    if changed:
+                        self._since = time.monotonic()
 
     def keep(self, gate: Gate, identity: str, entry: CacheEntry, as_of: dt.datetime, generation: int,
              ttl_seconds: int) -> None:

@@ -111,8 +111,10 @@ def test_stale_answers_only_in_the_first_seconds_after_the_turn():
     policy.keep(gate, "id", CacheEntry('"e"', "application/json", None, b"{}"), FIXTURE_NOW.replace(hour=11, minute=0),
                 1, 60)
     as_of = FIXTURE_NOW.replace(hour=12, minute=0)
-    policy.seen(as_of, 1)
-    assert policy.find(gate, "id", as_of, 1, None) is not None
+    policy.seen(as_of, 1)  # a process's first sight is no turn: nothing stale
+    assert policy.find(gate, "id", as_of, 1, None) is None
+    policy.seen(as_of, 2)  # new data landed: the window opens
+    assert policy.find(gate, "id", as_of, 2, None) is not None
     time.sleep(0.25)
     assert policy.find(gate, "id", as_of, 1, None) is None
 
