@@ -11,8 +11,9 @@ answer at once, labelled as what it is (its own `as_of` in the body and in `Last
 - when the request does not say `Cache-Control: no-cache` (or `no-store`, or `max-age=0`): the
   documented way for a client to insist on the current answer, waiting for it;
 - within the first `seconds` (SIGNALS_STALE_SECONDS, default 600) after the worker saw the
-  `as_of` or the data generation change (a worker started mid-hour has seen no change, and
-  serves none): past that, the current answer is the answer;
+  `as_of` or the data generation change; a worker's first request counts as a change seen at the
+  start of the clock's hour (a worker started at 12:03 behaves as one that lived through the
+  turn; one started at 12:45 serves none): past that, the current answer is the answer;
 - when the previous answer's `as_of` is at most one hour before the current one: never older.
 
 Every answer of the current hour keeps such a copy (`keep`) under its request's identity
@@ -50,9 +51,7 @@ class StalePolicy:
         self.seconds = seconds
         self._clock = clock
         self._current: tuple[dt.datetime, int] | None = None
-        # No window until this process sees the hour or the data change: a worker started (or
-        # restarted) mid-hour has seen no turn, so its misses compute rather than serve stale.
-        self._since = -float("inf")
+        self._since = -float("inf")  # monotonic time the window opened
         self._lock = threading.Lock()
 
     def seen(self, as_of: dt.datetime, generation: int) -> None:
@@ -60,10 +59,16 @@ class StalePolicy:
         if self._current != (as_of, generation):
             with self._lock:
                 if self._current != (as_of, generation):
-                    changed = self._current is not None  # the first sight of a process is no change
-                    self._current = (as_of, generation)
-                    if changed:
+                    if self._current is None:
+                        # A process's first sight: as if it had seen the hour turn. Which worker
+                        # takes the first request after the turn is chance; whether it may answer
+                        # stale must not be.
+                        now = self._clock.now()
+                        into_hour = (now - now.replace(minute=0, second=0, microsecond=0)).total_seconds()
+                        self._since = time.monotonic() - into_hour
+                    else:
                         self._since = time.monotonic()
+                    self._current = (as_of, generation)
 
     def keep(self, gate: Gate, identity: str, entry: CacheEntry, as_of: dt.datetime, generation: int,
              ttl_seconds: int) -> None:

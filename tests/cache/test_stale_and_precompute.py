@@ -111,12 +111,27 @@ def test_stale_answers_only_in_the_first_seconds_after_the_turn():
     policy.keep(gate, "id", CacheEntry('"e"', "application/json", None, b"{}"), FIXTURE_NOW.replace(hour=11, minute=0),
                 1, 60)
     as_of = FIXTURE_NOW.replace(hour=12, minute=0)
-    policy.seen(as_of, 1)  # a process's first sight is no turn: nothing stale
+    policy.seen(as_of, 1)  # a process's first sight, 5 minutes into the hour: past the 0.2 s window
     assert policy.find(gate, "id", as_of, 1, None) is None
     policy.seen(as_of, 2)  # new data landed: the window opens
     assert policy.find(gate, "id", as_of, 2, None) is not None
     time.sleep(0.25)
     assert policy.find(gate, "id", as_of, 1, None) is None
+
+
+@pytest.mark.parametrize(("minute", "served"), [(5, True), (45, False)])
+def test_a_worker_that_first_sees_the_hour_late_acts_as_if_it_saw_the_turn(minute, served):
+    # Which of the workers takes the first request after the turn is chance: a worker that had not
+    # answered before must answer as the others do (within 10 minutes of the hour's start).
+    policy = StalePolicy(600, FixedClock(FIXTURE_NOW.replace(hour=12, minute=minute)))
+    gate = cache.LocalGate()
+    from service.cache_entry import CacheEntry
+
+    policy.keep(gate, "id", CacheEntry('"e"', "application/json", None, b"{}"), FIXTURE_NOW.replace(hour=11, minute=0),
+                1, 60)
+    as_of = FIXTURE_NOW.replace(hour=12, minute=0)
+    policy.seen(as_of, 1)
+    assert (policy.find(gate, "id", as_of, 1, None) is not None) is served
 
 
 def test_cache_control_directives_that_refuse_stale():
