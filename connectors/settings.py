@@ -2,7 +2,7 @@
 
 The connectors are a separate program from the service (they talk to it over HTTP), so they do not
 use `service/settings.py`; these are the few variables a user of the client or the Sheets connector
-sets. Every one is listed in the README ("Google Sheets") and in .env.example.
+sets. Every one is listed in docs/sheets.md (the MCP server's in docs/mcp.md) and in .env.example.
 """
 
 from __future__ import annotations

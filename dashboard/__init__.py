@@ -1,4 +1,4 @@
-"""The Signals dashboard: a Plotly Dash app over the API (README "Dashboard").
+"""The Signals dashboard: a Plotly Dash app over the API (docs/dashboard.md).
 
 It talks to the API over HTTP only, through the shared client (connectors/client.py), with the
 viewer's own key; it never imports service/. `dashboard.app` builds the shell, each module of

@@ -27,10 +27,10 @@ export SIGNALS_TRUSTED_PROXIES="${SIGNALS_TRUSTED_PROXIES:-127.0.0.1/32,::1/128}
 # The MCP server (Procfile `mcp:`) calls the API started here, on its own port.
 export SIGNALS_API_URL="${SIGNALS_API_URL:-http://127.0.0.1:$PORT}"
 export SIGNALS_MCP_PORT="${SIGNALS_MCP_PORT:-8001}"
-echo "==> MCP server (Professional keys) on http://127.0.0.1:$SIGNALS_MCP_PORT/mcp  (README: \"MCP server\")"
+echo "==> MCP server (Professional keys) on http://127.0.0.1:$SIGNALS_MCP_PORT/mcp  (docs/mcp.md)"
 # The dashboard (Procfile `dashboard:`) calls the same API with each viewer's own key.
 export SIGNALS_DASHBOARD_PORT="${SIGNALS_DASHBOARD_PORT:-8050}"
-echo "==> Dashboard on http://127.0.0.1:$SIGNALS_DASHBOARD_PORT  (sign in with the key above; README: \"Dashboard\")"
+echo "==> Dashboard on http://127.0.0.1:$SIGNALS_DASHBOARD_PORT  (sign in with the key above; docs/dashboard.md)"
 # The Procfile names bare commands (gunicorn, ...): they come from the project's .venv.
 export PATH="$PWD/.venv/bin:$PATH"
 exec honcho start -f Procfile -p "$PORT"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# The README's dashboard screenshots (docs/dashboard/*.png), made on purpose rather than by the
-# test suite (whose browser tests save theirs to a temporary directory): the dashboard's browser
+# The dashboard screenshots of docs/dashboard.md and the README (docs/dashboard/*.png), made on
+# purpose rather than by the test suite (whose browser tests save theirs to a temporary
+# directory): the dashboard's browser
 # tests run with SIGNALS_SCREENSHOTS_DIR=docs/dashboard, in headless Debian Chromium at 1440 px,
 # against the real API and dashboard on the run command's demo data (1M events, seed 7).
 # Installs chromium and chromium-driver with apt when missing. Extra arguments go to pytest.

@@ -5,8 +5,8 @@
 # The Apps Script functions run under Node's test runner (node --test, Node 18+), started by
 # tests/connectors/test_apps_script.py with answers it records from the API; Node must be on PATH.
 # The dashboard's browser tests run Debian's chromium + chromium-driver, installed when missing;
-# they save their screenshots to a temporary directory (the README's: scripts/screenshots.sh), so
-# a run leaves `git status` as it was.
+# they save their screenshots to a temporary directory (docs/dashboard.md's and the README's are
+# made by scripts/screenshots.sh), so a run leaves `git status` as it was.
 #
 #   scripts/test.sh            everything
 #   scripts/test.sh --quick    the quick tier: no server process, no browser, no large data set,

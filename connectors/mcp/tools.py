@@ -22,7 +22,7 @@ import mcp_types as types
 from connectors.client import SignalsError
 from connectors.operations import Operation, Operations
 
-# What the measures in the answers mean (README "What the numbers mean"), named in a description
+# What the measures in the answers mean (docs/api.md, "What the numbers mean"), named in a description
 # only when the tool's records carry that field.
 MEASURES = {
     "suppressions": "items hidden by users' filters",

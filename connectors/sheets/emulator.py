@@ -1,5 +1,5 @@
 """A small Google Sheets API v4 server: only the calls the connector makes through gspread, over
-real HTTP on 127.0.0.1. Try the connector without a Google account (README "Google Sheets"):
+real HTTP on 127.0.0.1. Try the connector without a Google account (docs/sheets.md, "Trying it without a Google account"):
 
     .venv/bin/python -m connectors.sheets.emulator            # spreadsheet "demo", on port 8090
     export SIGNALS_SHEETS_API_URL=http://127.0.0.1:8090        # in another terminal, then push/sync

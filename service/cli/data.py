@@ -53,7 +53,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--piece-events", type=_positive_int, default=None,
         help="above this many events, generate and land the data set in pieces of at most this many, "
         "one generation each, so that memory follows the piece, not the data set (default: the demo "
-        "generator's PIECE_EVENTS; README, 'Operating it')",
+        "generator's PIECE_EVENTS; docs/data.md, 'Large data sets: in pieces')",
     )
     demo_parser.add_argument("--replace", action="store_true", help="replace event data already in the data directory")
     demo_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")

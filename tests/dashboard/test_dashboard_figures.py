@@ -266,19 +266,22 @@ def test_a_logged_attempt_of_a_queued_test_in_words():
     assert "the webhook is disabled" in given_up and "not be retried" in given_up
 
 
-def test_the_readme_shows_every_page_from_the_browser_tests():
-    """Every screenshot the README links exists, and every page (and the 403/429 states, and
-    compare and intervals) has one; the browser tests write them (tests/dashboard/test_dashboard_browser.py,
-    tests/dashboard/test_dashboard_state.py)."""
+def test_the_docs_show_every_page_from_the_browser_tests():
+    """docs/dashboard.md shows every page (and the 403/429 states, and compare and intervals), the
+    README a few of them, and every screenshot either links exists; the browser tests write them
+    (tests/dashboard/test_dashboard_browser.py, tests/dashboard/test_dashboard_state.py)."""
     import re
 
     root = ROOT
-    linked = re.findall(r"\(docs/dashboard/([\w-]+\.png)\)", (root / "README.md").read_text())
-    assert all((root / "docs" / "dashboard" / name).is_file() for name in linked), linked
+    on_page = re.findall(r"\(dashboard/([\w-]+\.png)\)", (root / "docs" / "dashboard.md").read_text())
+    in_readme = re.findall(r"\(docs/dashboard/([\w-]+\.png)\)", (root / "README.md").read_text())
+    assert all((root / "docs" / "dashboard" / name).is_file() for name in on_page + in_readme), on_page + in_readme
     pages = ["overview", "keywords", "domains", "geography", "trending", "activity", "query", "account",
              "account-webhooks", "sign-in", "state-403", "state-429", "geography-compare", "activity-compare",
              "keywords-compare"]
-    assert sorted(linked) == sorted(f"{page}.png" for page in pages)
+    assert sorted(on_page) == sorted(f"{page}.png" for page in pages)
+    assert in_readme and set(in_readme) <= set(on_page)
+    assert sorted(path.stem for path in (root / "docs" / "dashboard").glob("*.png")) == sorted(pages)
 
 
 def test_the_tests_screenshots_go_to_a_temporary_directory_unless_asked(monkeypatch, tmp_path):

@@ -3,7 +3,7 @@ the real API and dashboard processes on the run command's demo data (1M events, 
 tests/conftest.py `default_demo_dir`): no table wider than its box (and no sideways scroll of the
 page), a window chosen, no Python literals (True, False, None), numbers with thousands separators,
 placeholders that fit their fields, the header's count of requests used, the plotly toolbar off the
-titles. At 1440 px each page's screenshot is saved (tests.support.browser.shots(): the README's
+titles. At 1440 px each page's screenshot is saved (tests.support.browser.shots(): docs/dashboard.md's
 docs/dashboard/ under scripts/screenshots.sh, a temporary directory otherwise)."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """The dashboard's view in its URL, compare, intervals and as_of, in a real headless Chromium
 against the real API and dashboard processes on the run command's demo data (1M events, seed 7:
-tests/conftest.py `default_demo_dir`), which is also what the README's screenshots of these states
+tests/conftest.py `default_demo_dir`), which is also what docs/dashboard.md's screenshots of these states
 (and of /trending) show."""
 
 from __future__ import annotations

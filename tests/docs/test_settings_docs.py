@@ -25,7 +25,7 @@ EMPTY_ON_PURPOSE = {
 }
 # Read but not in .env.example, and why.
 NOT_IN_EXAMPLE = {
-    # Google's own variable (README, "Google Sheets"): google-auth would try to load an empty one
+    # Google's own variable (docs/sheets.md): google-auth would try to load an empty one
     # exported from a copied .env as a file.
     "GOOGLE_APPLICATION_CREDENTIALS",
 }

@@ -24,7 +24,7 @@ WAIT = 30
 @functools.cache
 def shots() -> Path:
     """Where the browser tests save their screenshots: SIGNALS_SCREENSHOTS_DIR when set
-    (scripts/screenshots.sh sets docs/dashboard/, the README's), else a temporary directory, so
+    (scripts/screenshots.sh sets docs/dashboard/, those of docs/dashboard.md), else a temporary directory, so
     running the tests leaves the working tree as it was."""
     chosen = os.environ.get("SIGNALS_SCREENSHOTS_DIR")
     folder = Path(chosen) if chosen else Path(tempfile.mkdtemp(prefix="signals-screenshots-"))

@@ -315,19 +315,18 @@ def test_python_dash_m_connectors_sheets(api_url, fake, keys):
     assert FIXTURE_NOW  # the served API runs on the fixture's clock
 
 
-# -- the README's Google Sheets section ---------------------------------------------------------
+# -- the spreadsheet user's page, docs/sheets.md ------------------------------------------------
 
-def readme_section() -> str:
-    text = (ROOT / "README.md").read_text()
-    return text[text.index("## Google Sheets"):text.index("## Operating it")]
+def sheets_page() -> str:
+    return (ROOT / "docs" / "sheets.md").read_text()
 
 
-def test_readme_examples_are_valid_reports(api_url, keys, tmp_path, run):
+def test_the_sheets_page_examples_are_valid_reports(api_url, keys, tmp_path, run):
     import shlex
 
     from connectors.sheets import Runner, load_config
 
-    section = readme_section()
+    section = sheets_page()
     config = tmp_path / "reports.toml"
     config.write_text(section.split("```toml\n", 1)[1].split("```", 1)[0])
     specs = load_config(config).reports
@@ -344,16 +343,16 @@ def test_readme_examples_are_valid_reports(api_url, keys, tmp_path, run):
         assert out.startswith("== ")
 
 
-def test_every_connector_setting_is_documented_in_the_readme():
+def test_every_connector_setting_is_documented_in_the_sheets_page():
     import dataclasses
 
     from connectors.settings import ConnectorSettings
 
-    # The MCP server's and the proxies' settings are documented in their own sections.
+    # The MCP server's and the proxies' settings are documented on their own pages (docs/mcp.md, docs/operations.md).
     read = {field.metadata["env"] for field in dataclasses.fields(ConnectorSettings)
             if not field.name.startswith("mcp_") and field.name != "trusted_proxies"}
     assert read == {"SIGNALS_API_URL", "SIGNALS_API_KEY", "SIGNALS_SHEETS_API_URL", "GOOGLE_APPLICATION_CREDENTIALS"}
-    section = readme_section()
+    section = sheets_page()
     for name in read:
         assert f"`{name}`" in section, name
 

@@ -1,5 +1,5 @@
-"""The Sheets emulator a person can run (`python -m connectors.sheets.emulator`, README "Trying it
-without a Google account"): the connector writes to it as to Google, each write is printed, and
+"""The Sheets emulator a person can run (`python -m connectors.sheets.emulator`, docs/sheets.md, "Trying
+it without a Google account"): the connector writes to it as to Google, each write is printed, and
 `/` shows every worksheet; and the privacy notes the connector puts on cells that read oddly."""
 
 from __future__ import annotations

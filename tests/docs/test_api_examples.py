@@ -1,6 +1,6 @@
-"""Every `curl` example in the README, run against the demo data set that `scripts/run.sh` makes
-(1,000,000 events over 90 days, seed 7, the development secret): each answers 200 with data a
-person can see — records, and numbers that are not all zero."""
+"""Every `curl` example of the API's page (docs/api.md) and of the README, run against the demo data
+set that `scripts/run.sh` makes (1,000,000 events over 90 days, seed 7, the development secret):
+each answers 200 with data a person can see — records, and numbers that are not all zero."""
 
 from __future__ import annotations
 
@@ -24,10 +24,11 @@ from service.tiers import Tier
 from tests.support.default_demo import DEFAULT_DEMO_END
 from tests.support.processes import ROOT
 
+API_PAGE = ROOT / "docs" / "api.md"
 README = ROOT / "README.md"
 RECORDS = ("keywords", "timeseries", "regions", "trending", "results")
 NOW = DEFAULT_DEMO_END + dt.timedelta(minutes=20)  # the served API's clock: the demo's data end just passed
-# A relative hour, as the README writes it: $(date -u -d 'N days ago' +%Y-%m-%dT%H:00:00Z)
+# A relative hour, as the documents write it: $(date -u -d 'N days ago' +%Y-%m-%dT%H:00:00Z)
 DATE_COMMAND = re.compile(r"\$\(date -u -d '(\d+) (day|hour)s? ago' \+%Y-%m-%dT%H:00:00Z\)")
 
 
@@ -39,9 +40,10 @@ def shell_dates(line: str, now: dt.datetime = NOW) -> str:
     return DATE_COMMAND.sub(printed, line)
 
 
-def readme_examples() -> list[tuple[str, list[str]]]:
-    """(the example's text, its curl arguments) for every curl command in the README's code blocks."""
-    text = README.read_text()
+def curl_examples(document) -> list[tuple[str, list[str]]]:
+    """(the example's text, its curl arguments) for every curl command of the API in the document's
+    code blocks."""
+    text = document.read_text()
     examples = []
     for block in re.findall(r"```bash\n(.*?)```", text, flags=re.S):
         commands, pending = [], ""
@@ -57,11 +59,12 @@ def readme_examples() -> list[tuple[str, list[str]]]:
     return examples
 
 
-EXAMPLES = readme_examples()
+API_EXAMPLES = curl_examples(API_PAGE)
+EXAMPLES = API_EXAMPLES + curl_examples(README)
 
 
-def test_the_readme_has_an_example_for_every_endpoint():
-    paths = {re.search(r"/api/v1/signals(/[a-z-]+)", line).group(1) for line, _ in EXAMPLES}
+def test_the_api_page_has_an_example_for_every_endpoint():
+    paths = {re.search(r"/api/v1/signals(/[a-z-]+)", line).group(1) for line, _ in API_EXAMPLES}
     assert paths == {"/top-keywords", "/keyword-timeseries", "/domain-timeseries", "/geo-heat", "/trending",
                      "/keyword-activity", "/query"}
 
@@ -86,7 +89,7 @@ def client(default_demo_dir, accounts):
 
 @pytest.fixture(scope="module")
 def key(accounts):
-    return accounts.create_key(Tier.PROFESSIONAL, subscription=f"readme-{uuid.uuid4().hex[:8]}")[0]
+    return accounts.create_key(Tier.PROFESSIONAL, subscription=f"docs-{uuid.uuid4().hex[:8]}")[0]
 
 
 def _request(client, key: str, args: list[str]):

@@ -1,4 +1,4 @@
-"""The README's MCP section matches the server: the tool table names exactly the seven tools, the
+"""The agent user's page (docs/mcp.md) matches the server: the tool table names exactly the seven tools, the
 client configurations are valid JSON that start this module or reach its HTTP path and port, and
 the settings it reads are the ones documented. No processes: the tools are built from the
 service's own OpenAPI document."""
@@ -19,10 +19,8 @@ SEVEN = {"signals_top_keywords", "signals_keyword_timeseries", "signals_geo_heat
          "signals_trending", "signals_keyword_activity", "signals_query"}
 
 
-def section() -> str:
-    text = (ROOT / "README.md").read_text()
-    start = text.index("## MCP server (AI agents)")
-    return text[start:text.index("\n## ", start + 1)]
+def page() -> str:
+    return (ROOT / "docs" / "mcp.md").read_text()
 
 
 def test_the_document_gives_exactly_the_seven_tools_read_only_with_schemas():
@@ -34,16 +32,16 @@ def test_the_document_gives_exactly_the_seven_tools_read_only_with_schemas():
         assert "estimate" in spec.tool.description
 
 
-def test_readme_table_names_the_seven_tools_and_their_endpoints():
+def test_the_page_names_the_seven_tools_and_their_endpoints():
     tools = build_tools(build_openapi())
-    rows = re.findall(r"^\| `(signals_\w+)` \| `(GET|POST) (/[\w-]+)` \|", section(), re.M)
+    rows = re.findall(r"^\| `(signals_\w+)` \| `(GET|POST) (/[\w-]+)` \|", page(), re.M)
     assert {name for name, _, _ in rows} == SEVEN and len(rows) == 7
     for name, method, slug in rows:
         assert tools[name].operation.method == method and tools[name].operation.path.endswith(slug)
 
 
-def test_readme_client_configurations():
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", section(), re.S)]
+def test_the_page_client_configurations():
+    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page(), re.S)]
     stdio, http = (b["mcpServers"]["signals"] for b in blocks)
     assert stdio["args"] == ["-m", "connectors.mcp"] and set(stdio["env"]) == {"SIGNALS_API_URL", "SIGNALS_API_KEY"}
     assert http["url"] == f"http://127.0.0.1:{DEFAULT_PORT}/mcp"
@@ -56,14 +54,14 @@ def test_every_setting_the_server_reads_is_documented():
     read = {field.metadata["env"] for field in dataclasses.fields(ConnectorSettings) if field.name.startswith("mcp_")}
     assert read == {"SIGNALS_MCP_HOST", "SIGNALS_MCP_PORT"}
     for name in read | {"SIGNALS_API_URL", "SIGNALS_API_KEY"}:
-        assert f"`{name}`" in section(), name
+        assert f"`{name}`" in page(), name
 
 
-def test_readme_tables_name_the_resources_and_prompts():
+def test_the_page_tables_name_the_resources_and_prompts():
     from connectors.mcp.prompts import PROMPTS
     from connectors.mcp.resources import RESOURCES
 
-    text = section()
+    text = page()
     assert [(uri, kind.lower()) for uri, kind in re.findall(r"^\| `(signals://\w+)` \((\w+)\) \|", text, re.M)] == [
         (str(r.uri), r.mime_type.split("/")[1]) for r in RESOURCES]
     rows = re.findall(r"^\| `(\w+)` \| (.*?) \|", text, re.M)
