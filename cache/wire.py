@@ -2,7 +2,7 @@
 
 Why not a `redis.Redis` client: every API request makes one Redis call, so the client's own
 cost is part of every request; this connection costs about a third of a `redis.Redis` client's
-CPU per call (figures in docs/benchmarks.md, section 2). The difference is Python bookkeeping (pool, retry wrapper, argument inspection) and, for sockets with a Python-level
+CPU per call (figures in docs/benchmarks.md, section 7). The difference is Python bookkeeping (pool, retry wrapper, argument inspection) and, for sockets with a Python-level
 timeout, a `poll()` before every send and every receive. Here the socket is blocking and the
 kernel enforces the timeouts (SO_RCVTIMEO/SO_SNDTIMEO), so a call is one `send` and one `recv`.
 

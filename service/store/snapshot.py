@@ -69,7 +69,7 @@ _SNAPSHOT_NAME = re.compile(r"^g(\d+)$")
 # instead. Each segment is a chunk of every column of the served frame: polars runs its kernels
 # chunk by chunk and a group-by combines per-chunk partial states, so many small chunks slow every
 # query a little, and a reader maps and labels each file. 16 keeps that overhead small (measured in
-# docs/benchmarks.md section 8) while a compaction, which rewrites the whole table, comes at most
+# docs/benchmarks.md section 18) while a compaction, which rewrites the whole table, comes at most
 # once in 16 landings that append.
 MAX_SEGMENTS = 16
 
