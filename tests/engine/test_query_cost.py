@@ -313,16 +313,17 @@ class SlowEngine(Engine):
 
 def test_an_overrun_ends_with_503_and_the_next_request_is_served(accounts, keys, fixture_data_dir, fixture_store):
     client = make_client(accounts, engine=SlowEngine(Privacy.exact()), fixture_data_dir=fixture_data_dir,
-                         fixture_store=fixture_store, compute_deadline_seconds=0.2)
+                         fixture_store=fixture_store, compute_deadline_seconds=1.0)
     started = time.monotonic()
     result = post_query(client, keys["analyst"], {"window": "24h", "group_by": ["keyword"]})
     elapsed = time.monotonic() - started
     body = assert_problem(result, 503)
-    assert 0.2 <= elapsed < 2, elapsed
+    assert 1.0 <= elapsed < 3, elapsed
     assert body["type"] == "urn:signals:problem:computation-timeout"
-    assert "0.2 seconds" in body["detail"] and "narrower" in body["detail"]
+    assert "1 second" in body["detail"] and "narrower" in body["detail"]
     assert result.headers["Retry-After"] == "60"
-    # The process goes on: other endpoints answer, and the same query is not cached as failed.
+    # The process goes on: other endpoints answer (a real computation, within the 1 s deadline
+    # even on a loaded machine), and the same query is not cached as failed.
     assert client.simulate_get("/api/v1/signals/top-keywords",
                                headers={"Authorization": f"Bearer {keys['analyst']}"}).status_code == 200
     assert_problem(post_query(client, keys["analyst"], {"window": "24h", "group_by": ["keyword"]}), 503)
