@@ -14,8 +14,8 @@ import pytest
 from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
+from service.demo.generate import generate_demo
 from service.settings import Settings
-from service.store.demo import generate_demo
 from service.store.reader import EventStore
 from service.tiers import Tier
 from tests.support.http import get, post_query
