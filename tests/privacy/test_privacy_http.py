@@ -19,7 +19,7 @@ from service.settings import Settings
 from service.store.reader import EventStore
 from service.tiers import Tier
 from tests.support.http import get, post_query
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 NOW = DEMO_END + dt.timedelta(minutes=20)

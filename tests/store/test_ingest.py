@@ -15,7 +15,7 @@ import pytest
 
 from service.store import ingest, layout, schema, user_ids, writer
 from tests.support import event_rows
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
