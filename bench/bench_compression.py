@@ -25,8 +25,8 @@ import cache  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
 from service.app import create_app  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
+from service.demo.generate import generate_demo  # noqa: E402
 from service.settings import Settings  # noqa: E402
-from service.store.demo import generate_demo  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
 from service.tiers import Tier  # noqa: E402
 from service.windows import floor_hour  # noqa: E402

@@ -57,7 +57,7 @@ column is checked, capped sums included (`PrivacyParams.exact()` would not do: i
 That engine also picks the cases' keywords and domain. The HTTP record count is compared with the
 timed engine's. Differences are printed as warnings, they do not stop the run.
 
-The demo data set (`service.store.demo`) is generated once per (events, days, seed) under
+The demo data set (`service.demo`) is generated once per (events, days, seed) under
 bench/out/data-<events>-<days>-<seed>/ and reused afterwards. HTTP requests are paced to stay
 under the Professional rate limit (300 a minute).
 
@@ -101,6 +101,7 @@ from service.clickhouse import schema as ch_schema  # noqa: E402
 from service.clickhouse.connection import ClickHouse  # noqa: E402
 from service.clickhouse.store import ClickHouseSnapshot, ClickHouseStore  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
+from service.demo import generate as demo  # noqa: E402
 from service.endpoints import BY_NAME  # noqa: E402
 from service.engine import (  # noqa: E402
     DomainTimeseries,
@@ -119,7 +120,6 @@ from service.engine.shapes import SHAPES  # noqa: E402
 from service.periods import previous_as_of  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
-from service.store import demo  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
 from service.windows import (  # noqa: E402
     TimeRange,

@@ -130,11 +130,11 @@ def run_once(code: Path, data_dir: Path, path: Path) -> tuple[float, float, floa
 def snapshot_step(rows: int, events: int, path: Path) -> None:
     import time
 
-    from service.store import ingest, validate, writer
+    from service.store import formats, validate, writer
 
     cpu, wall = time.process_time, time.perf_counter
     source = ensure_data(events, 90, 7)[0]
-    read = ingest._parse(path, path.read_bytes())
+    read = formats.parse(path, path.read_bytes())
     landed, _rejected = validate.validate_rows(read.frame, schema.SUPPRESSIONS, now=dt.datetime.now(dt.UTC),
                                                secret="bench")
     for mode in ("append", "compaction"):

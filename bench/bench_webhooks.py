@@ -39,7 +39,7 @@ from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
 from service.tiers import Tier  # noqa: E402
 from service.webhooks.evaluate import TrendingMemo, evaluate, trending_request  # noqa: E402
-from service.webhooks.store import WebhookStore  # noqa: E402
+from service.webhooks.webhook_store import WebhookStore  # noqa: E402
 from service.windows import TRENDING_WINDOWS, compute_as_of  # noqa: E402
 
 

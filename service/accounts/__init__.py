@@ -1,7 +1,6 @@
 """Accounts: subscriptions and their API keys (hashed), in SQLite or PostgreSQL."""
 
-from service.accounts.keys import KEY_PREFIX, display_prefix, generate_key, hash_key, looks_like_key
-from service.accounts.store import (
+from service.accounts.account_store import (
     AccountError,
     AccountStore,
     AmbiguousPrefix,
@@ -12,6 +11,7 @@ from service.accounts.store import (
     create_schema,
     make_engine,
 )
+from service.accounts.keys import KEY_PREFIX, display_prefix, generate_key, hash_key, looks_like_key
 
 __all__ = [
     "KEY_PREFIX",

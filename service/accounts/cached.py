@@ -39,7 +39,7 @@ from collections.abc import Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.accounts import keys
-from service.accounts.store import AccountStore, AuthFailure, Principal
+from service.accounts.account_store import AccountStore, AuthFailure, Principal
 
 log = logging.getLogger("signals.auth")
 

@@ -140,7 +140,7 @@ def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
-    from service.store import demo
+    from service.demo import generate as demo
 
     data_dir = settings.data_dir
     end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour

@@ -33,7 +33,7 @@ def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
     from service.accounts import AccountStore
     from service.app import privacy_params
     from service.privacy import Privacy
-    from service.webhooks.store import WebhookStore
+    from service.webhooks.webhook_store import WebhookStore
     from service.webhooks.worker import Worker
 
     accounts = AccountStore(settings.accounts_url)

@@ -23,7 +23,7 @@ Building on the previous snapshot, per table:
   it adds no segment, so the segment bound does not apply;
 - otherwise **compaction**: the previous segments (mapped) and the new rows are merged into one
   segment with sorted dictionaries (appended when they come after, else one linear merge of the
-  two sorted runs), as every landing did before segments.
+  two sorted runs).
 
 The cost index's day spans are small and rewritten each generation (merged by min and max, so a
 landing computes only the new rows' spans).
@@ -79,7 +79,7 @@ def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table
     """Append, tail merge or compact (module docstring); `new` in the stored schema (not encoded)."""
     if new is None or not new.height:
         return TablePlan(LINK, tuple(names))
-    mapped = [snapshot._mapped(previous / name) for name in names]
+    mapped = [snapshot.map_segment(previous / name) for name in names]
     ends = [snapshot.last_ts(segment) for segment in mapped]  # None: a segment without rows
     if all(end is None for end in ends):
         return TablePlan(FRESH)

@@ -15,8 +15,8 @@ stage every file, record the generation's manifest, rename the files into place,
 the generation by writing GENERATION (by rename). Leftovers of an unfinished generation are
 removed by the next writer (`writer.sweep`). A file's name also tells a reader, for every date,
 which generation last changed it: the privacy stage keys its noise on that (a cell's noise
-changes exactly when its data may have). Files named otherwise (older layouts) count as
-generation 0: always visible, never swept.
+changes exactly when its data may have). Files named otherwise (placed by hand, as the test
+fixtures do) count as generation 0: always visible, never swept.
 """
 
 from __future__ import annotations
@@ -47,7 +47,7 @@ def partition_file_name(generation: int, unique: str) -> str:
 
 
 def file_generation(path: Path) -> int:
-    """The generation that landed a partition file; 0 for files named otherwise (older layouts)."""
+    """The generation that landed a partition file; 0 for files named otherwise (placed by hand)."""
     match = _GENERATION_IN_NAME.match(Path(path).name)
     return int(match.group(1)) if match else 0
 

@@ -35,9 +35,6 @@ order once a segment appended values: nothing may order or compare dimension val
 dictionaries again. When an appended value would change the codes' width, the landing compacts
 (older segments' codes would no longer fit the Enum's physical type).
 
-A snapshot written before segments (`<table>.arrow`, no "segments" in snapshot.json) is read as one
-segment per table, and the next landing builds on it.
-
 Written by the landing writer (`writer.write_tables`, through `consolidate.stage`) in the staging
 directory, then renamed into place before GENERATION is published; a reader opens only the snapshot
 of the GENERATION it read.
@@ -182,10 +179,6 @@ def segment_name(table: str, generation: int) -> str:
     return f"{table}-g{generation:08d}.arrow"
 
 
-def _legacy_name(table: str) -> str:
-    return f"{table}.arrow"  # one file per table, before segments
-
-
 def _arrow_table(frame: pl.DataFrame, table: str) -> pa.Table:
     """One chunk per column; dimension columns as dictionary arrays (indices: the Enum's codes)."""
     frame = frame.rechunk()
@@ -262,14 +255,12 @@ def meta_record(generation: int, partitions: list[str], versions: Mapping[str, M
 
 
 def segment_names(meta: Mapping[str, Any], table: str) -> list[str]:
-    """The segment files of `table`, oldest first (a snapshot from before segments: its one file)."""
-    segments = meta.get("segments")
-    if segments is None:
-        return [_legacy_name(table)]
-    return list(segments[table])
+    """The segment files of `table`, oldest first."""
+    return list(meta["segments"][table])
 
 
-def _mapped(path: Path) -> pa.Table:
+def map_segment(path: Path) -> pa.Table:
+    """A segment file, memory-mapped (its buffers are the file's pages, not a copy)."""
     source = pa.memory_map(str(path), "r")
     return pa.ipc.open_file(source).read_all()
 
@@ -323,7 +314,7 @@ class SegmentCache:
         key = (info.st_dev, info.st_ino)
         mapped = self._tables.get(key)
         if mapped is None:
-            mapped = self._tables[key] = _mapped(path)
+            mapped = self._tables[key] = map_segment(path)
         self._used.add(key)
         return key, mapped
 
@@ -354,7 +345,7 @@ def read_segments(paths: list[Path], table: str, cache: SegmentCache | None = No
     labelled with the newest segment's dictionary, or with `labels` (per dimension, a dictionary
     that extends the newest one: a tail merge's appended values), the segments concatenated
     without copying."""
-    opened = [cache.open(path) if cache is not None else ((0, index), _mapped(path)) for index, path in enumerate(paths)]
+    opened = [cache.open(path) if cache is not None else ((0, index), map_segment(path)) for index, path in enumerate(paths)]
     dimensions = [d for d in schema.DIMENSIONS[table] if d in opened[-1][1].column_names]
     enums = {d: pl.Enum(labels[d] if labels is not None else dictionary(opened[-1][1], d)) for d in dimensions}
     parts = []

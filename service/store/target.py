@@ -1,4 +1,5 @@
-"""Where validated rows land: the hand-off point between ingest (and the demo) and a store.
+"""Where validated rows land: the hand-off point between ingest (and the demo generator,
+service/demo/) and a store.
 
 Ingest reads, validates and quarantines the same way whatever the store (service/store/ingest.py);
 what differs is only where a generation lands, how a landing cut short is swept, and how "is this
@@ -64,6 +65,4 @@ class ParquetTarget:
         return any(any(layout.table_dir(self.data_dir, table).glob("date=*/*.parquet")) for table in schema.TABLES)
 
     def replacing(self) -> contextlib.AbstractContextManager[None]:
-        from service.store import demo  # imported here: demo imports this module
-
-        return demo._replacing(self.data_dir)
+        return writer.replacing(self.data_dir)

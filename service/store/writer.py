@@ -24,6 +24,9 @@ writer, and by the web process at start) removes them, with a log line saying wh
 
 `landed_sources` answers "is this file already in the store?" from the manifests of published
 generations, so that running an ingest again after a crash does not land the same rows twice.
+
+`replacing` is the transaction of `data demo --replace`: the tables are moved aside while new
+data lands (in one or several generations), then deleted, or moved back if the landing fails.
 """
 
 from __future__ import annotations
@@ -49,6 +52,9 @@ from service.store import consolidate, layout, schema, snapshot
 log = logging.getLogger(__name__)
 
 COMPRESSION = "zstd"
+# `replacing` moves the old tables into the staging directory under names with this prefix;
+# `sweep` never removes those (they may be the only copy of the old data).
+REPLACED_PREFIX = "replaced-"
 
 # on_stage(stage, done, total) is called before each step of a landing: "staging" and "renaming"
 # before each file, "compacting" before a table's snapshot is rewritten whole, "snapshot" before
@@ -224,7 +230,7 @@ def sweep(data_dir: Path) -> Swept:
         staged = 0
         staging = layout.staging_dir(data_dir)
         for entry in sorted(staging.iterdir()) if staging.is_dir() else ():
-            if entry.name.startswith("replaced-"):
+            if entry.name.startswith(REPLACED_PREFIX):
                 # `data demo --replace` moves the old tables here while it writes (and may be doing
                 # so now); if it died, this is the only copy of the old data: never removed here.
                 log.debug("not removing %s: tables moved aside by `data demo --replace`", entry)
@@ -495,3 +501,47 @@ def _fsync_dir(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
+
+
+# ---------------------------------------------------------------------------------------------
+# Replacing the tables
+
+
+@contextlib.contextmanager
+def replacing(data_dir: Path) -> Iterator[None]:
+    """Move the table directories aside; delete them on success, move them back on failure.
+
+    A demo in pieces publishes a generation per piece inside this block. If a later piece fails,
+    the generations published so far held the new rows only: after moving the old tables back,
+    the current generation's snapshot (the new rows) is removed and one more generation is
+    published with no snapshot, so readers read the restored partition files (and caches keyed
+    on the generation do not serve what the pieces showed); the next landing writes a snapshot.
+    """
+    data_dir = Path(data_dir)
+    aside = layout.staging_dir(data_dir) / f"{REPLACED_PREFIX}{uuid.uuid4().hex}"
+    aside.mkdir(parents=True)
+    before = layout.read_generation(data_dir)
+    moved: list[tuple[Path, Path]] = []
+    try:
+        for table in schema.TABLES:
+            source = layout.table_dir(data_dir, table)
+            if source.exists():
+                source.rename(aside / table)
+                moved.append((source, aside / table))
+        yield
+    except BaseException:
+        for source, target in moved:
+            if source.exists():
+                shutil.rmtree(source)
+            target.rename(source)
+        if not moved:  # nothing to move back, but the pieces landed so far go too
+            for table in schema.TABLES:
+                shutil.rmtree(layout.table_dir(data_dir, table), ignore_errors=True)
+        with lock(data_dir):
+            current = layout.read_generation(data_dir)
+            if current != before:
+                snapshot.remove(snapshot.snapshot_dir(data_dir, current))
+                layout.write_generation(data_dir, current + 1)
+        raise
+    finally:
+        shutil.rmtree(aside, ignore_errors=True)

@@ -11,7 +11,7 @@ import random
 from service import metrics
 from service.clock import Clock
 from service.webhooks import sender
-from service.webhooks.store import FAILED, PENDING, SUCCEEDED, Claimed, WebhookStore
+from service.webhooks.webhook_store import FAILED, PENDING, SUCCEEDED, Claimed, WebhookStore
 
 log = logging.getLogger("signals.webhooks")
 

@@ -20,7 +20,7 @@ import polars as pl
 from service.engine import Engine
 from service.engine import requests as rq
 from service.store.reader import EventFrames
-from service.webhooks.store import WebhookStore
+from service.webhooks.webhook_store import WebhookStore
 from service.windows import compute_as_of
 
 log = logging.getLogger("signals.webhooks")

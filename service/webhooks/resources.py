@@ -17,7 +17,7 @@ from service.resources.account import PreparedAccountRequest
 from service.resources.json_body import read_json_body
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
-from service.webhooks.store import TooManyWebhooks, WebhookStore, public
+from service.webhooks.webhook_store import TooManyWebhooks, WebhookStore, public
 from service.windows import iso_z
 
 WEBHOOKS_PATH = "/api/v1/account/webhooks"

@@ -3,7 +3,7 @@ SIGNALS_WORKER_INTERVAL_SECONDS and as soon as new data lands (the store's gener
 and makes every delivery attempt that is due, from the outbox in the accounts database.
 
 Any number of workers may run, on any number of machines sharing the accounts database: the
-cooldown and each delivery's lease are claimed atomically there (store.py).
+cooldown and each delivery's lease are claimed atomically there (webhook_store.py).
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from service.engine import Engine
 from service.store.reader import EventStore
 from service.webhooks import delivery
 from service.webhooks.evaluate import RoundReport, TrendingMemo, evaluate
-from service.webhooks.store import WebhookStore
+from service.webhooks.webhook_store import WebhookStore
 
 log = logging.getLogger("signals.webhooks")
 

@@ -22,9 +22,9 @@ from service.store.reader import EventStore
 from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_AS_OF, FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
+from tests.support.landing import write_events
 from tests.support.redis_app import delete_prefix, redis_test_client
 from tests.support.spec_table import GET_ENDPOINTS, REQUIRED
-from tests.support.store import write_events
 
 UTC = dt.UTC
 NOW_TEXT = "2026-03-10T12:00:00Z"

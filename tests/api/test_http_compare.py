@@ -22,13 +22,14 @@ import pytest
 from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
+from service.demo.bursts import DEMO_BURSTS
+from service.demo.generate import generate_demo
 from service.engine import Engine, FlexibleQuery, GeoHeat, TopKeywords
 from service.privacy import Privacy
 from service.settings import Settings
-from service.store.demo import DEMO_BURSTS, generate_demo
 from service.store.reader import EventStore
 from tests.support.http import assert_problem, get, post_query
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 NOW = DEMO_END + dt.timedelta(minutes=20)

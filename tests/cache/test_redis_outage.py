@@ -27,7 +27,7 @@ from service.store.reader import EventStore
 from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 pytestmark = pytest.mark.redis
 

@@ -26,8 +26,8 @@ from service.store.reader import EventStore
 from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import get, post_query
+from tests.support.landing import write_events
 from tests.support.redis_app import delete_prefix, redis_test_client
-from tests.support.store import write_events
 
 pytestmark = pytest.mark.redis
 

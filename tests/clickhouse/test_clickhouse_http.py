@@ -16,9 +16,9 @@ from service.app import create_app
 from service.clickhouse.landing import ClickHouseTarget
 from service.clickhouse.store import ClickHouseStore
 from service.clock import FixedClock
+from service.demo.generate import generate_demo
 from service.endpoints import ENDPOINTS
 from service.settings import Settings
-from service.store.demo import generate_demo
 from service.store.ingest import ingest_files
 from service.store.reader import EventStore
 from service.tiers import Tier

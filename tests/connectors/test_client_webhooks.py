@@ -22,7 +22,7 @@ from service.clock import FixedClock
 from service.openapi import build_openapi
 from service.settings import Settings
 from service.tiers import Tier
-from service.webhooks.store import WebhookStore
+from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.api_server import BASE_URL, Recorder
 from tests.support.webhook_receiver import Answer, receiver

@@ -1,6 +1,6 @@
 """The boundaries docs/architecture.md draws between the packages: the connectors and the dashboard
 talk to the API over HTTP and never import `service/`; the packages shared by both sides
-(`paramcheck/`, `envfields/`) and `cache/` import neither side."""
+(`paramcheck/`, `envfields/`, `city_counties/`) and `cache/` import neither side."""
 
 from __future__ import annotations
 
@@ -17,6 +17,7 @@ FORBIDDEN = {
     "dashboard": {"service"},
     "paramcheck": SIDES | {"cache", "envfields"},
     "envfields": SIDES | {"cache", "paramcheck"},
+    "city_counties": SIDES | {"cache", "paramcheck", "envfields"},
     "cache": SIDES,
 }
 

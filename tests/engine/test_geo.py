@@ -129,7 +129,7 @@ def test_label_tables_are_built_once(monkeypatch: pytest.MonkeyPatch) -> None:
     assert reads == [] and geo._label_table.cache_info().misses == misses
 
 
-# US city -> county: the kept table (service/us_city_counties.csv, scripts/build_us_city_counties.py).
+# US city -> county: the kept table (city_counties/us_city_counties.csv, scripts/build_us_city_counties.py).
 
 FAMOUS_CITY_COUNTIES = {
     "5128581": ("New York City", "36061", "New York County, NY"),  # GeoNames: no admin2; City Hall's county

@@ -14,12 +14,12 @@ import pytest
 from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
+from service.demo.generate import generate_demo
 from service.settings import Settings
-from service.store.demo import generate_demo
 from service.store.reader import EventStore
 from service.tiers import Tier
 from tests.support.http import get, post_query
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 NOW = DEMO_END + dt.timedelta(minutes=20)

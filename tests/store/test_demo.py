@@ -1,4 +1,4 @@
-"""service.store.demo: a realistic, deterministic demo data set with trending bursts."""
+"""service/demo/: a realistic, deterministic demo data set with trending bursts."""
 
 from __future__ import annotations
 
@@ -10,7 +10,11 @@ import polars as pl
 import pytest
 
 from service import geo, windows
-from service.store import demo, layout, reader, schema, user_ids, validate, writer
+from service.demo import bursts, catalogue, generate, pieces
+from service.demo.draws import Random
+from service.demo.sampling import CHANGES_PER_EVENT
+from service.demo.world import EVENTS_PER_USER, World
+from service.store import layout, reader, schema, user_ids, validate, writer
 from service.store.normalise import normalise_keyword
 from tests.support.growth import growth_pct
 
@@ -20,10 +24,10 @@ EVENTS = 40_000
 DAYS = 30
 
 
-def generate(data_dir: Path, **kwargs) -> demo.DemoReport:
+def generate_into(data_dir: Path, **kwargs) -> generate.DemoReport:
     options = dict(events=EVENTS, days=DAYS, seed=11, end=END, secret=SECRET, progress=False)
     options.update(kwargs)
-    return demo.generate_demo(data_dir, **options)
+    return generate.generate_demo(data_dir, **options)
 
 
 def read(data_dir: Path, table: str) -> pl.DataFrame:
@@ -32,31 +36,31 @@ def read(data_dir: Path, table: str) -> pl.DataFrame:
 
 
 @pytest.fixture(scope="module")
-def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, demo.DemoReport]:
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, generate.DemoReport]:
     data_dir = tmp_path_factory.mktemp("demo")
-    return data_dir, generate(data_dir)
+    return data_dir, generate_into(data_dir)
 
 
 @pytest.fixture(scope="module")
-def suppressions(demo_run: tuple[Path, demo.DemoReport]) -> pl.DataFrame:
+def suppressions(demo_run: tuple[Path, generate.DemoReport]) -> pl.DataFrame:
     return read(demo_run[0], schema.SUPPRESSIONS)
 
 
 @pytest.fixture(scope="module")
-def big_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[demo.DemoReport, pl.DataFrame]:
+def big_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[generate.DemoReport, pl.DataFrame]:
     """The default demo (1,000,000 events over 90 days, seed 7), at a fixed end."""
     data_dir = tmp_path_factory.mktemp("demo-1m")
-    report = generate(data_dir, events=1_000_000, days=90, seed=7)
+    report = generate_into(data_dir, events=1_000_000, days=90, seed=7)
     return report, read(data_dir, schema.SUPPRESSIONS)
 
 
 @pytest.fixture(scope="module")
-def changes(demo_run: tuple[Path, demo.DemoReport]) -> pl.DataFrame:
+def changes(demo_run: tuple[Path, generate.DemoReport]) -> pl.DataFrame:
     return read(demo_run[0], schema.KEYWORD_CHANGES)
 
 
 def test_vocabulary_is_realistic_and_normalised() -> None:
-    words = demo.load_vocabulary()
+    words = catalogue.load_vocabulary()
     assert 300 <= len(words) <= 2000
     assert len(set(words)) == len(words)
     assert all(normalise_keyword(w) == w and 1 <= len(w) <= 100 for w in words)
@@ -66,7 +70,7 @@ def test_vocabulary_is_realistic_and_normalised() -> None:
 def test_row_counts_schema_and_layout(demo_run, suppressions, changes) -> None:
     data_dir, report = demo_run
     assert report.suppressions == suppressions.height == EVENTS
-    assert report.keyword_changes == changes.height == round(EVENTS * demo.CHANGES_PER_EVENT)
+    assert report.keyword_changes == changes.height == round(EVENTS * CHANGES_PER_EVENT)
     assert 0.05 * EVENTS <= changes.height <= 0.10 * EVENTS
     assert dict(suppressions.schema) == schema.SUPPRESSIONS_SCHEMA
     assert dict(changes.schema) == schema.KEYWORD_CHANGES_SCHEMA
@@ -113,7 +117,7 @@ def test_geography_is_real_and_us_rows_are_complete(suppressions) -> None:
 
 def test_user_ids_are_hashed_and_users_are_realistic(suppressions, changes) -> None:
     users = suppressions["user_id"].n_unique()
-    assert EVENTS / 40 < users <= EVENTS / demo.EVENTS_PER_USER
+    assert EVENTS / 40 < users <= EVENTS / EVENTS_PER_USER
     per_user = suppressions.group_by("user_id").len()["len"]
     assert per_user.mean() > 5 and per_user.max() > 10 * per_user.median()  # a few heavy users
     raw_ids = pl.Series([f"demo-11-{i}" for i in range(users * 2)])
@@ -175,9 +179,9 @@ def test_keyword_bursts_also_bring_adds(demo_run, changes) -> None:
 
 
 def test_deterministic_for_a_seed(tmp_path: Path) -> None:
-    first = generate(tmp_path / "a", events=3000, days=5)
-    second = generate(tmp_path / "b", events=3000, days=5)
-    other = generate(tmp_path / "c", events=3000, days=5, seed=12)
+    first = generate_into(tmp_path / "a", events=3000, days=5)
+    second = generate_into(tmp_path / "b", events=3000, days=5)
+    other = generate_into(tmp_path / "c", events=3000, days=5, seed=12)
     assert first.bursts == second.bursts
     for table in schema.TABLES:
         a, b = read(tmp_path / "a", table), read(tmp_path / "b", table)
@@ -188,10 +192,10 @@ def test_deterministic_for_a_seed(tmp_path: Path) -> None:
 
 def test_refuses_existing_data_and_replaces_on_request(tmp_path: Path) -> None:
     data = tmp_path / "data"
-    first = generate(data, events=2000, days=3)
-    with pytest.raises(demo.DemoDataExistsError):
-        generate(data, events=2000, days=3)
-    second = generate(data, events=1500, days=2, seed=3, replace=True)
+    first = generate_into(data, events=2000, days=3)
+    with pytest.raises(generate.DemoDataExistsError):
+        generate_into(data, events=2000, days=3)
+    second = generate_into(data, events=1500, days=2, seed=3, replace=True)
     assert second.generation == first.generation + 1
     assert read(data, schema.SUPPRESSIONS).height == 1500
     assert not any(p.exists() for p in first.files)
@@ -200,14 +204,14 @@ def test_refuses_existing_data_and_replaces_on_request(tmp_path: Path) -> None:
 
 def test_failed_replace_keeps_the_old_data(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     data = tmp_path / "data"
-    first = generate(data, events=2000, days=3)
+    first = generate_into(data, events=2000, days=3)
 
     def broken(frame: pl.DataFrame, path: Path) -> None:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(writer, "_write_staged", broken)
     with pytest.raises(OSError):
-        generate(data, events=1500, days=2, replace=True)
+        generate_into(data, events=1500, days=2, replace=True)
     assert all(p.exists() for p in first.files)
     assert read(data, schema.SUPPRESSIONS).height == 2000
     assert layout.read_generation(data) == first.generation
@@ -216,11 +220,11 @@ def test_failed_replace_keeps_the_old_data(tmp_path: Path, monkeypatch: pytest.M
 
 def test_arguments_are_checked(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
-        generate(tmp_path, events=0)
+        generate_into(tmp_path, events=0)
     with pytest.raises(ValueError):
-        generate(tmp_path, days=0)
+        generate_into(tmp_path, days=0)
     with pytest.raises(ValueError):
-        generate(tmp_path, end=END.replace(tzinfo=None))
+        generate_into(tmp_path, end=END.replace(tzinfo=None))
 
 
 def test_one_million_events_timing(big_run, capsys: pytest.CaptureFixture[str]) -> None:
@@ -265,27 +269,27 @@ def test_us_rows_carry_each_citys_real_county(big_run) -> None:
 
 def test_bursts_are_the_documented_ones(demo_run, tmp_path: Path) -> None:
     _, report = demo_run
-    assert report.bursts == demo.DEMO_BURSTS
-    vocabulary = demo.load_vocabulary()
-    keywords = [b.value for b in demo.DEMO_BURSTS if b.dimension == "keyword"]
-    assert set(keywords) <= set(vocabulary) and set(keywords) == set(demo.BURST_KEYWORD_RANKS)
-    assert {(b.dimension, b.window) for b in demo.DEMO_BURSTS} == {
+    assert report.bursts == bursts.DEMO_BURSTS
+    vocabulary = catalogue.load_vocabulary()
+    keywords = [b.value for b in bursts.DEMO_BURSTS if b.dimension == "keyword"]
+    assert set(keywords) <= set(vocabulary) and set(keywords) == set(bursts.BURST_KEYWORD_RANKS)
+    assert {(b.dimension, b.window) for b in bursts.DEMO_BURSTS} == {
         ("keyword", "24h"), ("keyword", "7d"), ("keyword", "30d"),
         ("domain", "24h"), ("domain", "7d"), ("domain", "30d"),
         ("platform", "7d"), ("page_context", "30d"),
     }  # fmt: skip
-    assert all(b.value in {v for v, _w in demo.DOMAINS} for b in demo.DEMO_BURSTS if b.dimension == "domain")
-    assert len({(b.dimension, b.value) for b in demo.DEMO_BURSTS}) == len(demo.DEMO_BURSTS)
+    assert all(b.value in {v for v, _w in catalogue.DOMAINS} for b in bursts.DEMO_BURSTS if b.dimension == "domain")
+    assert len({(b.dimension, b.value) for b in bursts.DEMO_BURSTS}) == len(bursts.DEMO_BURSTS)
     # Every seed gives the burst keywords the same popularity rank.
     for seed in (7, 11, 12):
-        world = demo._World.build(demo._Random(seed), n_users=100)
+        world = World.build(Random(seed), n_users=100)
         by_popularity = world.vocabulary.gather(world.keyword_weights.arg_sort(descending=True)).to_list()
-        assert {word: by_popularity.index(word) + 1 for word in keywords} == dict(demo.BURST_KEYWORD_RANKS)
+        assert {word: by_popularity.index(word) + 1 for word in keywords} == dict(bursts.BURST_KEYWORD_RANKS)
 
 
 def test_bursts_reach_their_factor(big_run) -> None:
     _, suppressions = big_run
-    for burst in demo.DEMO_BURSTS:
+    for burst in bursts.DEMO_BURSTS:
         periods = windows.trending_periods(burst.window, END)
         rows = suppressions.filter(pl.col(burst.dimension) == burst.value)
         recent = rows.filter(pl.col("ts") >= periods.recent.start).height
@@ -322,8 +326,8 @@ def test_bursts_add_activity_and_take_none_from_other_values(big_run) -> None:
     of their own (docs/data.md gives the size of that lift).
     """
     _, suppressions = big_run
-    for burst in demo.DEMO_BURSTS:
-        bursting = [b.value for b in demo.DEMO_BURSTS if b.dimension == burst.dimension]
+    for burst in bursts.DEMO_BURSTS:
+        bursting = [b.value for b in bursts.DEMO_BURSTS if b.dimension == burst.dimension]
         others = suppressions.filter(pl.col(burst.dimension).is_in(bursting).not_())["ts"]
         assert 0.97 < _cycle_adjusted(others, burst.window) < 1.35, burst
     reddit = suppressions.filter(pl.col("domain") == "reddit.com")["ts"]
@@ -339,7 +343,7 @@ def test_bursts_add_activity_and_take_none_from_other_values(big_run) -> None:
 def test_row_count_stays_exact_with_the_burst_events(big_run, demo_run, changes) -> None:
     report, suppressions = big_run
     assert report.suppressions == suppressions.height == 1_000_000
-    assert demo_run[1].keyword_changes == changes.height == round(EVENTS * demo.CHANGES_PER_EVENT)
+    assert demo_run[1].keyword_changes == changes.height == round(EVENTS * CHANGES_PER_EVENT)
 
 
 @pytest.mark.parametrize("metric", ["events", "suppressions", "unique_users"])
@@ -353,7 +357,7 @@ def test_bursts_lead_the_raw_growth_of_their_window_and_dimension(big_run, metri
         "suppressions": pl.col("suppressions").sum(),
         "unique_users": pl.col("user_id").n_unique(),
     }
-    for dimension, window in sorted({(b.dimension, b.window) for b in demo.DEMO_BURSTS}):
+    for dimension, window in sorted({(b.dimension, b.window) for b in bursts.DEMO_BURSTS}):
         periods = windows.trending_periods(window, END)
         ts = pl.col("ts")
         recent = suppressions.filter(ts >= periods.recent.start).group_by(dimension).agg(measure[metric].alias("r"))
@@ -367,7 +371,7 @@ def test_bursts_lead_the_raw_growth_of_their_window_and_dimension(big_run, metri
             ),
             reverse=True,
         )
-        expected = {b.value for b in demo.DEMO_BURSTS if (b.dimension, b.window) == (dimension, window)}
+        expected = {b.value for b in bursts.DEMO_BURSTS if (b.dimension, b.window) == (dimension, window)}
         assert {v for _g, v in growth[: len(expected)]} == expected, (dimension, window, growth[:5])
 
 
@@ -385,11 +389,11 @@ PIECE = 8_000
 
 
 @pytest.fixture(scope="module")
-def pieces_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, demo.DemoReport, Path, demo.DemoReport]:
+def pieces_run(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, generate.DemoReport, Path, generate.DemoReport]:
     """The same data set (90 days) in one piece and in pieces of at most 8,000 events."""
     pieces, whole = tmp_path_factory.mktemp("demo-pieces"), tmp_path_factory.mktemp("demo-whole")
     options = dict(events=PIECES_EVENTS, days=90, seed=7)
-    return pieces, generate(pieces, piece_events=PIECE, **options), whole, generate(whole, **options)
+    return pieces, generate_into(pieces, piece_events=PIECE, **options), whole, generate_into(whole, **options)
 
 
 def test_pieces_land_one_generation_each_in_time_order(pieces_run) -> None:
@@ -397,7 +401,7 @@ def test_pieces_land_one_generation_each_in_time_order(pieces_run) -> None:
     assert whole.pieces == 1 and whole.generation == 1
     assert report.pieces >= 7 and report.generation == report.pieces == layout.read_generation(data_dir)
     assert report.suppressions == PIECES_EVENTS
-    assert report.keyword_changes == round(PIECES_EVENTS * demo.CHANGES_PER_EVENT)
+    assert report.keyword_changes == round(PIECES_EVENTS * CHANGES_PER_EVENT)
     assert set(report.files) == {p for t in schema.TABLES for p in layout.table_dir(data_dir, t).glob("date=*/*.parquet")}
     previous_last = None
     for generation in range(1, report.generation + 1):
@@ -456,22 +460,22 @@ def test_pieces_keep_the_bursts(pieces_run) -> None:
 
 
 def test_pieces_are_deterministic(tmp_path: Path) -> None:
-    first = generate(tmp_path / "a", events=5000, days=40, piece_events=1500)
-    second = generate(tmp_path / "b", events=5000, days=40, piece_events=1500)
+    first = generate_into(tmp_path / "a", events=5000, days=40, piece_events=1500)
+    second = generate_into(tmp_path / "b", events=5000, days=40, piece_events=1500)
     assert first.pieces == second.pieces > 1
     for table in schema.TABLES:
         assert read(tmp_path / "a", table).equals(read(tmp_path / "b", table))
 
 
 def test_chunks_cover_the_days_and_the_burst_windows() -> None:
-    chunks = demo._chunks(END - dt.timedelta(days=90), 90, 100_000_000, 10_000_000)
+    chunks = pieces.chunks(END - dt.timedelta(days=90), 90, 100_000_000, 10_000_000)
     assert [c.first_day for c in chunks] == [0, *(sum(c.days for c in chunks[:i]) for i in range(1, len(chunks)))]
     assert sum(c.days for c in chunks) == 90 and chunks[-1].days == 30 and chunks[-1].bursts
     assert not any(c.bursts for c in chunks[:-1])
     assert sum(c.events for c in chunks) == 100_000_000
-    assert sum(c.changes for c in chunks) == round(100_000_000 * demo.CHANGES_PER_EVENT)
+    assert sum(c.changes for c in chunks) == round(100_000_000 * CHANGES_PER_EVENT)
     assert all(c.events <= 10_000_000 for c in chunks[:-1])
-    short = demo._chunks(END - dt.timedelta(days=10), 10, 1000, 100)
+    short = pieces.chunks(END - dt.timedelta(days=10), 10, 1000, 100)
     assert len(short) == 1 and short[0].days == 10 and short[0].events == 1000
 
 
@@ -479,7 +483,7 @@ def test_failed_replace_in_pieces_restores_the_old_data(tmp_path: Path, monkeypa
     """A piece fails after earlier pieces were published: the old tables come back, and readers
     see them (the pieces' snapshot is dropped, a generation is published over it)."""
     data = tmp_path / "data"
-    first = generate(data, events=2000, days=3)
+    first = generate_into(data, events=2000, days=3)
     calls = []
     real = writer._write_staged
 
@@ -491,7 +495,7 @@ def test_failed_replace_in_pieces_restores_the_old_data(tmp_path: Path, monkeypa
 
     monkeypatch.setattr(writer, "_write_staged", fails_in_the_third_piece)
     with pytest.raises(OSError):
-        generate(data, events=6000, days=40, replace=True, piece_events=1000)
+        generate_into(data, events=6000, days=40, replace=True, piece_events=1000)
     generation = layout.read_generation(data)
     assert generation == first.generation + 3  # two pieces published, then the restoring generation
     assert all(p.exists() for p in first.files)
@@ -500,11 +504,11 @@ def test_failed_replace_in_pieces_restores_the_old_data(tmp_path: Path, monkeypa
     assert list(layout.staging_dir(data).iterdir()) == []
     # The next landing builds its snapshot from the files.
     monkeypatch.setattr(writer, "_write_staged", real)
-    again = generate(data, events=3000, days=40, replace=True, piece_events=1000)
+    again = generate_into(data, events=3000, days=40, replace=True, piece_events=1000)
     assert reader.load_frames(data, again.generation).suppressions.height == 3000
     assert read(data, schema.SUPPRESSIONS).height == 3000
 
 
 def test_arguments_are_checked_for_pieces(tmp_path: Path) -> None:
     with pytest.raises(ValueError):
-        generate(tmp_path, piece_events=0)
+        generate_into(tmp_path, piece_events=0)

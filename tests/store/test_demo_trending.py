@@ -8,10 +8,10 @@ import datetime as dt
 import pytest
 
 from service.app import privacy_params
+from service.demo.bursts import DEMO_BURSTS
 from service.engine import Engine, Trending
 from service.privacy import Privacy
 from service.settings import Settings
-from service.store.demo import DEMO_BURSTS
 from service.store.reader import EventStore
 from tests.support.default_demo import DEFAULT_DEMO_END
 

@@ -15,7 +15,7 @@ import pytest
 
 from service.store import ingest, layout, schema, user_ids, writer
 from tests.support import event_rows
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)
 SECRET = "test-secret"
@@ -455,12 +455,12 @@ def test_a_refused_or_failed_file_is_not_recorded(tmp_path: Path, monkeypatch: p
 
 
 def test_data_replaced_by_the_demo_is_no_longer_in_the_store(tmp_path: Path) -> None:
-    from service.store import demo
+    from service.demo.generate import generate_demo
 
     data = tmp_path / "data"
     source = write_ndjson(tmp_path / "events.ndjson", [suppression()])
     run(data, [source])
-    demo.generate_demo(data, events=500, days=1, end=NOW, secret=SECRET, progress=False, replace=True)
+    generate_demo(data, events=500, days=1, end=NOW, secret=SECRET, progress=False, replace=True)
     assert run(data, [source]).accepted == 1
 
 

@@ -20,9 +20,9 @@ import pytest
 
 from service.store import layout, schema, snapshot
 from tests.support import process_memory
+from tests.support.landing import write_events
 from tests.support.process_memory import MIB
 from tests.support.processes import cli, create_key, gunicorn_process
-from tests.support.store import write_events
 
 DEMO_EVENTS = 1_500_000
 

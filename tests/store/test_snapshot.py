@@ -18,7 +18,7 @@ from service.engine import cost
 from service.store import day_spans, layout, reader, schema, snapshot, writer
 from tests.support import fixture_data as fx
 from tests.support import process_memory
-from tests.support.store import write_events
+from tests.support.landing import write_events
 
 UTC = dt.UTC
 

@@ -1,14 +1,12 @@
 """Issue 22, part 5: a snapshot in segments. A landing after the last event writes one new
 segment and hard-links the others; late rows merge only the segments they reach; a backfill into
 the first segment, a code-width change or too many segments compact the table into one segment;
-a snapshot from before segments is still read; the reader concatenates mapped segments without
-copying; and answers do not depend on the (appended, unsorted) dictionary order."""
+the reader concatenates mapped segments without copying; and answers do not depend on the (appended, unsorted) dictionary order."""
 
 from __future__ import annotations
 
 import datetime as dt
 import gc
-import json
 import os
 from pathlib import Path
 
@@ -107,7 +105,7 @@ def test_appending_writes_one_segment_and_links_the_others(tmp_path: Path) -> No
     assert frames.suppressions.schema["keyword"].categories.to_list() == ["m", "n", "a", "z"]
     assert frames.suppressions.get_column("keyword").n_chunks() == 2
     # The older segment's file carries the dictionary it was written with (a prefix of the newest).
-    old = snapshot._mapped(second / snapshot.segment_name(S, 1))
+    old = snapshot.map_segment(second / snapshot.segment_name(S, 1))
     assert snapshot.dictionary(old, "keyword").to_list() == ["m", "n"]
     # A landing at the very time of the last event still appends.
     last = frames.suppressions.get_column("ts")[-1]
@@ -143,7 +141,7 @@ def test_late_rows_merge_only_the_segments_they_reach(tmp_path: Path) -> None:
     # The dictionaries stay append-only: the new value after the old ones, codes unchanged.
     assert frames.suppressions.schema["keyword"].categories.to_list() == ["m", "n", "a", "z", "y", "b"]
     assert frames.suppressions.get_column("keyword").n_chunks() == 2
-    merged = snapshot._mapped(directory / snapshot.segment_name(S, 4))
+    merged = snapshot.map_segment(directory / snapshot.segment_name(S, 4))
     assert merged.num_rows == 3 * 2 + 3 + 3 * 2  # day 3's, day 5's and the late rows
     # Rows at the very end of a segment reach only the segments after it.
     end_of_day_1 = frames.suppressions.get_column("ts")[5]
@@ -211,31 +209,6 @@ def test_the_plan_says_why_it_compacts(tmp_path: Path) -> None:
     assert late.action == consolidate.TAIL and late.linked == tuple(names[:1]) and late.merged == tuple(names[1:])
     assert "1 of 2 segments" in late.reason
     assert consolidate.plan_table(previous, names, None, S).action == consolidate.LINK
-
-
-def _to_legacy(directory: Path) -> None:
-    """Rewrite a snapshot directory in the format before segments: `<table>.arrow`, no segment list."""
-    meta = snapshot.read_meta(directory)
-    for table in schema.TABLES:
-        (names,) = [meta["segments"][table]]
-        assert len(names) == 1
-        os.rename(directory / names[0], directory / f"{table}.arrow")
-    del meta["segments"]
-    (directory / snapshot.META_FILE).write_text(json.dumps(meta))
-
-
-def test_a_snapshot_from_before_segments_is_read_and_built_on(tmp_path: Path) -> None:
-    _land(tmp_path, _rows(["m", "n"], 1), _changes(["m"], 1))
-    _to_legacy(snapshot.snapshot_dir(tmp_path, 1))
-    assert sorted(p.name for p in snapshot.snapshot_dir(tmp_path, 1).glob("*.arrow") if "spans" not in p.name) == [
-        "keyword_changes.arrow", "suppressions.arrow"]
-    store = reader.EventStore(tmp_path)
-    assert store.snapshot().spans is not None  # the snapshot, not the Parquet fallback
-    _equals_partitions(tmp_path)
-    _land(tmp_path, _rows(["a"], 2))
-    assert _meta(tmp_path)["segments"] == {S: ["suppressions.arrow", snapshot.segment_name(S, 2)],
-                                          K: ["keyword_changes.arrow"]}
-    _equals_partitions(tmp_path)
 
 
 def test_segments_are_concatenated_without_copying(tmp_path: Path) -> None:

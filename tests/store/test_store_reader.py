@@ -14,7 +14,7 @@ from polars.testing import assert_frame_equal
 from service.store import layout, reader, schema, snapshot
 from service.store.reader import EventStore
 from tests.support import fixture_data as fx
-from tests.support.store import bump_generation
+from tests.support.landing import bump_generation
 
 UTC = dt.UTC
 

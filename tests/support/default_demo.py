@@ -10,8 +10,8 @@ DEFAULT_DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 
 
 def write_default_demo(data_dir: Path) -> None:
+    from service.demo.generate import generate_demo
     from service.settings import Settings
-    from service.store.demo import generate_demo
 
     generate_demo(data_dir, events=1_000_000, days=90, seed=7, end=DEFAULT_DEMO_END, secret=Settings().secret,
                   progress=False)

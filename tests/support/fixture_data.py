@@ -43,7 +43,7 @@ import polars as pl
 from service.store import layout, schema
 from service.store.reader import EventFrames, build_frames
 from service.windows import TimeRange
-from tests.support.store import bump_generation
+from tests.support.landing import bump_generation
 
 UTC = dt.UTC
 FIXTURE_NOW = dt.datetime(2026, 3, 10, 12, 34, 56, tzinfo=UTC)

@@ -19,7 +19,7 @@ from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
 from service.tiers import Tier
-from service.webhooks.store import WebhookStore
+from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.webhook_receiver import Answer, receiver
 

@@ -31,7 +31,7 @@ from service.settings import Settings
 from service.store.reader import EventStore
 from service.tiers import Tier
 from service.webhooks import delivery, sender, ssrf
-from service.webhooks.store import WebhookStore
+from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.processes import ROOT, service_env

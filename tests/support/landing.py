@@ -1,4 +1,4 @@
-"""Store helpers only the tests need (the service lands data with `writer.write_tables`)."""
+"""Landing helpers only the tests need (the service lands data with `writer.write_tables`)."""
 
 from __future__ import annotations
 
