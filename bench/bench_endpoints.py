@@ -102,9 +102,13 @@ from service.clickhouse.connection import ClickHouse  # noqa: E402
 from service.clickhouse.store import ClickHouseSnapshot, ClickHouseStore  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.endpoints import BY_NAME  # noqa: E402
-from service.engine import (  # noqa: E402
+from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
+from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.requests import (  # noqa: E402
+    FILTER_COLUMNS,
+    GEO_LEVELS,
     DomainTimeseries,
-    Engine,
     FlexibleQuery,
     GeoHeat,
     KeywordActivity,
@@ -112,9 +116,6 @@ from service.engine import (  # noqa: E402
     TopKeywords,
     Trending,
 )
-from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
-from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
-from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
 from service.engine.shapes import SHAPES  # noqa: E402
 from service.periods import previous_as_of  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402

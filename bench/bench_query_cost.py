@@ -47,12 +47,15 @@ import polars as pl  # noqa: E402
 
 from bench.bench_endpoints import ensure_data, served  # noqa: E402
 from service.app import privacy_params  # noqa: E402
-from service.engine import Engine, FlexibleQuery  # noqa: E402
 from service.engine.cost import CardinalityIndex, QueryTooLarge, estimate, index_for  # noqa: E402
 from service.engine.cost import check as check_cost  # noqa: E402
 from service.engine.measures import bucket_key, key_guards  # noqa: E402
-from service.engine.requests import FILTER_COLUMNS  # noqa: E402
-from service.engine.slicing import time_slice  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.polars.slicing import time_slice  # noqa: E402
+from service.engine.requests import (  # noqa: E402
+    FILTER_COLUMNS,
+    FlexibleQuery,
+)
 from service.privacy import Privacy  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, QUERY_MAX_CELLS, Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402

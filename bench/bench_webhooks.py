@@ -32,7 +32,7 @@ from bench.bench_endpoints import OUT, ensure_data  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
-from service.engine import Engine  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
 from service.engine.requests import TRENDING_DIMENSIONS, TRENDING_METRICS  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402

@@ -22,7 +22,8 @@ import pytest
 from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
-from service.engine import Engine, FlexibleQuery, GeoHeat, TopKeywords
+from service.engine.polars import PolarsEngine as Engine
+from service.engine.requests import FlexibleQuery, GeoHeat, TopKeywords
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.demo import DEMO_BURSTS, generate_demo

@@ -20,7 +20,7 @@ import pytest
 import cache
 from service.app import create_app
 from service.clock import FixedClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore

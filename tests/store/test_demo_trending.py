@@ -8,7 +8,8 @@ import datetime as dt
 import pytest
 
 from service.app import privacy_params
-from service.engine import Engine, Trending
+from service.engine.polars import PolarsEngine as Engine
+from service.engine.requests import Trending
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.demo import DEMO_BURSTS
