@@ -574,7 +574,7 @@ def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: So
 
 
 def previous_sql(src: Sources, as_of: dt.datetime, req: Any) -> str | None:
-    """With compare: the period before, as the engine computes it (`Engine._records`: the request
+    """With compare: the period before, as the engine computes it (engine/extras.py `records`: the request
     widened to every cell, ending where the window starts)."""
     if not getattr(req, "compare", None):
         return None

@@ -118,7 +118,7 @@ class ClickHouseEngine:
         window = window_range(req.window, as_of)
         level = req.level
         # Each user's first keyword_rows_per_user rows (by time) bring their keywords, as in the
-        # polars engine (engine/geo_heat.py): distinct keywords counted over those (keywords.py).
+        # polars engine (engine/polars/geo_heat.py): distinct keywords counted over those (keywords.py).
         keywords = first_keywords(snapshot, self.privacy.params.keyword_rows_per_user)
         query = Query(
             schema.SUPPRESSIONS, [dimension(level, not_null=True)], window, where=[f"isNotNull({level})"],
