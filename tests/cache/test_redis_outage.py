@@ -47,6 +47,8 @@ class CountingEngine:
 
     def __getattr__(self, name):
         method = getattr(self._inner, name)
+        if name == "counts":  # what /query's cost bound counts, not a computation
+            return method
 
         def counted(*args, **kwargs):
             self.calls += 1
