@@ -43,9 +43,9 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_endpoints import OUT, ensure_data  # noqa: E402
 
 from service.app import privacy_params  # noqa: E402
-from service.engine import (  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.requests import (  # noqa: E402
     DomainTimeseries,
-    Engine,
     FlexibleQuery,
     GeoHeat,
     KeywordActivity,

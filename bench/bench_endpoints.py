@@ -103,9 +103,13 @@ from service.clickhouse.store import ClickHouseSnapshot, ClickHouseStore  # noqa
 from service.clock import SystemClock  # noqa: E402
 from service.demo import generate as demo  # noqa: E402
 from service.endpoints import BY_NAME  # noqa: E402
-from service.engine import (  # noqa: E402
+from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
+from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.requests import (  # noqa: E402
+    FILTER_COLUMNS,
+    GEO_LEVELS,
     DomainTimeseries,
-    Engine,
     FlexibleQuery,
     GeoHeat,
     KeywordActivity,
@@ -113,9 +117,6 @@ from service.engine import (  # noqa: E402
     TopKeywords,
     Trending,
 )
-from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
-from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
-from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS  # noqa: E402
 from service.engine.shapes import SHAPES  # noqa: E402
 from service.periods import previous_as_of  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
@@ -573,7 +574,7 @@ def build_cases(engine: Engine, frames: EventFrames, as_of: dt.datetime, src: So
 
 
 def previous_sql(src: Sources, as_of: dt.datetime, req: Any) -> str | None:
-    """With compare: the period before, as the engine computes it (`Engine._records`: the request
+    """With compare: the period before, as the engine computes it (engine/extras.py `records`: the request
     widened to every cell, ending where the window starts)."""
     if not getattr(req, "compare", None):
         return None

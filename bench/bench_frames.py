@@ -28,7 +28,7 @@ from bench_endpoints import Noiseless, Sources, build_cases, ensure_data  # noqa
 
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
-from service.engine import Engine  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import schema  # noqa: E402

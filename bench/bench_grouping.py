@@ -46,7 +46,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_endpoints import ensure_data  # noqa: E402
 
 from service.clock import SystemClock  # noqa: E402
-from service.engine.slicing import time_slice  # noqa: E402
+from service.engine.polars.slicing import time_slice  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
 from service.windows import compute_as_of, window_range  # noqa: E402
 

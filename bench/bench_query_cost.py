@@ -47,14 +47,19 @@ import polars as pl  # noqa: E402
 
 from bench.bench_endpoints import ensure_data, served  # noqa: E402
 from service.app import privacy_params  # noqa: E402
-from service.engine import Engine, FlexibleQuery  # noqa: E402
-from service.engine.cost import CardinalityIndex, QueryTooLarge, estimate, index_for  # noqa: E402
+from service.engine.cost import QueryTooLarge, estimate  # noqa: E402
 from service.engine.cost import check as check_cost  # noqa: E402
 from service.engine.measures import bucket_key, key_guards  # noqa: E402
-from service.engine.requests import FILTER_COLUMNS  # noqa: E402
-from service.engine.slicing import time_slice  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.polars.counts import CardinalityIndex, FrameCounts, index_for  # noqa: E402
+from service.engine.polars.slicing import time_slice  # noqa: E402
+from service.engine.requests import (  # noqa: E402
+    FILTER_COLUMNS,
+    FlexibleQuery,
+)
 from service.privacy import Privacy  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, QUERY_MAX_CELLS, Settings  # noqa: E402
+from service.store import day_spans  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
 from service.windows import compute_as_of, window_range  # noqa: E402
 
@@ -131,7 +136,7 @@ def compute_one(data_dir: Path, body: dict[str, Any]) -> dict[str, Any]:
     frames = EventStore(data_dir).snapshot()
     as_of = compute_as_of(dt.datetime.now(dt.UTC), frames.last_event)
     eng, req = engine(), request_of(body)
-    cost = estimate(frames, as_of, req)
+    cost = estimate(FrameCounts(frames), as_of, req)
     before = rss_mib()
     peak = [before]
     stop = threading.Event()
@@ -167,17 +172,17 @@ def part_estimate(data_dir: Path, repeat: int) -> list[str]:
     started = time.perf_counter()
     index_for(frames)
     built = (time.perf_counter() - started) * 1000
-    builds = median_ms(lambda: CardinalityIndex(frames.suppressions), max(3, repeat // 4))
+    builds = median_ms(lambda: CardinalityIndex(day_spans.day_spans(frames.suppressions)), max(3, repeat // 4))
     lines = [f"Index built once per snapshot: {built:.0f} ms the first time, {builds:.0f} ms median of later builds.",
              "", "| query | cells at most | events | estimate ms | check ms | verdict |", "|---|---:|---:|---:|---:|---|"]
     for body in ESTIMATED:
         req = request_of(body)
-        cost = estimate(frames, as_of, req)
-        estimated = median_ms(lambda req=req: estimate(frames, as_of, req), repeat)
+        cost = estimate(FrameCounts(frames), as_of, req)
+        estimated = median_ms(lambda req=req: estimate(FrameCounts(frames), as_of, req), repeat)
 
         def check(req=req) -> str:
             try:
-                check_cost(frames, as_of, req, QUERY_MAX_CELLS)
+                check_cost(FrameCounts(frames), as_of, req, QUERY_MAX_CELLS)
                 return "allowed"
             except QueryTooLarge as exc:
                 return f"refused ({len(exc.narrowings)} narrowings)"

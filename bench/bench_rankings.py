@@ -31,7 +31,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from service.app import privacy_params  # noqa: E402
-from service.engine import Engine, FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.requests import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402

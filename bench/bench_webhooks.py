@@ -32,7 +32,7 @@ from bench.bench_endpoints import OUT, ensure_data  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
-from service.engine import Engine  # noqa: E402
+from service.engine.polars import PolarsEngine as Engine  # noqa: E402
 from service.engine.requests import TRENDING_DIMENSIONS, TRENDING_METRICS  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
@@ -60,13 +60,13 @@ def main() -> None:
     tmp = tempfile.mkdtemp(prefix="bench-webhooks-")
     url = args.accounts_url or f"sqlite:///{tmp}/accounts.db"
     accounts = AccountStore(url)
-    store = WebhookStore(accounts.engine, SystemClock())
+    store = WebhookStore(accounts.db_engine, SystemClock())
     rng = random.Random(7)
     started = time.perf_counter()
     subscription_ids = []
     for i in range(args.webhooks // 10):
         accounts.create_key(Tier.OBSERVER, subscription=f"bench-{i}")
-    with accounts.engine.connect() as c:
+    with accounts.db_engine.connect() as c:
         import sqlalchemy as sa
 
         from service.accounts.tables import subscriptions

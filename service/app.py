@@ -15,7 +15,7 @@ from service.cache_entry import DecodedEntries
 from service.clock import Clock, SystemClock
 from service.compute_slots import ComputeSlots
 from service.endpoints import ENDPOINTS
-from service.engine import Engine
+from service.engine.interface import EventSource, QueryEngine
 from service.errors import handle_unexpected, serialize_problem
 from service.flights import Flights
 from service.middleware.allow import AllowHeaderMiddleware
@@ -33,7 +33,6 @@ from service.resources.openapi import OpenApiResource
 from service.resources.signals import SignalsResource
 from service.settings import Settings
 from service.stale import StalePolicy
-from service.store.reader import EventStore
 from service.webhooks import resources as webhook_resources
 from service.webhooks.webhook_store import WebhookStore
 
@@ -57,7 +56,7 @@ def cache_variant(settings: Settings) -> str:
     return f"{__version__}:{noise_key_fingerprint(settings.secret)}:{privacy_params(settings)!r}"
 
 
-def signals_resources(settings: Settings, engine: Engine, store: EventStore, clock: Clock, gate: cache.Gate,
+def signals_resources(settings: Settings, engine: QueryEngine, store: EventSource, clock: Clock, gate: cache.Gate,
                       *, background: bool = False) -> list[SignalsResource]:
     """One resource per endpoint of the table, sharing this process's flights (each answer computed
     once) over the machine's compute slots. `background`: for the precompute process."""
@@ -77,16 +76,17 @@ def create_app(
     settings: Settings | None = None,
     *,
     clock: Clock | None = None,
-    store: EventStore | None = None,
+    store: EventSource | None = None,
     accounts: AccountStore | None = None,
-    engine: Engine | None = None,
+    engine: QueryEngine | None = None,
     gate: cache.Gate | None = None,
 ) -> falcon.App:
     settings = settings or Settings.from_env()
     clock = clock or SystemClock()
-    store = store or backend.event_store(settings)
+    chosen = backend.choose(settings)
+    store = store or chosen.event_store()
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
-    engine = engine or backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
+    engine = engine or chosen.engine(Privacy(settings.secret, privacy_params(settings)))
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                                  settings.process_cache_mb << 20)
 
@@ -117,7 +117,7 @@ def create_app(
     app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
                                                       deadline=settings.compute_deadline_seconds))
     app.add_route(AccountResource.path, AccountResource())
-    webhook_resources.add_routes(app, WebhookStore(accounts.engine, clock), clock,
+    webhook_resources.add_routes(app, WebhookStore(accounts.db_engine, clock), clock,
                                  allow_private=settings.webhook_allow_private)
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))

@@ -1,21 +1,30 @@
-"""What holds the events and what computes on them, from the settings (SIGNALS_ENGINE): the one
-place that chooses between the Parquet store with the polars engine and ClickHouse.
+"""What holds the events and what computes on them, from the settings (SIGNALS_ENGINE): `choose` is
+the one place that picks between the Parquet store with the polars engine and ClickHouse.
 
-Every process that reads or lands events gets its store, engine and landing target here: the web
-process (service/app.py, service/wsgi.py), the alert worker (service/cli/worker.py) and the data
-commands (service/cli/data.py).
+Every process that reads or lands events gets its `Backend` here (service/engine/interface.py says
+what one offers): the web process (service/app.py, service/wsgi.py), the precompute process
+(service/cli/precompute.py), the alert worker (service/cli/worker.py) and the data commands
+(service/cli/data.py). None of them names an engine. A third engine is a class here, an entry in
+`BACKENDS` and in `service.settings.ENGINES`, and its package under service/engine/.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+import threading
+from typing import TYPE_CHECKING
 
 from service.settings import Settings
 
 # Imported where used: gunicorn.conf.py imports this module in the master, which must not load
 # polars or open a database (service/wsgi.py).
 if TYPE_CHECKING:
+    from service.clickhouse.connection import ClickHouse
+    from service.clickhouse.store import ClickHouseStore
+    from service.engine.clickhouse import ClickHouseEngine
+    from service.engine.interface import Backend
+    from service.engine.polars import PolarsEngine
     from service.privacy import Privacy
+    from service.store.reader import EventStore
     from service.store.target import LandingTarget
 
 
@@ -33,46 +42,109 @@ def web_workers_refusal(settings: Settings, workers: int) -> str | None:
     return None
 
 
-def clickhouse(settings: Settings, *, deadline: bool = True) -> Any:
+def clickhouse(settings: Settings, *, deadline: bool = True) -> ClickHouse:
     """The ClickHouse connection of SIGNALS_CLICKHOUSE_URL; queries carry the compute deadline
-    (max_execution_time) unless `deadline` is off (landing has none)."""
+    (max_execution_time) unless `deadline` is off (landing and `data clickhouse-init` have none)."""
     from service.clickhouse.connection import ClickHouse
 
     return ClickHouse(settings.clickhouse_url,
                       deadline_seconds=settings.compute_deadline_seconds if deadline else None)
 
 
-def event_store(settings: Settings) -> Any:
-    """The store readers take snapshots from: `EventStore` (Parquet) or `ClickHouseStore`."""
-    if settings.uses_clickhouse:
-        from service.clickhouse.store import ClickHouseStore
+class ParquetBackend:
+    """SIGNALS_ENGINE=polars: the Parquet store in the data directory, the polars engine in memory."""
 
-        return ClickHouseStore(clickhouse(settings))
-    from service.store.reader import EventStore
+    name = "polars"
 
-    return EventStore(settings.data_dir)
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def engine_class(self) -> type[PolarsEngine]:
+        from service.engine.polars import PolarsEngine
+
+        return PolarsEngine
+
+    def event_store(self) -> EventStore:
+        from service.store.reader import EventStore
+
+        return EventStore(self.settings.data_dir)
+
+    def engine(self, privacy: Privacy) -> PolarsEngine:
+        return self.engine_class()(privacy)
+
+    def check(self, store: EventStore) -> None:
+        """Nothing to check: the data directory is read on the first snapshot, and an empty one is
+        no data yet, not an error."""
+
+    def warm(self, store: EventStore) -> None:
+        """Sweep what an ingest cut short left (none while one runs), map the snapshot with /query's
+        cost index, so the first request does not pay, and follow new generations between requests
+        too, so an idle worker lets go of a replaced snapshot."""
+        from service.engine.polars.counts import index_for
+        from service.store.writer import sweep_if_idle
+
+        sweep_if_idle(self.settings.data_dir)
+        index_for(store.snapshot())
+        threading.Thread(target=store.follow, args=(threading.Event(),), name="follow-generation",
+                         daemon=True).start()
+
+    def landing_target(self) -> LandingTarget:
+        from service.store.target import ParquetTarget
+
+        return ParquetTarget(self.settings.data_dir)
+
+    def describe(self) -> str:
+        return str(self.settings.data_dir)
 
 
-def engine(settings: Settings, privacy: Privacy) -> Any:
-    """The engine for the store's snapshots: `Engine` (polars) or `ClickHouseEngine`."""
-    if settings.uses_clickhouse:
+class ClickHouseBackend:
+    """SIGNALS_ENGINE=clickhouse: the ClickHouse tables of SIGNALS_CLICKHOUSE_URL (service/clickhouse/),
+    the ClickHouse engine (service/engine/clickhouse/). Quarantine files still go to the data directory."""
+
+    name = "clickhouse"
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+
+    def engine_class(self) -> type[ClickHouseEngine]:
         from service.engine.clickhouse import ClickHouseEngine
 
-        return ClickHouseEngine(privacy)
-    from service.engine import Engine
+        return ClickHouseEngine
 
-    return Engine(privacy)
+    def event_store(self) -> ClickHouseStore:
+        from service.clickhouse.store import ClickHouseStore
 
+        return ClickHouseStore(clickhouse(self.settings))
 
-def landing_target(settings: Settings) -> LandingTarget:
-    """Where `data ingest` and `data demo` land rows (quarantine files: the data directory either way)."""
-    if settings.uses_clickhouse:
+    def engine(self, privacy: Privacy) -> ClickHouseEngine:
+        return self.engine_class()(privacy)
+
+    def check(self, store: ClickHouseStore) -> None:
+        """ClickHouse reachable, the tables there, a chdb directory not held by another process."""
+        store.snapshot()
+
+    def warm(self, store: ClickHouseStore) -> None:
+        """Open ClickHouse now: a chdb directory held elsewhere is refused here, with the reason."""
+        store.snapshot()
+
+    def landing_target(self) -> LandingTarget:
         from service.clickhouse import schema
         from service.clickhouse.landing import ClickHouseTarget
 
-        ch = clickhouse(settings, deadline=False)
+        ch = clickhouse(self.settings, deadline=False)
         schema.require(ch)
-        return ClickHouseTarget(ch, settings.data_dir)
-    from service.store.target import ParquetTarget
+        return ClickHouseTarget(ch, self.settings.data_dir)
 
-    return ParquetTarget(settings.data_dir)
+    def describe(self) -> str:
+        return "ClickHouse"
+
+
+BACKENDS: dict[str, type[ParquetBackend] | type[ClickHouseBackend]] = {
+    ParquetBackend.name: ParquetBackend,
+    ClickHouseBackend.name: ClickHouseBackend,
+}
+
+
+def choose(settings: Settings) -> Backend:
+    """The backend SIGNALS_ENGINE names (one of `service.settings.ENGINES`, checked by Settings)."""
+    return BACKENDS[settings.engine](settings)

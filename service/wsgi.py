@@ -3,14 +3,11 @@ off): the event data is loaded here, in the worker, never in the master — pola
 run in a process before it forks."""
 
 import logging
-import threading
 
 from service import backend
 from service.app import create_app
-from service.engine import cost
 from service.logging_setup import configure_logging
 from service.settings import Settings
-from service.store.writer import sweep_if_idle
 
 settings = Settings.from_env()
 configure_logging(settings.log_level)
@@ -18,12 +15,7 @@ if settings.uses_development_secret:
     logging.getLogger("signals").warning(
         "development mode: using the built-in development secret (set SIGNALS_SECRET and SIGNALS_ENV=production)"
     )
-store = backend.event_store(settings)
-if settings.uses_clickhouse:
-    store.snapshot()  # open ClickHouse now (a chdb directory held elsewhere is refused here, with the reason)
-else:
-    sweep_if_idle(settings.data_dir)  # leftovers of an ingest that was cut short (logged); none while one runs
-    cost.index_for(store.snapshot())  # map now (with /query's cost index), so the first request does not pay
-    # Follow new generations between requests too, so an idle worker lets go of a replaced snapshot.
-    threading.Thread(target=store.follow, args=(threading.Event(),), name="follow-generation", daemon=True).start()
+chosen = backend.choose(settings)
+store = chosen.event_store()
+chosen.warm(store)  # open the store now, so the first request does not pay (service/backend.py)
 app = create_app(settings, store=store)

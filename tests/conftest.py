@@ -22,7 +22,7 @@ from service.accounts import AccountStore
 from service.accounts.tables import metadata
 from service.app import create_app
 from service.clock import FixedClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore

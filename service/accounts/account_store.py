@@ -167,11 +167,11 @@ class AccountStore:
 
     def __init__(self, url: str, *, clock: Clock | None = None) -> None:
         self.clock: Clock = clock or SystemClock()
-        self.engine: Engine = make_engine(url)
+        self.db_engine: Engine = make_engine(url)  # SQLAlchemy's engine of the accounts database
         try:
-            create_schema(self.engine)
+            create_schema(self.db_engine)
         except BaseException:
-            self.engine.dispose()
+            self.db_engine.dispose()
             raise
 
     # -- issuing keys ------------------------------------------------------------------
@@ -203,7 +203,7 @@ class AccountStore:
         for attempt in range(_CREATE_ATTEMPTS):
             key = keys.generate_key()
             try:
-                with self.engine.begin() as connection:
+                with self.db_engine.begin() as connection:
                     subscription_id, subscription_name = self._subscription_for(connection, tier, name, now)
                     connection.execute(
                         api_keys.insert().values(
@@ -248,7 +248,7 @@ class AccountStore:
 
     def list_keys(self) -> list[KeyInfo]:
         """Every key, oldest first, revoked and expired ones included."""
-        with self.engine.connect() as connection:
+        with self.db_engine.connect() as connection:
             rows = connection.execute(_key_info_query().order_by(api_keys.c.created_at, api_keys.c.id)).all()
         return [_key_info(row) for row in rows]
 
@@ -275,7 +275,7 @@ class AccountStore:
                 f"{keys.DISPLAY_PREFIX_LENGTH - len(keys.KEY_PREFIX)} characters, as `keys list` shows)"
             )
         now = self.clock.now()
-        with self.engine.begin() as connection:
+        with self.db_engine.begin() as connection:
             ids = connection.execute(sa.select(api_keys.c.id).where(condition).limit(2)).scalars().all()
             if not ids:
                 raise KeyNotFound(f"no API key matches {text!r}" if len(text) < keys.KEY_LENGTH else "no such API key")
@@ -314,7 +314,7 @@ class AccountStore:
         wanted = set(digests)
         if not wanted:
             return {}
-        with self.engine.connect() as connection:
+        with self.db_engine.connect() as connection:
             rows = connection.execute(_AUTHENTICATE, {"digests": sorted(wanted)}).all()
         now = self.clock.now()
         outcomes: dict[str, Principal | AuthFailure] = dict.fromkeys(wanted, AuthFailure.UNKNOWN)
@@ -336,7 +336,7 @@ class AccountStore:
     def ping(self) -> bool:
         """True when the database answers a trivial query (for /readyz)."""
         try:
-            with self.engine.connect() as connection:
+            with self.db_engine.connect() as connection:
                 connection.execute(sa.select(1))
         except exc.SQLAlchemyError:
             return False
@@ -344,7 +344,7 @@ class AccountStore:
 
     def close(self) -> None:
         """Close every pooled connection."""
-        self.engine.dispose()
+        self.db_engine.dispose()
 
 
 def _key_info_query() -> sa.Select[Any]:

@@ -31,6 +31,7 @@ from service.windows import floor_hour, hour_end, iso_z
 # ClickHouse and the demo generator are imported where used: an ingest into the Parquet store
 # need not load them (the command's start is part of every landing's cost).
 if TYPE_CHECKING:
+    from service.engine.interface import Backend
     from service.store.target import LandingTarget
 
 
@@ -101,14 +102,13 @@ def _positive_int(text: str) -> int:
     return value
 
 
-def _target(settings: Settings) -> LandingTarget | None:
-    """Where rows land; None (after saying why) when ClickHouse cannot take them."""
-    from service.clickhouse.connection import ClickHouseUnavailable
-    from service.clickhouse.schema import SchemaMissing
+def _target(chosen: Backend) -> LandingTarget | None:
+    """Where rows land; None (after saying why) when the backend cannot take them."""
+    from service.engine.interface import BackendUnavailable
 
     try:
-        return backend.landing_target(settings)
-    except (ClickHouseUnavailable, SchemaMissing) as exc:
+        return chosen.landing_target()
+    except BackendUnavailable as exc:
         print(f"error: {exc}; nothing was loaded", file=sys.stderr)
         return None
 
@@ -144,7 +144,8 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
 
     data_dir = settings.data_dir
     end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour
-    target = _target(settings)
+    chosen = backend.choose(settings)
+    target = _target(chosen)
     if target is None:
         return 1
     try:
@@ -161,7 +162,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             piece_events=args.piece_events or demo.PIECE_EVENTS,
         )
     except demo.DemoDataExistsError:
-        where = "ClickHouse" if settings.uses_clickhouse else data_dir
+        where = chosen.describe()
         print(
             f"error: {where} already holds event data; use `data demo --replace` to replace it",
             file=sys.stderr,
@@ -173,7 +174,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     _landing("landed")
     print(
-        f"Demo data in {'ClickHouse' if settings.uses_clickhouse else data_dir}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
+        f"Demo data in {chosen.describe()}: {report.suppressions:,} suppressions and {report.keyword_changes:,} "
         f"keyword changes from {report.users:,} users, {iso_z(report.start)} to {iso_z(report.end)}, "
         f"{len(report.files)} files in {report.seconds:.1f} s; data generation {report.generation}"
         + (f" ({report.pieces} pieces, one generation each)." if report.pieces > 1 else ".")
@@ -203,7 +204,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             print(f"error: {problem}", file=sys.stderr)
         print("nothing was ingested", file=sys.stderr)
         return 2
-    target = _target(settings)
+    target = _target(backend.choose(settings))
     if target is None:
         return 1
     now = SystemClock().now()

@@ -6,11 +6,15 @@ import argparse
 import logging
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from service.cli import until_stopped
 from service.logging_setup import configure_logging
 from service.settings import Settings
+
+if TYPE_CHECKING:
+    from service.engine.interface import Backend, EventSource
+    from service.precompute import Precompute
 
 
 def register(subparsers: Any) -> None:
@@ -24,16 +28,14 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def build(settings: Settings):
+def build(settings: Settings, chosen: Backend, store: EventSource) -> Precompute:
     import cache
-    from service import backend
     from service.app import privacy_params, signals_resources
     from service.clock import SystemClock
     from service.precompute import Precompute
     from service.privacy import Privacy
 
-    store = backend.event_store(settings)
-    engine = backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
+    engine = chosen.engine(Privacy(settings.secret, privacy_params(settings)))
     gate = cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                          settings.process_cache_mb << 20)
     clock = SystemClock()
@@ -48,16 +50,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         print("warning: REDIS_URL is not set: precompute sees no requests and shares no cache with the web "
               "process, so it has nothing to do", file=sys.stderr)
     os.nice(10)  # requests first
-    precompute = build(settings)
-    if settings.uses_clickhouse:
-        from service.clickhouse.connection import ClickHouseUnavailable
-        from service.clickhouse.schema import SchemaMissing
+    from service import backend
+    from service.engine.interface import BackendUnavailable
 
-        try:
-            precompute.due()  # ClickHouse reachable, tables there, a chdb directory not held elsewhere
-        except (ClickHouseUnavailable, SchemaMissing) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            return 1
+    chosen = backend.choose(settings)
+    store = chosen.event_store()
+    precompute = build(settings, chosen, store)
+    try:
+        chosen.check(store)
+    except BackendUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
     if args.once:
         report = precompute.run_round()
         print(f"precomputed for {report.as_of.isoformat()} (generation {report.generation}): {report.computed} "

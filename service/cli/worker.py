@@ -15,6 +15,7 @@ from service.settings import Settings
 # (`python -m service data ingest`) need not load it.
 if TYPE_CHECKING:
     from service.accounts import AccountStore
+    from service.engine.interface import Backend
     from service.webhooks.worker import Worker
 
 
@@ -28,8 +29,7 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
-def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
-    from service import backend
+def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountStore]:
     from service.accounts import AccountStore
     from service.app import privacy_params
     from service.privacy import Privacy
@@ -37,8 +37,8 @@ def build_worker(settings: Settings) -> tuple[Worker, AccountStore]:
     from service.webhooks.worker import Worker
 
     accounts = AccountStore(settings.accounts_url)
-    engine = backend.engine(settings, Privacy(settings.secret, privacy_params(settings)))
-    worker = Worker(backend.event_store(settings), WebhookStore(accounts.engine), engine,
+    engine = chosen.engine(Privacy(settings.secret, privacy_params(settings)))
+    worker = Worker(chosen.event_store(), WebhookStore(accounts.db_engine), engine,
                     interval_seconds=settings.worker_interval_seconds,
                     allow_private=settings.webhook_allow_private)
     return worker, accounts
@@ -50,17 +50,17 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     if settings.webhook_allow_private:
         log.warning("SIGNALS_WEBHOOK_ALLOW_PRIVATE: webhooks may reach http, loopback and private addresses "
                     "(development only)")
-    worker, accounts = build_worker(settings)
-    if settings.uses_clickhouse:
-        from service.clickhouse.connection import ClickHouseUnavailable
-        from service.clickhouse.schema import SchemaMissing
+    from service import backend
+    from service.engine.interface import BackendUnavailable
 
-        try:
-            worker.store.snapshot()  # ClickHouse reachable, tables there, a chdb directory not held elsewhere
-        except (ClickHouseUnavailable, SchemaMissing) as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            accounts.close()
-            return 1
+    chosen = backend.choose(settings)
+    worker, accounts = build_worker(settings, chosen)
+    try:
+        chosen.check(worker.store)
+    except BackendUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        accounts.close()
+        return 1
     try:
         if args.once:
             report = worker.run_once()

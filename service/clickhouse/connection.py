@@ -24,13 +24,14 @@ from typing import Any
 import polars as pl
 
 from service.deadline import DeadlineExceeded, remaining
+from service.engine.interface import BackendUnavailable
 
 CHDB_SCHEME = "chdb://"
 DEFAULT_DATABASE = "signals"
 TIMEOUT_EXCEEDED = 159  # ClickHouse's error code for a query stopped by max_execution_time
 
 
-class ClickHouseUnavailable(RuntimeError):
+class ClickHouseUnavailable(BackendUnavailable):
     """The database cannot be opened or reached; the message says why and what to do."""
 
 

@@ -26,6 +26,7 @@ by part and resumes after a restart. The sort key and partitioning are not chang
 from __future__ import annotations
 
 from service.clickhouse.connection import ClickHouse, quote_name
+from service.engine.interface import BackendUnavailable
 from service.store import schema
 
 LANDINGS = "landings"
@@ -151,7 +152,7 @@ def missing_tables(ch: ClickHouse) -> list[str]:
     return [table for table in _COLUMNS if table not in present]
 
 
-class SchemaMissing(RuntimeError):
+class SchemaMissing(BackendUnavailable):
     """The database lacks the service's tables."""
 
 

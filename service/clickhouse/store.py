@@ -36,12 +36,6 @@ class ClickHouseSnapshot:
     rows: Mapping[str, int] = dataclasses.field(default_factory=dict)  # per table (logs)
     first_event: datetime | None = None  # min ts over both tables (as EventFrames.first_event)
 
-    def event_counts(self):  # -> service.engine.clickhouse.cost.ClickHouseCounts
-        """What the /query cost bound counts, counted in SQL (engine/cost.py `counts_for`)."""
-        from service.engine.clickhouse.cost import ClickHouseCounts
-
-        return ClickHouseCounts(self)
-
 
 def load_snapshot(ch: ClickHouse, generation: int) -> ClickHouseSnapshot:
     versions: dict[str, dict[date, int]] = {}

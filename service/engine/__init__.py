@@ -1,29 +1,14 @@
-"""Query engine over the in-memory event store (polars): typed requests in, published frames out.
+"""The query engines: typed requests in, published frames out.
 
-`Engine` answers the seven endpoints; the request types it takes live in `service.engine.requests`
-and are re-exported here.
+- `interface`: the protocols every engine and its backend implement (`Snapshot`, `QueryEngine`,
+  `EventSource`, `Backend`);
+- what both engines share: the request types (`requests`), the measures and their publication
+  (`measures`, `ordering`, `geo_labels`), compare and intervals (`extras`, `compare`, `intervals`,
+  `shapes`, `noise_std`, `growth`) and the /query cost bound (`cost`);
+- `polars/`: the engine over the in-memory Parquet store, one module per endpoint (each also holds
+  that endpoint's publication stage, which the ClickHouse engine calls with its own cells);
+- `clickhouse/`: the engine over the ClickHouse tables (service/clickhouse/ holds the tables).
+
+Importing this package loads nothing: gunicorn's master imports service/backend.py, which names
+`interface`, and must not load polars before it forks.
 """
-
-from service.engine.engine import Engine
-from service.engine.requests import (
-    DomainTimeseries,
-    FlexibleQuery,
-    GeoHeat,
-    KeywordActivity,
-    KeywordTimeseries,
-    TopKeywords,
-    Trending,
-)
-from service.engine.slicing import time_slice
-
-__all__ = [
-    "DomainTimeseries",
-    "Engine",
-    "FlexibleQuery",
-    "GeoHeat",
-    "KeywordActivity",
-    "KeywordTimeseries",
-    "TopKeywords",
-    "Trending",
-    "time_slice",
-]

@@ -22,7 +22,7 @@ from collections.abc import Callable
 import polars as pl
 
 from service.engine.growth import beyond_noise, round_like_python
-from service.engine.noise import STD
+from service.engine.noise_std import STD
 from service.engine.shapes import RecordShape
 from service.periods import previous_bucket
 

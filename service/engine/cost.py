@@ -16,42 +16,34 @@ what a query's shape multiplies: `group_by: [city, domain, platform, page_contex
 
     cells <= min(events grouped, buckets x product of the grouped dimensions' value counts)
 
-- events grouped: counted exactly on the window (one vectorised pass over its rows; none when there are no filters and no grouped column has nulls);
+- events grouped: counted exactly on the window;
 - buckets: the time buckets that overlap the window (1 without `time`);
 - a dimension's value count: the values it takes in the window (on the days the window touches)
-  among the filter's values if it is filtered, from a per-snapshot index of each value's first and
-  last day (`CardinalityIndex`, from `store/day_spans.py`). Geographic levels are counted together, as the distinct
-  combinations the data holds (a city lies in one country: country x city counts the cities, not
-  their product).
+  among the filter's values if it is filtered. Geographic levels are counted together, as the
+  distinct combinations the data holds (a city lies in one country: country x city counts the
+  cities, not their product).
 
 Every term over-counts, never under-counts, so the bound holds for any data: a query is refused
-only if it could be that large. The index is built once per snapshot: by the web process when it
-loads the data (service/wsgi.py), else on the first estimate that needs it; an estimate then is
-cheap, and one without the index (the events alone settle it) needs none (figures:
-docs/benchmarks.md, "The cost of a /query").
+only if it could be that large. The bound is the same for both engines; the two counts come from
+the engine (`QueryEngine.counts`, an `EventCounts`): the polars engine counts on the in-memory
+frames with a per-snapshot index of each value's first and last day (engine/polars/counts.py), the
+ClickHouse engine in SQL with the same results (engine/clickhouse/counts.py), so the same query is
+refused, with the same explanation, whichever engine serves it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-import threading
-import weakref
 from collections.abc import Iterator, Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
-import polars as pl
-
-from service.engine.measures import key_guards
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
-from service.engine.slicing import time_slice
 from service.store import day_spans
-from service.store.reader import EventFrames
 from service.windows import BUCKETS, TimeRange, bucket_starts, window_range
 
 TIME = "time"
 NON_GEO = day_spans.NON_GEO
-FIRST, LAST = day_spans.FIRST, day_spans.LAST
 _COLUMN_FILTERS = {column: key for key, column in FILTER_COLUMNS.items()}  # event column -> filter key
 # Windows a narrower query may use, shortest last (as in endpoints.QUERY_WINDOWS).
 _WINDOWS = ("90d", "30d", "7d", "24h", "12h", "6h", "1h")
@@ -137,34 +129,6 @@ class QueryTooLarge(Exception):
         return head + " Narrow it with " + "; or ".join(options) + "."
 
 
-class CardinalityIndex:
-    """For each value of each dimension (and each combination of the geographic levels the data
-    holds), the first and last UTC day it occurs on (`day_spans`). A window's value count is then a
-    filter over a few thousand rows: the values whose span meets the window's days."""
-
-    def __init__(self, spans: Mapping[str, pl.DataFrame]) -> None:
-        self._tables: dict[str, pl.DataFrame] = {name: spans[name] for name in NON_GEO}
-        self._geo = spans[day_spans.GEO]
-
-    def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
-               filters: Mapping[str, tuple[str, ...]]) -> Factor:
-        """How many distinct values (combinations) of `dimensions`, all known (not null), occur on the
-        days [first, last] among the rows that pass the filters on these dimensions' table."""
-        geo = dimensions[0] in GEO_LEVELS
-        table = self._geo if geo else self._tables[dimensions[0]]
-        first, last = days
-        conditions = [pl.col(FIRST) <= last, pl.col(LAST) >= first]
-        conditions += [pl.col(d).is_not_null() for d in dimensions]
-        for key, values in filters.items():
-            column = FILTER_COLUMNS[key]
-            if column in table.columns:
-                conditions.append(pl.col(column).is_in(list(values)))
-        present = table.lazy().filter(conditions).select(dimensions)
-        if geo and len(dimensions) < len(GEO_LEVELS):
-            present = present.unique()
-        return Factor(dimensions, present.collect().height)
-
-
 def _days(window: TimeRange) -> tuple[int, int]:
     """Epoch days of the first and the last instant of the window."""
     epoch = dt.date(1970, 1, 1)
@@ -179,24 +143,6 @@ def _groups(group_by: tuple[str, ...]) -> list[tuple[str, ...]]:
     return groups + ([geo] if geo else [])
 
 
-_indexes: weakref.WeakKeyDictionary[EventFrames, CardinalityIndex] = weakref.WeakKeyDictionary()
-_indexes_lock = threading.Lock()
-
-
-def index_for(frames: EventFrames) -> CardinalityIndex:
-    """The snapshot's index, kept while the snapshot lives: from the spans the snapshot carries
-    (computed when it was landed), else built on first use. The web process asks for it when it
-    loads the data (service/wsgi.py), so a worker's first /query does not wait."""
-    index = _indexes.get(frames)
-    if index is None:
-        with _indexes_lock:
-            index = _indexes.get(frames)
-            if index is None:
-                spans = frames.spans if frames.spans is not None else day_spans.day_spans(frames.suppressions)
-                index = _indexes[frames] = CardinalityIndex(spans)
-    return index
-
-
 class EventCounts(Protocol):
     """The two counts a bound is made of, from whatever holds the events."""
 
@@ -205,39 +151,14 @@ class EventCounts(Protocol):
 
     def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
                filters: Mapping[str, tuple[str, ...]]) -> Factor:
-        """`CardinalityIndex.factor`."""
+        """How many distinct values (combinations) of `dimensions`, all known, occur on the epoch
+        days [first, last] among the rows that pass the filters on these dimensions' own columns."""
 
 
-class FrameCounts:
-    """EventCounts of an in-memory snapshot (the polars engine's)."""
-
-    def __init__(self, frames: EventFrames) -> None:
-        self.frames = frames
-
-    def grouped_rows(self, window: TimeRange, filters: Mapping[str, tuple[str, ...]], grouped: list[str]) -> int:
-        rows = time_slice(self.frames.suppressions, window)
-        conditions = [pl.col(FILTER_COLUMNS[key]).is_in(list(values)) for key, values in filters.items()]
-        conditions += key_guards(rows, grouped)
-        count = rows.select(pl.all_horizontal(conditions).sum()).item() if conditions else rows.height
-        return int(count or 0)
-
-    def factor(self, dimensions: tuple[str, ...], days: tuple[int, int],
-               filters: Mapping[str, tuple[str, ...]]) -> Factor:
-        return index_for(self.frames).factor(dimensions, days, filters)
-
-
-def counts_for(frames: Any) -> EventCounts:
-    """A snapshot's EventCounts: its own when it has them (a ClickHouse snapshot counts in SQL),
-    else those of the in-memory frames."""
-    own = getattr(frames, "event_counts", None)
-    return own() if own is not None else FrameCounts(frames)
-
-
-def estimate(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, enough: int | None = None) -> QueryCost:
+def estimate(counts: EventCounts, as_of: dt.datetime, req: FlexibleQuery, enough: int | None = None) -> QueryCost:
     """The bound on `req`'s cells. With `enough`: when the events alone show the cells are at most
     that, the dimensions are not counted (and no index is built)."""
     window = window_range(req.window, as_of)
-    counts = counts_for(frames)
     grouped = [d for d in req.group_by if d != TIME]
     count = counts.grouped_rows(window, req.filters, grouped)
     if not req.group_by:
@@ -255,20 +176,20 @@ def estimate(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, enough
     return QueryCost(cells=min(count, product), rows=count, buckets=buckets, bucket=bucket, factors=factors)
 
 
-def check(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> QueryCost:
+def check(counts: EventCounts, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> QueryCost:
     """The query's cost if it is within `max_cells`; else raises QueryTooLarge with narrowings."""
-    cost = estimate(frames, as_of, req, enough=max_cells)
+    cost = estimate(counts, as_of, req, enough=max_cells)
     if cost.cells <= max_cells:
         return cost
-    narrowings = tuple(_narrowings(frames, as_of, req, max_cells))
+    narrowings = tuple(_narrowings(counts, as_of, req, max_cells))
     largest = max(cost.factors, key=lambda f: f.values, default=None)
     raise QueryTooLarge(cost, max_cells, narrowings, largest)
 
 
-def _narrowings(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> Iterator[Narrowing]:
+def _narrowings(counts: EventCounts, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> Iterator[Narrowing]:
     """Single changes that fit: a coarser bucket, the longest shorter window, each dimension left out."""
     def fits(**change: object) -> int | None:
-        cells = estimate(frames, as_of, dataclasses.replace(req, **change), enough=max_cells).cells
+        cells = estimate(counts, as_of, dataclasses.replace(req, **change), enough=max_cells).cells
         return cells if cells <= max_cells else None
 
     if TIME in req.group_by and req.bucket in BUCKETS:

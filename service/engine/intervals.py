@@ -34,7 +34,7 @@ import math
 
 import polars as pl
 
-from service.engine.noise import STD
+from service.engine.noise_std import STD
 from service.engine.shapes import RecordShape
 from service.privacy import PrivacyParams
 

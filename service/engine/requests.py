@@ -93,3 +93,7 @@ class FlexibleQuery:
     format: str = "json"
     compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
     intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
+
+
+# Any request an engine takes: what `Endpoint.build` makes, one type per operation.
+Request = TopKeywords | KeywordTimeseries | DomainTimeseries | GeoHeat | Trending | KeywordActivity | FlexibleQuery

@@ -67,7 +67,7 @@ class PrivacyParams:
 
     def sensitivity(self, measure: str) -> float:
         """How much one user can move a measure with a fixed bound: 1 for distinct users;
-        keyword_count: each user brings at most keyword_rows_per_user rows (engine/geo_heat.py).
+        keyword_count: each user brings at most keyword_rows_per_user rows (engine/polars/geo_heat.py).
         Summed measures have a cap per cell instead (`cap_expr`)."""
         return {KEYWORD_COUNT: self.keyword_rows_per_user}.get(measure, 1)
 

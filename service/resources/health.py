@@ -9,7 +9,7 @@ import falcon
 
 from cache import Gate
 from service.accounts import AccountStore
-from service.store.reader import EventStore
+from service.engine.interface import EventSource
 
 log = logging.getLogger("signals.health")
 
@@ -25,7 +25,7 @@ class HealthResource:
 class ReadinessResource:
     auth_required = False
 
-    def __init__(self, store: EventStore, accounts: AccountStore, gate: Gate) -> None:
+    def __init__(self, store: EventSource, accounts: AccountStore, gate: Gate) -> None:
         self._store = store
         self._accounts = accounts
         self._gate = gate

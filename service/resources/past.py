@@ -6,18 +6,18 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
+from service.engine.interface import Snapshot
 from service.periods import window_delta
 from service.privacy import data_version
-from service.store.reader import EventFrames
 
 # How long an answer for a past as_of is kept. Its key names the data version of the dates it
 # covers (cache_entry.cache_key), so it is never stale; the time only bounds what is kept.
 PAST_AS_OF_SECONDS = 24 * 3600
 
 
-def first_event(frames: EventFrames) -> dt.datetime | None:
+def first_event(frames: Snapshot) -> dt.datetime | None:
     """The first event over both tables (None without data): where the earliest window may start.
-    Any engine's snapshot knows it (EventFrames, ClickHouseSnapshot)."""
+    Every engine's snapshot knows it (`Snapshot.first_event`)."""
     return frames.first_event
 
 
@@ -27,6 +27,6 @@ def covered_start(request: Any, as_of: dt.datetime) -> dt.datetime:
     return as_of - periods * window_delta(request.window)
 
 
-def past_data_version(frames: EventFrames, start: dt.datetime, end: dt.datetime) -> int:
+def past_data_version(frames: Snapshot, start: dt.datetime, end: dt.datetime) -> int:
     """The last generation that changed any date of [start, end), over both tables."""
     return max((data_version(versions, start, end) for versions in frames.versions.values()), default=0)

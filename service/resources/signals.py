@@ -35,8 +35,9 @@ from service.clock import Clock
 from service.deadline import DeadlineExceeded, time_limit
 from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
-from service.engine import Engine
 from service.engine import cost as query_cost
+from service.engine.interface import EventSource, QueryEngine, Snapshot
+from service.engine.requests import Request
 from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
 from service.etags import etag_for, if_none_match
 from service.flights import Busy, Flights
@@ -46,7 +47,6 @@ from service.render import csv_body, csv_filename, json_envelope
 from service.resources.json_body import read_json_body
 from service.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
 from service.stale import StaleAnswer, StalePolicy
-from service.store.reader import EventFrames, EventStore
 from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
 log = logging.getLogger("signals.resources")
@@ -64,10 +64,10 @@ class PreparedRequest:
     the response headers that follow from it."""
 
     problem: Problem | None = None
-    request: Any = None
-    generation: int = 0   # of the event frames the request was prepared for (it never holds frames)
-    as_of: Any = None     # the answer's as_of: the current one, or the requested earlier hour
-    current: Any = None   # the current as_of the request was prepared under (what a memoised one is checked by)
+    request: Request | None = None
+    generation: int = 0   # of the snapshot the request was prepared for (it never holds the snapshot)
+    as_of: dt.datetime | None = None    # the answer's as_of: the current one, or the requested earlier hour
+    current: dt.datetime | None = None  # the current as_of the request was prepared under (what a memoised one is checked by)
     key: str | None = None
     headers: tuple[tuple[str, str], ...] = ()
     ttl: int | None = None  # seconds to keep the computed body; None: until the next hour
@@ -85,7 +85,7 @@ class SignalsResource:
 
     rate_limited = True
 
-    def __init__(self, endpoint: Endpoint, engine: Engine, store: EventStore, clock: Clock, gate: Gate,
+    def __init__(self, endpoint: Endpoint, engine: QueryEngine, store: EventSource, clock: Clock, gate: Gate,
                  flights: Flights, *, cache_responses: bool = True, cache_variant: str = "",
                  decoded: DecodedEntries | None = None, query_max_cells: int | None = None,
                  deadline_seconds: float | None = None, wait_seconds: float | None = None,
@@ -111,7 +111,7 @@ class SignalsResource:
         # emptied when full. They hold no event frames: a memo that outlived an ingest must not
         # keep the previous generation's data in memory.
         self._prepared: dict[str, PreparedRequest] = {}
-        self._prepared_for: tuple[Any, int] | None = None  # the (as_of, generation) of the memo
+        self._prepared_for: tuple[dt.datetime, int] | None = None  # the (as_of, generation) of the memo
         self._as_of_memo: tuple | None = None  # (last event, hour start, hour end, as_of)
         self._first_memo: tuple[int, dt.datetime | None] | None = None  # (generation, first event)
         # Decoded hot bodies, shared by the app's resources (bounded by size).
@@ -140,7 +140,7 @@ class SignalsResource:
         self._as_of_memo = (last_event, hour, hour + HOUR, as_of)
         return as_of
 
-    def _memoised(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> PreparedRequest:
+    def _memoised(self, req: falcon.Request, frames: Snapshot, as_of: dt.datetime) -> PreparedRequest:
         if self._prepared_for != (as_of, frames.generation):
             self._prepared = {}
             self._prepared_for = (as_of, frames.generation)
@@ -157,7 +157,7 @@ class SignalsResource:
             memo[req.query_string] = prepared
         return prepared
 
-    def _prepare_now(self, req: falcon.Request, frames: EventFrames, as_of: Any) -> PreparedRequest:
+    def _prepare_now(self, req: falcon.Request, frames: Snapshot, as_of: dt.datetime) -> PreparedRequest:
         try:
             values = self._validated(req)
             current = as_of
@@ -187,7 +187,7 @@ class SignalsResource:
                                headers=headers, ttl=ttl, identity=identity, stale_ok=asked_as_of is None)
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
-                         frames: EventFrames) -> dt.datetime:
+                         frames: Snapshot) -> dt.datetime:
         """The as_of the answer is for: the current one, or the requested earlier hour (400 naming
         `as_of`, with the accepted range, when it is not accepted)."""
         if text is None:
@@ -198,13 +198,13 @@ class SignalsResource:
             error = FieldError("as_of", str(exc))
             raise Problem(400, summary([error]), errors=[error]) from None
 
-    def _check_previous_period(self, window: str, as_of: dt.datetime, frames: EventFrames) -> None:
+    def _check_previous_period(self, window: str, as_of: dt.datetime, frames: Snapshot) -> None:
         reason = previous_period_error(window, as_of, self._first_event(frames))
         if reason is not None:
             error = FieldError("compare", reason)
             raise Problem(400, summary([error]), errors=[error])
 
-    def _first_event(self, frames: EventFrames) -> dt.datetime | None:
+    def _first_event(self, frames: Snapshot) -> dt.datetime | None:
         """The data's first event (over both tables), remembered for the snapshot's generation."""
         known = self._first_memo
         if known is not None and known[0] == frames.generation:
@@ -287,7 +287,7 @@ class SignalsResource:
     def _ttl(self, prepared: PreparedRequest) -> int:
         return prepared.ttl or seconds_until_next_hour(self._clock.now())
 
-    def _computer(self, prepared: PreparedRequest, frames: EventFrames) -> Callable[[], CacheEntry]:
+    def _computer(self, prepared: PreparedRequest, frames: Snapshot) -> Callable[[], CacheEntry]:
         """The computation of a flight: the answer, and (for the current hour) its copy kept to be
         served stale while the next hour's answer computes."""
         def compute() -> CacheEntry:
@@ -298,14 +298,14 @@ class SignalsResource:
             return entry
         return compute
 
-    def _start(self, prepared: PreparedRequest, frames: EventFrames) -> None:
+    def _start(self, prepared: PreparedRequest, frames: Snapshot) -> None:
         """Start (or join) the computation of the current answer without waiting for it."""
         assert prepared.key is not None
         with contextlib.suppress(Busy):
             self._flights.start(prepared.key, self._computer(prepared, frames), endpoint=self.endpoint.name,
                                 ttl=self._ttl(prepared))
 
-    def precompute(self, prepared: PreparedRequest, frames: EventFrames, patience: float) -> bool:
+    def precompute(self, prepared: PreparedRequest, frames: Snapshot, patience: float) -> bool:
         """Make the answer of a prepared request ready in the cache (the precompute process);
         True when this call computed it, False when it was there or another computed it."""
         assert prepared.key is not None and prepared.problem is None
@@ -323,14 +323,15 @@ class SignalsResource:
         return self._stale.find(self._gate, prepared.identity, prepared.as_of, prepared.generation,
                                 req.get_header("Cache-Control"))
 
-    def _check_cost(self, prepared: PreparedRequest, frames: EventFrames) -> None:
+    def _check_cost(self, prepared: PreparedRequest, frames: Snapshot) -> None:
         """422 for a /query that could aggregate more cells than allowed, before any computing."""
         if self._max_cells is None:
             return
+        counts = self._engine.counts(frames)
         try:
-            query_cost.check(frames, prepared.as_of, prepared.request, self._max_cells)
+            query_cost.check(counts, prepared.as_of, prepared.request, self._max_cells)
             if prepared.request.compare:  # the period before is computed too
-                query_cost.check(frames, previous_as_of(prepared.request.window, prepared.as_of), prepared.request,
+                query_cost.check(counts, previous_as_of(prepared.request.window, prepared.as_of), prepared.request,
                                  self._max_cells)
         except query_cost.QueryTooLarge as exc:
             raise Problem(422, exc.detail(), extensions={
@@ -339,7 +340,7 @@ class SignalsResource:
                 "narrowings": [{"change": dict(n.change), "estimated_cells": n.cells} for n in exc.narrowings],
             }) from None
 
-    def _compute(self, prepared: PreparedRequest, frames: EventFrames) -> CacheEntry:
+    def _compute(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
         started = time.monotonic()
         try:
             with time_limit(self._deadline_seconds):
@@ -356,7 +357,7 @@ class SignalsResource:
                 headers={"Retry-After": str(RETRY_AFTER_TIMEOUT)}, kind=COMPUTATION_TIMEOUT,
             ) from None
 
-    def _computed(self, prepared: PreparedRequest, frames: EventFrames) -> CacheEntry:
+    def _computed(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
         request, as_of = prepared.request, prepared.as_of
         frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
         if getattr(request, "format", "json") == "csv":

@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from service.engine import Engine
 from service.engine import requests as rq
+from service.engine.interface import QueryEngine as Engine
 from service.store.reader import EventFrames
 from service.webhooks.webhook_store import WebhookStore
 from service.windows import compute_as_of

@@ -14,7 +14,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from service.clock import Clock, SystemClock
-from service.engine import Engine
+from service.engine.interface import QueryEngine as Engine
 from service.store.reader import EventStore
 from service.webhooks import delivery
 from service.webhooks.evaluate import RoundReport, TrendingMemo, evaluate

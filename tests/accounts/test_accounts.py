@@ -57,7 +57,7 @@ def store(accounts_url: str, clock: FixedClock) -> Iterator[AccountStore]:
 def all_stored_values(store: AccountStore) -> list[str]:
     """Every value of every row of every accounts table, as text."""
     values = []
-    with store.engine.connect() as connection:
+    with store.db_engine.connect() as connection:
         for table in metadata.sorted_tables:
             for row in connection.execute(sa.select(table)):
                 values.extend(str(value) for value in row)
@@ -152,7 +152,7 @@ def test_keys_are_stored_only_as_hashes(store: AccountStore, accounts_url: str) 
 def test_malformed_keys_never_reach_the_database(store: AccountStore) -> None:
     key, _ = store.create_key(Tier.ANALYST)
     statements: list[str] = []
-    sa.event.listen(store.engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
+    sa.event.listen(store.db_engine, "before_cursor_execute", lambda *args: statements.append(args[2]))
 
     assert store.authenticate(None) is AuthFailure.MISSING
     assert store.authenticate("") is AuthFailure.MISSING
@@ -218,9 +218,9 @@ def test_many_keys_are_judged_in_one_query(store: AccountStore, clock: FixedCloc
     def record(connection, cursor, statement, *rest) -> None:
         statements.append(statement)
 
-    sa.event.listen(store.engine, "before_cursor_execute", record)
+    sa.event.listen(store.db_engine, "before_cursor_execute", record)
     outcomes = store.authenticate_digests(list(digests.values()) + [digests["good"]])  # a repeat is harmless
-    sa.event.remove(store.engine, "before_cursor_execute", record)
+    sa.event.remove(store.db_engine, "before_cursor_execute", record)
 
     assert len([s for s in statements if "api_keys" in s]) == 1
     assert set(outcomes) == set(digests.values())
@@ -375,7 +375,7 @@ def test_ping_answers_false_when_the_database_is_gone(tmp_path: Path) -> None:
     accounts = AccountStore(f"sqlite:///{tmp_path / 'accounts.db'}")
     accounts.close()
     # Swap in an engine for a server that is not there, as after a database outage.
-    accounts.engine = sa.create_engine(
+    accounts.db_engine = sa.create_engine(
         "postgresql+psycopg://postgres@127.0.0.1:1/none", connect_args={"connect_timeout": 1}
     )
     assert accounts.ping() is False
@@ -384,7 +384,7 @@ def test_ping_answers_false_when_the_database_is_gone(tmp_path: Path) -> None:
 
 def test_sqlite_uses_wal_and_a_busy_timeout(tmp_path: Path) -> None:
     accounts = AccountStore(f"sqlite:///{tmp_path / 'accounts.db'}")
-    with accounts.engine.connect() as connection:
+    with accounts.db_engine.connect() as connection:
         assert connection.exec_driver_sql("PRAGMA journal_mode").scalar() == "wal"
         assert connection.exec_driver_sql("PRAGMA busy_timeout").scalar() >= 1000
         assert connection.exec_driver_sql("PRAGMA foreign_keys").scalar() == 1

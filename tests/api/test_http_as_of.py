@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 
 from service.clock import FixedClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_bucket
 from service.privacy import Privacy
 from service.resources.past import past_data_version

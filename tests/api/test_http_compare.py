@@ -24,7 +24,8 @@ from service.app import create_app
 from service.clock import FixedClock
 from service.demo.bursts import DEMO_BURSTS
 from service.demo.generate import generate_demo
-from service.engine import Engine, FlexibleQuery, GeoHeat, TopKeywords
+from service.engine.polars import PolarsEngine as Engine
+from service.engine.requests import FlexibleQuery, GeoHeat, TopKeywords
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore

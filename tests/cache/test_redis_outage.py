@@ -20,7 +20,7 @@ import pytest
 import cache
 from service.app import create_app
 from service.clock import FixedClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
@@ -47,6 +47,8 @@ class CountingEngine:
 
     def __getattr__(self, name):
         method = getattr(self._inner, name)
+        if name == "counts":  # what /query's cost bound counts, not a computation
+            return method
 
         def counted(*args, **kwargs):
             self.calls += 1

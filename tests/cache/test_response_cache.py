@@ -128,7 +128,7 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
 
     class CountingEngine:
         def __init__(self):
-            from service.engine import Engine
+            from service.engine.polars import PolarsEngine as Engine
             from service.privacy import Privacy
             self._inner = Engine(Privacy.exact())
 
@@ -170,7 +170,7 @@ class SlowEngine:
     """The real engine, slowed down; the first call can be made to fail."""
 
     def __init__(self, seconds: float, fail_first: bool = False) -> None:
-        from service.engine import Engine
+        from service.engine.polars import PolarsEngine as Engine
         from service.privacy import Privacy
         self._inner, self._seconds, self._fail_first, self.calls = Engine(Privacy.exact()), seconds, fail_first, 0
         self.started = threading.Event()  # set when the first computation begins (its lock taken)

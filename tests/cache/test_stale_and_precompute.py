@@ -13,7 +13,7 @@ import pytest
 import cache
 from service.app import create_app, signals_resources
 from service.clock import FixedClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.precompute import Precompute
 from service.privacy import Privacy
 from service.settings import Settings

@@ -15,12 +15,12 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from service.clickhouse.store import load_snapshot
-from service.engine import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords, Trending
 from service.engine.clickhouse import dictionaries, keywords
 from service.engine.clickhouse.cells import Key, Query, cells, dimension
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, cell_contributions
-from service.engine.trending import _both_periods
+from service.engine.polars.trending import _both_periods
+from service.engine.requests import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords, Trending
 from service.privacy import Contributions, Privacy, PrivacyParams
 from service.store import schema
 from service.store.reader import build_frames

@@ -157,7 +157,7 @@ def test_webhook_alerts_are_the_same(stores) -> None:
     from types import SimpleNamespace
 
     from service.app import privacy_params
-    from service.backend import engine as build_engine
+    from service.backend import choose
     from service.privacy import Privacy
     from service.webhooks.evaluate import evaluate
 
@@ -179,7 +179,7 @@ def test_webhook_alerts_are_the_same(stores) -> None:
         settings = Settings(data_dir=data_dir, secret=SECRET, privacy_min_users=3, engine=kind,
                             clickhouse_url="chdb://unused")
         outbox = Outbox()
-        evaluate(outbox, build_engine(settings, Privacy(SECRET, privacy_params(settings))), store.snapshot(), NOW,
+        evaluate(outbox, choose(settings).engine(Privacy(SECRET, privacy_params(settings))), store.snapshot(), NOW,
                  hooks=hooks)
         queued[kind] = outbox.payloads
     assert queued["polars"] == queued["clickhouse"]

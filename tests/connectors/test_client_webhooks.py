@@ -103,7 +103,7 @@ def test_a_test_delivery_is_signed_and_logged(connect, accounts):
         created = api.create_webhook(url=rec.url, **FIELDS)
         queued = api.test_webhook(created["id"])
         assert queued["attempt"] is None and rec.received == []  # the worker process sends it
-        Worker(None, WebhookStore(accounts.engine, FixedClock(NOW)), None, clock=FixedClock(NOW),
+        Worker(None, WebhookStore(accounts.db_engine, FixedClock(NOW)), None, clock=FixedClock(NOW),
                allow_private=True).deliver_due()
         (got,) = rec.wait_for(1)
     assert got.headers["webhook-id"] == queued["delivery_id"]

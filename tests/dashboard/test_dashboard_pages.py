@@ -137,7 +137,7 @@ def relabelled_api(monkeypatch, fixture_data_dir, fixture_store, accounts):
     from cache import LocalGate
     from service.app import create_app
     from service.clock import FixedClock
-    from service.engine import Engine
+    from service.engine.polars import PolarsEngine as Engine
     from service.privacy import Privacy
     from service.settings import Settings
     from tests.support.fixture_data import FIXTURE_NOW

@@ -10,7 +10,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import service.geo
-from service.engine import GeoHeat
+from service.engine.requests import GeoHeat
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from service.windows import window_range

@@ -9,7 +9,7 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
-from service.engine import (
+from service.engine.requests import (
     DomainTimeseries,
     FlexibleQuery,
     GeoHeat,

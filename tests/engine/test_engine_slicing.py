@@ -6,7 +6,7 @@ import datetime as dt
 
 import pytest
 
-from service.engine import time_slice
+from service.engine.polars.slicing import time_slice
 from service.windows import TimeRange, window_range
 from tests.support import fixture_data as fx
 

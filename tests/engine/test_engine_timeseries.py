@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import DomainTimeseries, KeywordTimeseries
+from service.engine.requests import DomainTimeseries, KeywordTimeseries
 from service.privacy import Privacy
 from service.windows import bucket_start, bucket_starts, window_range
 from tests.support import fixture_data as fx

@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import TopKeywords
+from service.engine.requests import TopKeywords
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from service.windows import window_range

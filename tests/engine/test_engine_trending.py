@@ -9,7 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import Trending
+from service.engine.requests import Trending
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from service.windows import TimeRange, trending_periods

@@ -9,8 +9,8 @@ import random
 import polars as pl
 import pytest
 
-from service.engine import Trending
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z, with_growth_lower_bound
+from service.engine.requests import Trending
 from service.privacy import Privacy
 from service.store.reader import build_frames
 from tests.support import fixture_data as fx

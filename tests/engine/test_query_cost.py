@@ -18,12 +18,14 @@ from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
 from service.deadline import DeadlineExceeded, time_limit
-from service.engine import Engine, FlexibleQuery
 from service.engine import cost as query_cost
 from service.engine.cost import QueryTooLarge
 from service.engine.measures import bucket_key, key_guards
-from service.engine.requests import FILTER_COLUMNS
-from service.engine.slicing import time_slice
+from service.engine.polars import PolarsEngine as Engine
+from service.engine.polars import counts as frame_counts
+from service.engine.polars.counts import FrameCounts
+from service.engine.polars.slicing import time_slice
+from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
 from service.openapi import build_openapi
 from service.privacy import Privacy
 from service.settings import QUERY_MAX_CELLS, Settings, SettingsError
@@ -71,7 +73,7 @@ def synthetic_frames(events: int = EVENTS, *, end: dt.datetime = AS_OF, days: in
 @pytest.fixture(scope="module")
 def big() -> EventFrames:
     frames = synthetic_frames()
-    query_cost.index_for(frames)  # as the web process does when it loads the data (service/wsgi.py)
+    frame_counts.index_for(frames)  # as the web process does when it loads the data (service/backend.py)
     return frames
 
 
@@ -127,7 +129,7 @@ def test_the_estimate_is_an_upper_bound_of_the_cells_for_random_queries():
     tight = 0
     for body in random_bodies(rng, 300):
         req = request(body)
-        estimate = query_cost.estimate(frames, AS_OF, req)
+        estimate = query_cost.estimate(FrameCounts(frames), AS_OF, req)
         true = true_cells(frames, AS_OF, req)
         assert estimate.cells >= true, (body, estimate, true)
         tight += estimate.cells == true
@@ -136,22 +138,22 @@ def test_the_estimate_is_an_upper_bound_of_the_cells_for_random_queries():
 
 def test_geographic_levels_are_counted_as_the_combinations_that_occur(big):
     frames, as_of = big, AS_OF
-    cities = query_cost.estimate(frames, as_of, request({"window": "90d", "group_by": ["city"]}))
-    geo = query_cost.estimate(frames, as_of, request({"window": "90d", "group_by": ["country", "region", "city"]}))
+    cities = query_cost.estimate(FrameCounts(frames), as_of, request({"window": "90d", "group_by": ["city"]}))
+    geo = query_cost.estimate(FrameCounts(frames), as_of, request({"window": "90d", "group_by": ["country", "region", "city"]}))
     assert cities.cells == geo.cells == 20_000  # not 50 x 500 x 20,000
-    us = query_cost.estimate(frames, as_of, request({"window": "90d", "group_by": ["region", "keyword"],
+    us = query_cost.estimate(FrameCounts(frames), as_of, request({"window": "90d", "group_by": ["region", "keyword"],
                                                      "filters": {"countries": ["C7"]}}))
     assert us.factors[-1].values == 10 and us.cells == 10 * 1_500  # C7's 10 regions x the keywords
 
 
 def test_the_estimate_counts_buckets_values_and_events(big):
-    cost = query_cost.estimate(big, AS_OF, request({"window": "30d", "group_by": ["keyword", "time"], "bucket": "day"}))
+    cost = query_cost.estimate(FrameCounts(big), AS_OF, request({"window": "30d", "group_by": ["keyword", "time"], "bucket": "day"}))
     assert cost.buckets == 31 and [f.values for f in cost.factors] == [1_500] and cost.cells == 46_500  # 12:00 to 12:00
-    cost = query_cost.estimate(big, AS_OF, request(HEAVY))
+    cost = query_cost.estimate(FrameCounts(big), AS_OF, request(HEAVY))
     assert cost.rows == EVENTS and cost.cells == EVENTS  # 2,160 x 20,000 x 80 x 7 x 7 is far more
-    filtered = query_cost.estimate(big, AS_OF, request({**HEAVY, "filters": {"keywords": ["kw1", "kw2"]}}))
+    filtered = query_cost.estimate(FrameCounts(big), AS_OF, request({**HEAVY, "filters": {"keywords": ["kw1", "kw2"]}}))
     assert filtered.rows == filtered.cells == 1_600  # the events matched bound it
-    assert query_cost.estimate(big, AS_OF, request({"window": "90d"})).cells == 1  # one row of totals
+    assert query_cost.estimate(FrameCounts(big), AS_OF, request({"window": "90d"})).cells == 1  # one row of totals
 
 
 def test_the_estimate_reads_the_snapshots_index_not_its_events(big, monkeypatch):
@@ -160,18 +162,18 @@ def test_the_estimate_reads_the_snapshots_index_not_its_events(big, monkeypatch)
     in bench/bench_query_cost.py."""
     built, counted = [], []
     monkeypatch.setattr(query_cost.day_spans, "day_spans", lambda *a, **k: built.append(1))
-    real_factor = query_cost.CardinalityIndex.factor
-    monkeypatch.setattr(query_cost.CardinalityIndex, "factor",
+    real_factor = frame_counts.CardinalityIndex.factor
+    monkeypatch.setattr(frame_counts.CardinalityIndex, "factor",
                         lambda self, *a, **k: counted.append(a[0]) or real_factor(self, *a, **k))
     for _ in range(3):
-        assert query_cost.estimate(big, AS_OF, request(HEAVY)).cells == EVENTS
+        assert query_cost.estimate(FrameCounts(big), AS_OF, request(HEAVY)).cells == EVENTS
     assert built == [] and len(counted) == 3 * len(query_cost._groups(request(HEAVY).group_by))
 
 
 def test_narrowings_fit_and_are_single_changes(big):
     body = {"window": "90d", "group_by": ["keyword", "time"], "bucket": "hour"}  # 1,500 x 2,160 = 3.2M
     with pytest.raises(QueryTooLarge) as refused:
-        query_cost.check(big, AS_OF, request(body), 1_000_000)
+        query_cost.check(FrameCounts(big), AS_OF, request(body), 1_000_000)
     exc = refused.value
     assert exc.cost.cells == min(EVENTS, 1_500 * 2_160) and exc.max_cells == 1_000_000
     changes = [dict(n.change) for n in exc.narrowings]
@@ -179,7 +181,7 @@ def test_narrowings_fit_and_are_single_changes(big):
     assert {"window": "30d"} in changes  # the longest shorter window that fits: 400,000 events
     for narrowing in exc.narrowings:
         changed = request({**body, **narrowing.change})
-        assert query_cost.estimate(big, AS_OF, changed).cells == narrowing.cells <= 1_000_000
+        assert query_cost.estimate(FrameCounts(big), AS_OF, changed).cells == narrowing.cells <= 1_000_000
 
 
 # -- over HTTP ------------------------------------------------------------------------------------

@@ -11,7 +11,8 @@ import random
 import polars as pl
 import pytest
 
-from service.engine import Engine, FlexibleQuery, GeoHeat, TopKeywords
+from service.engine.polars import PolarsEngine as Engine
+from service.engine.requests import FlexibleQuery, GeoHeat, TopKeywords
 from service.privacy import Privacy, PrivacyParams
 from service.store.reader import build_frames
 from tests.support import fixture_data as fx
@@ -136,7 +137,7 @@ def test_geo_heat_keyword_count_keeps_its_fixed_bound():
 def test_an_action_below_k_does_not_blank_the_other_actions_of_its_keyword():
     """Keyword activity: adds by 50 users, edits by 3. The edits count is suppressed (shown 0);
     the adds must still be the capped sum of the 50 users' adds (noise made negligible)."""
-    from service.engine import KeywordActivity
+    from service.engine.requests import KeywordActivity
 
     template = fx.keyword_change_rows()[0]
     rows = [{**template, "keyword": "solo topic", "user_id": 5_000 + i, "action": "add",

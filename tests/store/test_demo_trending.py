@@ -9,7 +9,8 @@ import pytest
 
 from service.app import privacy_params
 from service.demo.bursts import DEMO_BURSTS
-from service.engine import Engine, Trending
+from service.engine.polars import PolarsEngine as Engine
+from service.engine.requests import Trending
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import cost
+from service.engine.polars import counts
 from service.store import day_spans, layout, reader, schema, snapshot, writer
 from tests.support import fixture_data as fx
 from tests.support import process_memory
@@ -122,7 +122,7 @@ def test_a_replaced_snapshot_stays_readable_by_who_holds_it(tmp_path: Path) -> N
     write_events(tmp_path, schema.SUPPRESSIONS, _late("later", 11, 9))
     assert not snapshot.snapshot_dir(tmp_path, 1).exists()  # removed once generation 2 was published
     assert_frame_equal(_canonical(held.suppressions, schema.SUPPRESSIONS), expected)  # still mapped
-    assert cost.index_for(held) is not None
+    assert counts.index_for(held) is not None
     assert store.snapshot().generation == 2
 
 

@@ -14,7 +14,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.engine.requests import (
     DomainTimeseries,
     FlexibleQuery,

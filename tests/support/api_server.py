@@ -19,7 +19,7 @@ from cache import LocalGate
 from service.accounts import AccountStore
 from service.app import create_app
 from service.clock import FixedClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore

@@ -12,8 +12,8 @@ import sys
 
 from service.clickhouse.connection import ClickHouse
 from service.clickhouse.store import ClickHouseStore
-from service.engine import FlexibleQuery, GeoHeat, TopKeywords, Trending
 from service.engine.clickhouse import ClickHouseEngine
+from service.engine.requests import FlexibleQuery, GeoHeat, TopKeywords, Trending
 from service.privacy import Privacy
 from service.windows import hour_end
 

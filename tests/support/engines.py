@@ -18,8 +18,8 @@ import polars as pl
 from service.clickhouse import schema as ch_schema
 from service.clickhouse.connection import ClickHouse
 from service.clickhouse.store import ClickHouseSnapshot, load_snapshot
-from service.engine import Engine as PolarsEngine
 from service.engine.clickhouse import ClickHouseEngine
+from service.engine.polars import PolarsEngine
 from service.privacy import Privacy
 from service.store import schema
 from service.store.reader import EventFrames

@@ -8,8 +8,7 @@ import random
 
 import polars as pl
 
-from service.engine import FlexibleQuery
-from service.engine.requests import GROUP_BY_DIMENSIONS
+from service.engine.requests import GROUP_BY_DIMENSIONS, FlexibleQuery
 from service.store import schema
 from service.store.reader import EventFrames, build_frames
 

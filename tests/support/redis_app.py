@@ -12,7 +12,7 @@ import cache
 from service.accounts import AccountStore
 from service.app import create_app
 from service.clock import Clock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore

@@ -41,7 +41,7 @@ def _headers(accounts: AccountStore, tier: Tier = Tier.OBSERVER) -> dict[str, st
 
 def _deliver_queued(accounts: AccountStore) -> int:
     """What the worker process does each second: attempt every delivery that is due."""
-    worker = Worker(None, WebhookStore(accounts.engine, FixedClock(NOW)), None, clock=FixedClock(NOW),
+    worker = Worker(None, WebhookStore(accounts.db_engine, FixedClock(NOW)), None, clock=FixedClock(NOW),
                     allow_private=True, threads=1)  # one thread: attempted (and so listed) in queue order
     return worker.deliver_due()
 

@@ -25,7 +25,7 @@ from service.accounts import AccountStore
 from service.accounts.tables import webhook_deliveries
 from service.app import create_app, privacy_params
 from service.clock import FixedClock, SystemClock
-from service.engine import Engine
+from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
@@ -73,7 +73,7 @@ def exact_setup(accounts, fixture_data_dir, fixture_store):
     clock = FixedClock(FIXTURE_NOW)
     engine = Engine(Privacy.exact())
     client, headers = _api(accounts, fixture_data_dir, fixture_store, clock, engine)
-    worker = Worker(fixture_store, WebhookStore(accounts.engine, clock), engine, clock=clock, allow_private=True)
+    worker = Worker(fixture_store, WebhookStore(accounts.db_engine, clock), engine, clock=clock, allow_private=True)
     return client, headers, worker, clock
 
 
@@ -87,7 +87,7 @@ def test_alert_equals_trending_and_verifies(sqlite_accounts, default_demo_dir):
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
     store = EventStore(default_demo_dir)
     client, headers = _api(sqlite_accounts, default_demo_dir, store, SystemClock(), engine)
-    worker = Worker(store, WebhookStore(sqlite_accounts.engine), engine, allow_private=True)
+    worker = Worker(store, WebhookStore(sqlite_accounts.db_engine), engine, allow_private=True)
     with receiver(Answer(200)) as rec:
         hooks = [_create(client, headers, rec.url, window=w, dimension=d, metric=m, threshold_pct=t)
                  for w, d, m, t in [("24h", "keyword", "suppressions", 1), ("7d", "domain", "events", 5),
@@ -317,14 +317,14 @@ def test_three_worker_processes_one_delivery_per_cooldown(accounts, accounts_url
     alerted = [json.loads(g.body)["webhook_id"] for g in got]
     assert alerted, "the demo data should alert"
     assert len(alerted) == len(set(alerted)) <= len(hooks)
-    with accounts.engine.connect() as c:
+    with accounts.db_engine.connect() as c:
         assert c.execute(sa.select(sa.func.count()).select_from(webhook_deliveries)).scalar_one() == len(alerted)
 
 
 @pytest.mark.process
 def test_worker_killed_mid_queue_loses_nothing(accounts, accounts_url, fixture_data_dir, fixture_store):
     clock = SystemClock()
-    store = WebhookStore(accounts.engine, clock)
+    store = WebhookStore(accounts.db_engine, clock)
     client, headers = _api(accounts, fixture_data_dir, fixture_store, clock, Engine(Privacy.exact()))
     with receiver(Answer(200, delay=1.5)) as slow:
         hook = _create(client, headers, slow.url)
@@ -346,11 +346,11 @@ def test_worker_killed_mid_queue_loses_nothing(accounts, accounts_url, fixture_d
     with receiver(Answer(200)) as fast:
         store.engine.dispose()
         client.simulate_patch(f"{BASE}/{hook['id']}", headers=headers, json={"url": fast.url})
-        Worker(fixture_store, WebhookStore(accounts.engine, later), Engine(Privacy.exact()), clock=later,
+        Worker(fixture_store, WebhookStore(accounts.db_engine, later), Engine(Privacy.exact()), clock=later,
                allow_private=True).deliver_due()
         delivered = {g.headers["webhook-id"] for g in fast.received} | {g.headers["webhook-id"] for g in slow.received}
     assert set(ids) <= delivered
-    with accounts.engine.connect() as c:
+    with accounts.db_engine.connect() as c:
         statuses = c.execute(sa.select(webhook_deliveries.c.status)).scalars().all()
     assert statuses == ["succeeded"] * len(ids)
 

@@ -29,6 +29,7 @@ from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse import dictionaries
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
+from service.engine.requests import FILTER_COLUMNS
 from service.privacy import PILOT, Contributions, PrivacyParams
 from service.windows import TimeRange
 
@@ -56,6 +57,17 @@ def time_literal(moment: dt.datetime) -> str:
 
 def in_range(time_range: TimeRange) -> str:
     return f"ts >= {time_literal(time_range.start)} AND ts < {time_literal(time_range.end)}"
+
+
+def filter_conditions(filters: Mapping[str, tuple[str, ...]]) -> tuple[list[str], dict[str, object]]:
+    """One condition per /query filter key (all must hold), each true for any of its values
+    (bound as parameters, never spliced into the SQL)."""
+    where: list[str] = []
+    parameters: dict[str, object] = {}
+    for index, (key, values) in enumerate(filters.items()):
+        where.append(f"{FILTER_COLUMNS[key]} IN {{f{index}:Array(String)}}")
+        parameters[f"f{index}"] = list(values)
+    return where, parameters
 
 
 @dataclasses.dataclass(frozen=True)

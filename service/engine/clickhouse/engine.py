@@ -1,5 +1,5 @@
-"""The engine on ClickHouse: the same interface as `service.engine.Engine`, with a
-`ClickHouseSnapshot` where the polars engine takes `EventFrames`.
+"""The engine on ClickHouse: `service.engine.interface.QueryEngine` over a `ClickHouseSnapshot`
+(service/clickhouse/store.py), where the polars engine takes `EventFrames`.
 
 ClickHouse computes what grows with the events (scanning, the per-user stage, the per-cell stage:
 `cells.Query`, one round trip per endpoint); polars and the shared publication stage of each endpoint
@@ -10,7 +10,6 @@ noise and the same rows come out, byte for byte, as from the polars engine.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 from typing import cast
 
 import polars as pl
@@ -23,17 +22,22 @@ from service.engine.clickhouse.cells import (
     bucket_sql,
     cells,
     dimension,
+    filter_conditions,
     time_literal,
 )
 from service.engine.clickhouse.contributions import HeavyTotals
+from service.engine.clickhouse.counts import ClickHouseCounts
 from service.engine.clickhouse.keywords import first_keywords
-from service.engine.engine import Engine
-from service.engine.flexible_query import TIME, publish_query
-from service.engine.geo_heat import KEYWORD_COUNT, publish_geo_heat
-from service.engine.keyword_activity import _ACTION_COUNTS, publish_keyword_activity
+from service.engine.extras import records
+from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS
+from service.engine.polars.flexible_query import TIME, publish_query
+from service.engine.polars.geo_heat import KEYWORD_COUNT, publish_geo_heat
+from service.engine.polars.keyword_activity import ACTION_COUNTS, publish_keyword_activity
+from service.engine.polars.timeseries import publish_timeseries
+from service.engine.polars.top_keywords import publish_top_keywords
+from service.engine.polars.trending import BASELINE, RECENT, publish_trending
 from service.engine.requests import (
-    FILTER_COLUMNS,
     DomainTimeseries,
     FlexibleQuery,
     GeoHeat,
@@ -42,9 +46,6 @@ from service.engine.requests import (
     TopKeywords,
     Trending,
 )
-from service.engine.timeseries import publish_timeseries
-from service.engine.top_keywords import publish_top_keywords
-from service.engine.trending import BASELINE, RECENT, publish_trending
 from service.privacy import PILOT, Privacy
 from service.store import schema
 from service.windows import TimeRange, trending_periods, window_range
@@ -52,32 +53,41 @@ from service.windows import TimeRange, trending_periods, window_range
 RECENT_KEY = "_recent"
 
 
-class ClickHouseEngine(Engine):
-    """The polars engine's interface and its compare/intervals handling (`Engine._records`), with
-    each endpoint's cells computed in ClickHouse."""
+class ClickHouseEngine:
+    """Each endpoint's cells computed in ClickHouse; compare and intervals as the polars engine adds
+    them (engine/extras.py)."""
+
+    def __init__(self, privacy: Privacy, trending_confidence: float = CONFIDENCE_Z) -> None:
+        """`trending_confidence`: as the polars engine's (engine/growth.py)."""
+        self.privacy = privacy
+        self.trending_confidence = trending_confidence
 
     def top_keywords(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: TopKeywords) -> pl.DataFrame:
-        return self._records(self._top_keywords, "top_keywords", snapshot, as_of, req)
+        return records(self._top_keywords, "top_keywords", snapshot, as_of, req, self.privacy)
 
     def keyword_timeseries(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime,
                            req: KeywordTimeseries) -> pl.DataFrame:
-        return self._records(self._keyword_timeseries, "keyword_timeseries", snapshot, as_of, req)
+        return records(self._keyword_timeseries, "keyword_timeseries", snapshot, as_of, req, self.privacy)
 
     def domain_timeseries(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime,
                           req: DomainTimeseries) -> pl.DataFrame:
-        return self._records(self._domain_timeseries, "domain_timeseries", snapshot, as_of, req)
+        return records(self._domain_timeseries, "domain_timeseries", snapshot, as_of, req, self.privacy)
 
     def geo_heat(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: GeoHeat) -> pl.DataFrame:
-        return self._records(self._geo_heat, "geo_heat", snapshot, as_of, req)
+        return records(self._geo_heat, "geo_heat", snapshot, as_of, req, self.privacy)
 
     def keyword_activity(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: KeywordActivity) -> pl.DataFrame:
-        return self._records(self._keyword_activity, "keyword_activity", snapshot, as_of, req)
+        return records(self._keyword_activity, "keyword_activity", snapshot, as_of, req, self.privacy)
 
     def query(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: FlexibleQuery) -> pl.DataFrame:
-        return self._records(self._query, "query", snapshot, as_of, req)
+        return records(self._query, "query", snapshot, as_of, req, self.privacy)
+
+    def counts(self, snapshot: ClickHouseSnapshot) -> ClickHouseCounts:
+        """The /query cost bound's counts, in SQL."""
+        return ClickHouseCounts(snapshot)
 
     # Each endpoint's records (with `noise`, each count's noise standard deviation too), in the
-    # signature Engine._records calls: (snapshot, as_of, request, privacy, noise=).
+    # signature engine/extras.py `records` calls: (snapshot, as_of, request, privacy, noise=).
 
     def _top_keywords(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: TopKeywords, privacy: Privacy,
                       noise: bool = False) -> pl.DataFrame:
@@ -108,7 +118,7 @@ class ClickHouseEngine(Engine):
         window = window_range(req.window, as_of)
         level = req.level
         # Each user's first keyword_rows_per_user rows (by time) bring their keywords, as in the
-        # polars engine (engine/geo_heat.py): distinct keywords counted over those (keywords.py).
+        # polars engine (engine/polars/geo_heat.py): distinct keywords counted over those (keywords.py).
         keywords = first_keywords(snapshot, self.privacy.params.keyword_rows_per_user)
         query = Query(
             schema.SUPPRESSIONS, [dimension(level, not_null=True)], window, where=[f"isNotNull({level})"],
@@ -130,8 +140,8 @@ class ClickHouseEngine(Engine):
         found, contributions = cells(snapshot, query, self.privacy.params)
         recent = self._period(found, req, True, RECENT)
         baseline = self._period(found, req, False, BASELINE)
-        # Both periods' contributions (`trending._both_periods`' shape): the period key split into
-        # a column per period.
+        # Both periods' contributions (the shape polars' trending joins them in): the period key
+        # split into a column per period.
         both = None if req.metric == UNIQUE_USERS else \
             cast(HeavyTotals, contributions).split(RECENT_KEY, {RECENT: 1, BASELINE: 0}, req.metric)
         return publish_trending(recent, baseline, both, snapshot.versions, as_of, req, self.privacy,
@@ -139,7 +149,7 @@ class ClickHouseEngine(Engine):
 
     @staticmethod
     def _period(found: pl.DataFrame, req: Trending, recent: bool, name: str) -> pl.DataFrame:
-        """One period's cells in trending's `_period_cells` shape."""
+        """One period's cells in the shape `publish_trending` takes."""
         dim = req.dimension
         rows = found.filter(pl.col(RECENT_KEY) == int(recent))
         users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
@@ -150,9 +160,9 @@ class ClickHouseEngine(Engine):
     def _keyword_activity(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, req: KeywordActivity,
                           privacy: Privacy, noise: bool = False) -> pl.DataFrame:
         window = window_range(req.window, as_of)
-        measures = {name: f"toInt64(countIf(action = '{action}'))" for name, action in _ACTION_COUNTS.items()}
+        measures = {name: f"toInt64(countIf(action = '{action}'))" for name, action in ACTION_COUNTS.items()}
         query = Query(schema.KEYWORD_CHANGES, [dimension("keyword")], window, measures=measures,
-                      per_cell_extra=[f"toInt64(countIf(_m_{name} > 0)) AS {name}_users" for name in _ACTION_COUNTS])
+                      per_cell_extra=[f"toInt64(countIf(_m_{name} > 0)) AS {name}_users" for name in ACTION_COUNTS])
         found, contributions = cells(snapshot, query, self.privacy.params)
         return publish_keyword_activity(found, contributions, window, snapshot.versions, req, self.privacy, noise)
 
@@ -174,14 +184,3 @@ class ClickHouseEngine(Engine):
         found, contributions = cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters),
                                      self.privacy.params)
         return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise)
-
-
-def filter_conditions(filters: Mapping[str, tuple[str, ...]]) -> tuple[list[str], dict[str, object]]:
-    """One condition per /query filter key (all must hold), each true for any of its values
-    (bound as parameters, never spliced into the SQL)."""
-    where: list[str] = []
-    parameters: dict[str, object] = {}
-    for index, (key, values) in enumerate(filters.items()):
-        where.append(f"{FILTER_COLUMNS[key]} IN {{f{index}:Array(String)}}")
-        parameters[f"f{index}"] = list(values)
-    return where, parameters

@@ -1,6 +1,6 @@
 """Geo-heat's keyword count in SQL: the distinct keywords among each user's first rows in a unit.
 
-As in the polars engine (engine/geo_heat.py), each user brings the keywords of their first
+As in the polars engine (engine/polars/geo_heat.py), each user brings the keywords of their first
 `keyword_rows_per_user` rows (by time) in the unit and window, so that one person moves the count
 by at most that much. Keeping a user's first N rows needs no array sort: `groupArraySorted(N)` over
 one number per row keeps the N smallest as the rows go by, and the number packs the row's time

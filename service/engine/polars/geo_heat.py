@@ -9,9 +9,9 @@ import polars as pl
 
 from service.engine.geo_labels import label_series
 from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, key_guards, published
-from service.engine.noise import std_columns
+from service.engine.noise_std import std_columns
+from service.engine.polars.slicing import time_slice
 from service.engine.requests import GeoHeat
-from service.engine.slicing import time_slice
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames

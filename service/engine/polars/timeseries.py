@@ -23,9 +23,9 @@ from service.engine.measures import (
     published,
     zero_filled,
 )
-from service.engine.noise import std_columns
+from service.engine.noise_std import std_columns
+from service.engine.polars.slicing import time_slice
 from service.engine.requests import DomainTimeseries, KeywordTimeseries
-from service.engine.slicing import time_slice
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames

@@ -8,10 +8,10 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, published
-from service.engine.noise import std_columns
+from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
+from service.engine.polars.slicing import time_slice
 from service.engine.requests import TopKeywords
-from service.engine.slicing import time_slice
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames

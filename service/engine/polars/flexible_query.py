@@ -14,10 +14,10 @@ import polars as pl
 
 from service.engine.geo_labels import label_series
 from service.engine.measures import CELL_MEASURES, as_strings, bucket_key, cell_contributions, key_guards, published
-from service.engine.noise import std_columns
+from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
+from service.engine.polars.slicing import bucket_parts, time_slice
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
-from service.engine.slicing import bucket_parts, time_slice
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.store.reader import EventFrames

@@ -12,8 +12,7 @@ import datetime as dt
 from collections.abc import Mapping
 
 from service.clickhouse.store import ClickHouseSnapshot
-from service.engine.clickhouse.cells import in_range
-from service.engine.clickhouse.engine import filter_conditions
+from service.engine.clickhouse.cells import filter_conditions, in_range
 from service.engine.cost import Factor
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS
 from service.store import schema
@@ -27,6 +26,8 @@ def _day(epoch_day: int) -> str:
 
 
 class ClickHouseCounts:
+    """EventCounts of a ClickHouse snapshot (the ClickHouse engine's)."""
+
     def __init__(self, snapshot: ClickHouseSnapshot) -> None:
         self.snapshot = snapshot
 

@@ -8,17 +8,17 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.engine.measures import EVENTS, TOTAL, UNIQUE_USERS, as_strings
-from service.engine.noise import std_columns
+from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
+from service.engine.polars.slicing import time_slice
 from service.engine.requests import KeywordActivity
-from service.engine.slicing import time_slice
 from service.privacy import PILOT, CellContext, Contributions, Privacy, Published, reachable_rows
 from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import TimeRange, window_range
 
 ADDS, REMOVES, EDITS = "adds", "removes", "edits"
-_ACTION_COUNTS = {ADDS: "add", REMOVES: "remove", EDITS: "edit"}
+ACTION_COUNTS = {ADDS: "add", REMOVES: "remove", EDITS: "edit"}  # count -> the action it counts (both engines)
 
 # type -> the count that selects and orders keywords (only keywords where it is > 0);
 # `all` keeps every keyword and orders by total_events.
@@ -37,26 +37,26 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
         time_slice(frames.keyword_changes, window)
         .lazy()
         .group_by("keyword", "user_id")
-        .agg((pl.col("action") == action).sum().cast(pl.Int64).alias(name) for name, action in _ACTION_COUNTS.items())
+        .agg((pl.col("action") == action).sum().cast(pl.Int64).alias(name) for name, action in ACTION_COUNTS.items())
         .drop("user_id")
         .collect()
     )
     cells = (
         per_user.group_by("keyword")
         .agg(
-            *(pl.col(name).clip(upper_bound=pilot).sum().alias(f"{name}{PILOT}") for name in _ACTION_COUNTS),
+            *(pl.col(name).clip(upper_bound=pilot).sum().alias(f"{name}{PILOT}") for name in ACTION_COUNTS),
             # Users behind each count: an action's count is its own cell ({keyword, action}).
-            *((pl.col(name) > 0).sum().cast(pl.Int64).alias(f"{name}_users") for name in _ACTION_COUNTS),
+            *((pl.col(name) > 0).sum().cast(pl.Int64).alias(f"{name}_users") for name in ACTION_COUNTS),
             pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
-            *(pl.col(name).sum().alias(f"{name}{TOTAL}") for name in _ACTION_COUNTS),
+            *(pl.col(name).sum().alias(f"{name}{TOTAL}") for name in ACTION_COUNTS),
         )
         .drop_nulls("keyword")
     )
     # As in measures.cell_contributions: each count's exact total, and only the users a cap can
     # reach (the others lose nothing to any cap).
-    exact = cells.select("keyword", *(pl.col(f"{name}{TOTAL}").alias(name) for name in _ACTION_COUNTS))
-    reachable = reachable_rows(per_user, list(_ACTION_COUNTS), privacy.params)
-    return publish_keyword_activity(cells.drop(f"{name}{TOTAL}" for name in _ACTION_COUNTS),
+    exact = cells.select("keyword", *(pl.col(f"{name}{TOTAL}").alias(name) for name in ACTION_COUNTS))
+    reachable = reachable_rows(per_user, list(ACTION_COUNTS), privacy.params)
+    return publish_keyword_activity(cells.drop(f"{name}{TOTAL}" for name in ACTION_COUNTS),
                                     Contributions(reachable, ("keyword",), exact), window, frames.versions, req,
                                     privacy, noise)
 
@@ -75,7 +75,7 @@ def publish_keyword_activity(cells: pl.DataFrame, contributions: Contributions, 
                 Published(UNIQUE_USERS, UNIQUE_USERS, UNIQUE_USERS),
                 # A count with too few users behind it shows 0; the keyword row needs its own users.
                 *(Published(name, EVENTS, f"{name}_users", extra=(("action", action),), when_suppressed="zero")
-                  for name, action in _ACTION_COUNTS.items()),
+                  for name, action in ACTION_COUNTS.items()),
             ),
             time_range=window,
             versions=versions.get(schema.KEYWORD_CHANGES, {}),

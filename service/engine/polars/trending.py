@@ -14,8 +14,8 @@ import polars as pl
 from service.engine.growth import CONFIDENCE_Z, with_growth_lower_bound, with_growth_pct
 from service.engine.measures import UNIQUE_USERS, as_strings, cell_contributions
 from service.engine.ordering import first_rows
+from service.engine.polars.slicing import time_slice
 from service.engine.requests import Trending
-from service.engine.slicing import time_slice
 from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
 from service.store import schema
 from service.store.reader import EventFrames
