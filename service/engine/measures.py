@@ -20,6 +20,7 @@ EVENTS = "events"
 CELL_MEASURES = (SUPPRESSIONS, UNIQUE_USERS, EVENTS)
 TOTAL = "_total"  # suffix of a cell's exact (uncapped) sum, used only to compute capped sums
 
+
 def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published, ...]:
     """The cell's own measures, suppression decided by its own user count."""
     return tuple(Published(m, m, UNIQUE_USERS, when_suppressed=when_suppressed) for m in measures)

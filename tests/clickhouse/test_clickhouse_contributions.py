@@ -1,7 +1,7 @@
 """The ClickHouse engine's contributions (engine/clickhouse/contributions.py, cells.py): per cell the
 histogram of the users' totals above the smallest cap, computed in SQL, gives the same capped sums
 as the polars engine's per-user rows for ANY caps at or above the smallest cap (the cap rule is the
-privacy stage's and may change); trending's split of the period key matches `_both_periods`; and
+privacy stage's and may change); trending's split of the period key matches `both_periods`; and
 geo-heat's keyword count by hashes matches the count by strings."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from service.engine.clickhouse import dictionaries, keywords
 from service.engine.clickhouse.cells import Key, Query, cells, dimension
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, cell_contributions
-from service.engine.polars.trending import _both_periods
+from service.engine.polars.trending import both_periods
 from service.engine.requests import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords, Trending
 from service.privacy import Contributions, Privacy, PrivacyParams
 from service.store import schema
@@ -109,7 +109,7 @@ def test_capped_sums_from_sql_histograms_equal_the_per_user_ones(landed, keys: l
 
 def test_split_periods_equal_both_periods(landed) -> None:
     """Trending asks for both periods in one query (a period key); the split gives the same capped
-    sums as the polars engine's two periods joined (`trending._both_periods`)."""
+    sums as the polars engine's two periods joined (`trending.both_periods`)."""
     frames, snapshot = landed
     middle = START + dt.timedelta(days=20)
     period = dimension("keyword"), Key("_recent", f"ts >= toDateTime64('{middle:%Y-%m-%d %H:%M:%S}', 6, 'UTC')",
@@ -124,7 +124,7 @@ def test_split_periods_equal_both_periods(landed) -> None:
         assert contributions.totals is not None
         parts.append(Contributions(contributions.per_user.select("keyword", pl.col(SUPPRESSIONS).alias(name)),
                                    ("keyword",), contributions.totals.select("keyword", pl.col(SUPPRESSIONS).alias(name))))
-    theirs = _both_periods(parts[0], parts[1])
+    theirs = both_periods(parts[0], parts[1])
     assert theirs is not None
     for seed in range(3):
         rng = random.Random(seed)

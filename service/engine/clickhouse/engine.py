@@ -31,12 +31,12 @@ from service.engine.clickhouse.keywords import first_keywords
 from service.engine.extras import records
 from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS
-from service.engine.polars.flexible_query import TIME, publish_query
-from service.engine.polars.geo_heat import KEYWORD_COUNT, publish_geo_heat
-from service.engine.polars.keyword_activity import ACTION_COUNTS, publish_keyword_activity
-from service.engine.polars.timeseries import publish_timeseries
-from service.engine.polars.top_keywords import publish_top_keywords
-from service.engine.polars.trending import BASELINE, RECENT, publish_trending
+from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
+from service.engine.publication.keyword_activity import ACTION_COUNTS, publish_keyword_activity
+from service.engine.publication.query import TIME, publish_query
+from service.engine.publication.timeseries import publish_timeseries
+from service.engine.publication.top_keywords import publish_top_keywords
+from service.engine.publication.trending import BASELINE, RECENT, publish_trending
 from service.engine.requests import (
     DomainTimeseries,
     FlexibleQuery,

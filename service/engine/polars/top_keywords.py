@@ -3,19 +3,16 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 
 import polars as pl
 
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, cell_contributions, published
-from service.engine.noise_std import std_columns
-from service.engine.ordering import first_rows
+from service.engine.measures import cell_contributions
 from service.engine.polars.slicing import time_slice
+from service.engine.publication.top_keywords import publish_top_keywords
 from service.engine.requests import TopKeywords
-from service.privacy import CellContext, Contributions, Privacy
-from service.store import schema
+from service.privacy import Privacy
 from service.store.reader import EventFrames
-from service.windows import TimeRange, window_range
+from service.windows import window_range
 
 
 def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy,
@@ -25,34 +22,3 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
     window = window_range(req.window, as_of)
     cells, contributions = cell_contributions(time_slice(frames.suppressions, window), ["keyword"], privacy.params)
     return publish_top_keywords(cells, contributions, window, frames.versions, req, privacy, noise)
-
-
-def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,
-                         versions: Mapping[str, Mapping[dt.date, int]], req: TopKeywords,
-                         privacy: Privacy, noise: bool = False) -> pl.DataFrame:
-    """The publication stage of any engine: per-keyword cells (`cell_contributions`' shape) ->
-    the endpoint's frame."""
-    shown = privacy.publish(
-        as_strings(cells.drop_nulls("keyword"), ["keyword"]),
-        CellContext(
-            table=schema.SUPPRESSIONS,
-            dims=("keyword",),
-            published=published(SUPPRESSIONS, UNIQUE_USERS),
-            time_range=window,
-            versions=versions.get(schema.SUPPRESSIONS, {}),
-        ),
-        contributions,
-        noise_std=noise,
-    )
-    # Ranked after publishing: a rank must agree with the numbers shown next to it.
-    return (
-        first_rows(shown, [SUPPRESSIONS, "keyword"], [True, False], req.limit)
-        .with_row_index("rank", offset=1)
-        .select(
-            pl.col("keyword").alias("keyword_raw"),
-            SUPPRESSIONS,
-            pl.col(UNIQUE_USERS).alias("users_est"),
-            pl.col("rank").cast(pl.Int64),
-            *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est"}),
-        )
-    )

@@ -7,22 +7,17 @@ For each value: `recent` and `baseline` are the metric's totals in the two perio
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Mapping
 
 import polars as pl
 
-from service.engine.growth import CONFIDENCE_Z, with_growth_lower_bound, with_growth_pct
-from service.engine.measures import UNIQUE_USERS, as_strings, cell_contributions
-from service.engine.ordering import first_rows
+from service.engine.growth import CONFIDENCE_Z
+from service.engine.measures import UNIQUE_USERS, cell_contributions
 from service.engine.polars.slicing import time_slice
+from service.engine.publication.trending import BASELINE, RECENT, publish_trending
 from service.engine.requests import Trending
-from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
-from service.store import schema
+from service.privacy import PILOT, Contributions, Privacy
 from service.store.reader import EventFrames
-from service.windows import TimeRange, trending_periods, window_range
-
-RECENT = "recent"
-BASELINE = "baseline"
+from service.windows import TimeRange, trending_periods
 
 
 def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric: str, name: str,
@@ -45,7 +40,7 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
     )
 
 
-def _both_periods(recent: Contributions | None, baseline: Contributions | None) -> Contributions | None:
+def both_periods(recent: Contributions | None, baseline: Contributions | None) -> Contributions | None:
     """One set of contributions for the two periods' columns: a user's row of one period is 0 in
     the other's column."""
     if recent is None or baseline is None:
@@ -66,46 +61,5 @@ def trending(frames: EventFrames, as_of: dt.datetime, req: Trending, privacy: Pr
     periods = trending_periods(req.window, as_of)
     recent, recent_contributions = _period_cells(frames, periods.recent, dimension, req.metric, RECENT, privacy)
     baseline, baseline_contributions = _period_cells(frames, periods.baseline, dimension, req.metric, BASELINE, privacy)
-    return publish_trending(recent, baseline, _both_periods(recent_contributions, baseline_contributions),
+    return publish_trending(recent, baseline, both_periods(recent_contributions, baseline_contributions),
                             frames.versions, as_of, req, privacy, confidence)
-
-
-def publish_trending(recent: pl.DataFrame, baseline: pl.DataFrame, contributions: Contributions | None,
-                     versions: Mapping[str, Mapping[dt.date, int]], as_of: dt.datetime, req: Trending,
-                     privacy: Privacy, confidence: float = CONFIDENCE_Z) -> pl.DataFrame:
-    """The publication stage of any engine: each period's cells (`_period_cells`' shape) and the
-    contributions of both (`_both_periods`) -> the endpoint's frame."""
-    dimension = req.dimension
-    periods = trending_periods(req.window, as_of)
-    cells = baseline.join(recent, on=dimension, how="full", coalesce=True)
-    cells = cells.with_columns(pl.col(c).fill_null(0) for c in cells.columns if c != dimension)
-    # Recent and baseline are two cells of their own (their periods): each gets its own noise and
-    # cap, and a value is shown only when both are published.
-    shown = privacy.publish(
-        as_strings(cells, [dimension]),
-        CellContext(
-            table=schema.SUPPRESSIONS,
-            dims=(dimension,),
-            published=(
-                Published(RECENT, req.metric, f"{RECENT}_users", period=periods.recent),
-                Published(BASELINE, req.metric, f"{BASELINE}_users", period=periods.baseline),
-            ),
-            time_range=window_range(req.window, as_of),
-            versions=versions.get(schema.SUPPRESSIONS, {}),
-        ),
-        contributions,
-        noise_std=True,
-    )
-    # Filters and growth use the published numbers, so every row satisfies them as shown; the order
-    # and the cut use the growth that the noise cannot explain, so noise does not rank first.
-    kept = shown.filter(
-        (pl.col(BASELINE) > 0) & (pl.col(BASELINE).cast(pl.Float64) >= float(req.min_baseline))
-    )
-    scored = with_growth_pct(kept, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours)
-    bounded = with_growth_lower_bound(scored, RECENT, BASELINE, periods.recent.hours, periods.baseline.hours,
-                                      z=confidence)
-    growing = bounded.filter(pl.col("growth_lower_bound") > 0)
-    return (
-        first_rows(growing, ["growth_lower_bound", dimension], [True, False], req.limit)
-        .select(pl.col(dimension).alias("value"), RECENT, BASELINE, "growth_pct")
-    )
