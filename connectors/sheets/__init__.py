@@ -21,8 +21,9 @@ endpoint, bad parameter, bad config, missing credentials) before anything was wr
 
 from connectors.sheets.cli import main, parse_assignments
 from connectors.sheets.config import Config, load_config, parse_every
-from connectors.sheets.errors import ReportFailed, ReportSpec, UsageError
+from connectors.sheets.errors import ReportFailed, UsageError
 from connectors.sheets.runner import Outcome, Runner
+from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import METADATA_KEY, RUN_LOG_ROWS, SheetWriter
 
 __all__ = ["METADATA_KEY", "RUN_LOG_ROWS", "Config", "Outcome", "ReportFailed", "ReportSpec", "Runner", "SheetWriter",

@@ -15,9 +15,10 @@ from connectors.client import SignalsClient, SignalsError
 from connectors.operations import Operation
 from connectors.settings import ConnectorSettings
 from connectors.sheets.config import load_config, parse_every
-from connectors.sheets.errors import ReportFailed, ReportSpec, UsageError
+from connectors.sheets.errors import ReportFailed, UsageError
 from connectors.sheets.google import google_client
 from connectors.sheets.runner import Outcome, Runner, api_failure
+from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import SheetWriter
 
 

@@ -18,7 +18,8 @@ from connectors.client import Reply, SignalsClient, SignalsError
 from connectors.operations import Operation
 from connectors.report import Cell, Table, build_table, describe_request
 from connectors.sheets import history
-from connectors.sheets.errors import ReportFailed, ReportSpec, UsageError
+from connectors.sheets.errors import ReportFailed, UsageError
+from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import SheetWriter, stored_report
 
 Checked = tuple[ReportSpec, Operation, dict[str, Any]]
