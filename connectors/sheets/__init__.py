@@ -11,7 +11,7 @@ records after a leading as_of column, skipping periods the sheet holds. Every wr
 `spreadsheets.batchUpdate`, which Google applies entirely or not at all. `sync` adds each run's
 outcome to a run log worksheet.
 
-One role per module: `errors` (what a report is; the two ways a run stops), `google` (gspread's
+One role per module: `spec` (what a report is), `errors` (the two ways a run stops), `google` (gspread's
 client, credentials, retries), `writer` (the batchUpdates), `history` (periods and rows of a
 history, pure), `runner` (check, fetch, write, log), `config` (the TOML file), `cli` (the commands).
 
