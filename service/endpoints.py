@@ -1,6 +1,8 @@
-"""The seven endpoints of the spec, as data: path, method, minimum tier, MCP tool name,
-parameters, response fields. Validation, routing, OpenAPI, the client and the MCP tools are
-all generated from this table, so a bound or a field is written exactly once.
+"""The seven data endpoints of the spec, as data: path, method, minimum tier, MCP tool name,
+parameters, response fields. They are the first rows of the operation table (service/operations.py,
+all sixteen operations), from which routing and the OpenAPI document are generated; validation is
+generated from them here, and the client and the MCP tools from the document, so a bound or a field
+is written exactly once.
 """
 
 from __future__ import annotations
@@ -246,6 +248,17 @@ def _flags(values: dict[str, Any]) -> dict[str, Any]:
     return {**values, "intervals": bool(values.get("intervals"))}
 
 
+# /trending's parameters, named: a webhook's fields are these (service/webhooks/fields.py), and its
+# alerts are computed with TRENDING_LIMIT's maximum (service/webhooks/evaluate.py).
+TRENDING_WINDOW = _window(TRENDING_WINDOWS, "24h")
+TRENDING_DIMENSION = Param("dimension", "string", "Dimension whose values are compared.", default="keyword",
+                           enum=rq.TRENDING_DIMENSIONS)
+TRENDING_METRIC = Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS)
+TRENDING_LIMIT = _limit(500, 50)
+MIN_BASELINE = Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
+                     default=10, minimum=0)
+
+
 def _trending_extra(req: rq.Trending, as_of: dt.datetime) -> dict[str, Any]:
     periods = trending_periods(req.window, as_of)
     return {"recent_period": periods.recent_label, "baseline_period": periods.baseline_label}
@@ -337,13 +350,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "when their growth stays above 0 with recent taken lower and baseline higher by 4.39 x "
                     "their noise s.d. + 3.09 x sqrt(count), and ordered by that bound (ties by value); "
                     "growth_pct is the plain growth of the numbers shown.",
-        params=(_window(TRENDING_WINDOWS, "24h"),
-                Param("dimension", "string", "Dimension whose values are compared.", default="keyword",
-                      enum=rq.TRENDING_DIMENSIONS),
-                Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS),
-                _limit(500, 50),
-                Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
-                      default=10, minimum=0), AS_OF),
+        params=(TRENDING_WINDOW, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_LIMIT, MIN_BASELINE, AS_OF),
         records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
         build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
         extra=_trending_extra, extra_schema=_TRENDING_EXTRA_SCHEMA,

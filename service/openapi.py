@@ -1,4 +1,4 @@
-"""The OpenAPI 3.1 document, generated from the endpoint table (service/endpoints.py)."""
+"""The OpenAPI 3.1 document, generated from the operation table (service/operations.py)."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from typing import Any
 
 from service import __version__
 from service.disclaimer import DISCLAIMER
-from service.endpoints import ACCOUNT_PATH, ACCOUNT_SCHEMA, ENDPOINTS, Endpoint
+from service.endpoints import ACCOUNT_SCHEMA, Endpoint
 from service.errors import COMPUTATION_TIMEOUT, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
+from service.operations import OPERATIONS, Operation
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
 from service.tiers import Tier
+from service.webhooks.openapi import webhook_operation
 
 _ERRORS = {
     "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
@@ -181,7 +183,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
     return op
 
 
-def _account_operation() -> dict[str, Any]:
+def _account_operation(operation: Operation) -> dict[str, Any]:
     """GET /api/v1/account (service/resources/account.py)."""
     responses: dict[str, Any] = {
         "200": {
@@ -199,12 +201,10 @@ def _account_operation() -> dict[str, Any]:
         if status != "403":  # every plan may ask who it is
             responses[status] = {"$ref": f"#/components/responses/Problem{status}"}
     return {
-        "operationId": "account",
-        "summary": "Account",
-        "description": "Who the key belongs to: its subscription, plan, rate limit per minute, the endpoints the "
-                       "plan may call and the key's prefix (never the key itself). Any plan; the call counts "
-                       "against the rate limit. Takes no parameters.",
-        "tags": ["account"],
+        "operationId": operation.name,
+        "summary": operation.summary,
+        "description": operation.description,
+        "tags": [operation.tag],
         "security": [{"bearerAuth": []}],
         "responses": dict(sorted(responses.items())),
     }
@@ -214,12 +214,14 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
     """The document for a deployment whose /query bound is `max_cells` and whose computations stop
     after `deadline` seconds (SIGNALS_QUERY_MAX_CELLS, SIGNALS_COMPUTE_DEADLINE_SECONDS)."""
     paths: dict[str, Any] = {}
-    for endpoint in ENDPOINTS:
-        paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint, max_cells, deadline)
-    paths[ACCOUNT_PATH] = {"get": _account_operation()}
-    from service.webhooks.openapi import webhook_paths  # here: service.webhooks imports service.resources
-
-    paths.update(webhook_paths())
+    for operation in OPERATIONS:
+        if operation.endpoint is not None:
+            entry = _operation(operation.endpoint, max_cells, deadline)
+        elif operation.tag == "account":
+            entry = _account_operation(operation)
+        else:
+            entry = webhook_operation(operation)
+        paths.setdefault(operation.path, {})[operation.method.lower()] = entry
     descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON.",
                     "422": _QUERY_TOO_LARGE}
     descriptions = {status: text.format(max_cells=max_cells, deadline=deadline) for status, text in descriptions.items()}
