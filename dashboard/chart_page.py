@@ -109,7 +109,7 @@ class ChartPage:
     controls: tuple[Control, ...]
     draw: Callable[[list[Reply], Values], Drawn]
     compare: bool = True    # the "compare with previous period" switch
-    intervals: bool = True  # the "90 % intervals" switch
+    intervals: bool = True  # the intervals switch
     table: bool = True      # a table beside the graph; without one the graph takes the page's width
     graph_class: str = "half"
     calls: Callable[[Values, dict[str, Any], Mapping[str, Any]], Calls] | None = None

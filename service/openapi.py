@@ -4,9 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from connectors.columns import document_entry, flat_columns, schema_shape
 from service import __version__
 from service.disclaimer import DISCLAIMER
-from service.endpoints import ACCOUNT_SCHEMA, Endpoint
+from service.endpoints import ACCOUNT_SCHEMA, INTERVAL_LEVEL, Endpoint
 from service.errors import COMPUTATION_TIMEOUT, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
 from service.operations import OPERATIONS, Operation
@@ -122,6 +123,9 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
         "tags": ["signals"],
         "x-min-tier": endpoint.min_tier.slug,
         "x-mcp-tool": endpoint.tool,
+        # The records' flat columns (connectors/columns.py; the document's `x-signals-columns`), in
+        # order: every one a record may have (compare and intervals add theirs, /query has its group_by's).
+        "x-signals-columns": [name for name, _path in flat_columns(schema_shape(endpoint.record_schema))],
         "security": [{"bearerAuth": []}],
     }
     ok_content: dict[str, Any] = {"application/json": {"schema": endpoint.envelope_schema()}}
@@ -241,6 +245,10 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
         # The plans, lowest to highest, for consumers that name a plan (the dashboard's "needs the
         # ... plan"): `x-min-tier` and the account's `plan` are these slugs.
         "x-plans": [{"plan": t.slug, "label": t.label, "requests_per_minute": t.requests_per_minute} for t in Tier],
+        # How often an interval (intervals=true) holds the exact value, for consumers that say so ("90 %").
+        "x-signals-interval-level": INTERVAL_LEVEL,
+        # How records become flat columns (CSV, spreadsheets), and the headings of the nested ones.
+        "x-signals-columns": document_entry(INTERVAL_LEVEL),
         "tags": [{"name": "signals", "description": "Aggregated statistics"},
                  {"name": "account", "description": "The key's subscription and plan"},
                  {"name": "webhooks", "description": "Trending alerts sent to your URL"}],

@@ -3,9 +3,9 @@
 Nothing about a parameter is typed here: a tool's input schema is its endpoint's query parameters
 (or request body) exactly as the document gives them, names, types, enums, bounds, defaults,
 `required` and descriptions included; its output schema is the endpoint's 200 JSON schema; its
-name is the document's `x-mcp-tool`. What is written here is prose for the model (what a call
-answers and what the measures mean) and the conversion of an answer or an API error into a
-`CallToolResult`.
+name is the document's `x-mcp-tool`; what the measures mean is their description in the record
+schema. What is written here is prose for the model (what a call answers, that the numbers are
+estimates) and the conversion of an answer or an API error into a `CallToolResult`.
 """
 
 from __future__ import annotations
@@ -21,24 +21,6 @@ import mcp_types as types
 
 from connectors.client import SignalsError
 from connectors.operations import Operation, Operations
-
-# What the measures in the answers mean (README "What the numbers mean"), named in a description
-# only when the tool's records carry that field.
-MEASURES = {
-    "suppressions": "items hidden by users' filters",
-    "events": "filtering events (page renders where a filter hid something)",
-    "users_est": "distinct users, an estimate (users do not add up across rows)",
-    "unique_users": "distinct users, an estimate (users do not add up across rows)",
-    "adds": "keywords added to users' filter lists",
-    "removes": "keywords removed",
-    "edits": "keywords edited",
-    "net_adds": "adds - removes",
-    "total_events": "adds + removes + edits",
-    "growth_pct": "growth of the hourly rate, recent period vs baseline period, in percent",
-    "keyword_count": "distinct keywords suppressed there",
-    "recent": "the metric's total in the recent period",
-    "baseline": "the metric's total in the baseline period",
-}
 
 ESTIMATES = ("Every number is an estimate: aggregated, anonymous statistics with privacy noise, and cells with "
              "too few users are left out, so treat small numbers as rough and never as exact counts. Times are "
@@ -112,11 +94,13 @@ def describe(raw: Mapping[str, Any], operation: Operation) -> str:
     its records and what the measures among them mean, and that the numbers are estimates."""
     parts = [raw.get("summary", "").rstrip(".") + ".", raw.get("description", "")]
     if operation.records_field:
-        fields = list(operation.record_schema.get("properties", {}))
+        props = operation.record_schema.get("properties", {})
+        fields = list(props)
         parts.append(f"Answer: the JSON body of {operation.method} {operation.path}: a list "
                      f"'{operation.records_field}' of records with {', '.join(fields)}, and the request's echo "
                      "and a disclaimer.")
-        meanings = [f"{name} = {MEASURES[name]}" for name in fields if name in MEASURES]
+        meanings = [f"{name} = {schema['description']}" for name, schema in props.items()
+                    if schema.get("type") in ("integer", "number") and schema.get("description")]
         if meanings:
             parts.append("Measures: " + "; ".join(meanings) + ".")
     if operation.chooses_format:

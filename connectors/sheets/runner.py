@@ -145,7 +145,7 @@ class Runner:
             self._out(f"== {described}{_destination(spec)} (history: {len(ordered)} period(s))")
             for moment in ordered:
                 period = history.history_rows(operation, moment, answers[moment], columns)
-                header = history.history_header(columns, "")
+                header = history.history_header(operation, columns, "")
                 self._out(f"-- as_of {history.as_of_text(moment)}: {len(period)} rows\n"
                           f"{Table((header, *period), len(period)).text().rstrip()}\n")
             return Outcome(spec, "printed", f"{len(rows)} rows for as_of {stamps}")
@@ -155,7 +155,7 @@ class Runner:
         if continuing:
             self.writer.append(spreadsheet, spec.worksheet, sheet, stored, rows, report)
         else:
-            header = history.history_header(columns, _history_note(described, answers[ordered[-1]]))
+            header = history.history_header(operation, columns, _history_note(described, answers[ordered[-1]]))
             self.writer.write(spreadsheet, spec.worksheet, sheet, stored, [header, *rows], report)
         return Outcome(spec, "written", f"{len(rows)} rows appended for as_of {stamps}", len(rows))
 

@@ -17,8 +17,8 @@ from typing import Any
 
 import polars as pl
 
-from service.engine import Engine
 from service.endpoints import TRENDING_LIMIT
+from service.engine import Engine
 from service.engine import requests as rq
 from service.store.reader import EventFrames
 from service.webhooks.store import WebhookStore

@@ -3,8 +3,6 @@ documented, nothing else is, and the bounds it shares are written once."""
 
 from __future__ import annotations
 
-import falcon
-
 from service.endpoints import BY_NAME as ENDPOINTS
 from service.operations import OPERATIONS
 from service.webhooks import evaluate, fields
