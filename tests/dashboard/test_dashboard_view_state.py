@@ -3,9 +3,20 @@ the change labels, the compared table, and the figures' previous-period and inte
 
 from __future__ import annotations
 
-from connectors.operations import Parameter
-from dashboard import figures, ui, view_state
+import pytest
+
+from connectors.operations import Operations, Parameter
+from dashboard import api, figures, ui, view_state
+from service.openapi import build_openapi
 from tests.support.layouts import texts
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Operations:
+    """The API's document as the dashboard reads it (its interval level, "90 %", says how wide)."""
+    operations = Operations.from_openapi(build_openapi())
+    monkeypatch.setattr(api, "operations", lambda: operations)
+    return operations
+
 
 LIMIT = Parameter("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})
 BASELINE = Parameter("min_baseline", {"type": "number", "minimum": 0, "default": 10})
@@ -33,7 +44,7 @@ def test_period_arguments_and_change_labels():
     assert ui.change_text({"pct": None, "beyond_noise": True}) == ("new (previously 0) · beyond noise", "beyond-noise")
 
 
-def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
+def test_a_records_table_stacks_change_previous_and_interval_under_each_count(served):
     rows = [{"label": "Greece", "geo_key": "GR", "suppressions": 12000, "events": 0, "previous": {"suppressions": 10000, "events": 92},
              "change": {"suppressions": {"pct": 20.0, "beyond_noise": False}, "events": {"pct": -100.0, "beyond_noise": True}},
              "intervals": {"suppressions": [11000, 13000], "events": [0, 40]}}]
@@ -64,10 +75,11 @@ def test_cells_never_show_python_literals_and_times_read():
     assert ui.cell_text(75.0, "threshold_pct") == "75 %"
 
 
-def test_figures_draw_the_previous_period_and_intervals():
+def test_figures_draw_the_previous_period_and_intervals(served):
     point = {"ts": "2026-03-09T00:00:00Z", "suppressions": 10, "previous": {"suppressions": 4},
              "intervals": {"suppressions": [8, 12]}}
-    figure = figures.timeseries_figure([{"keyword": "k", "window": "7d", "bucket": "day", "timeseries": [point]}])
+    figure = figures.timeseries_figure([{"keyword": "k", "window": "7d", "bucket": "day", "timeseries": [point]}],
+                                       interval_words=api.interval_words())
     traces = {t.name: t for t in figure.data}
     assert list(traces["k, previous period"].y) == [4] and traces["k, previous period"].line.dash == "dot"
     assert list(traces["k, 90 % interval"].y) == [12, 8]
