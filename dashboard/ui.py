@@ -212,8 +212,24 @@ def disclaimer_footer(disclaimer: str | None, as_of: str | None) -> html.Div:
     ], className="page-footer")
 
 
-def error_box(message: str) -> html.Div:
-    return html.Div(message, className="error", role="alert")
+def error_box(message: str, problem: Mapping[str, Any] | None = None) -> html.Div:
+    """A message for the viewer. For a failed call, `problem` is its problem in the API's shape
+    (SignalsError.problem: the API's own, or connectors/problems.py's for no answer): its members
+    go with the message as `data-problem-*` attributes, and its type, status and request id in the
+    tooltip, so what the viewer reports is what the API said."""
+    if not problem:
+        return html.Div(message, className="error", role="alert")
+    members = {f"data-problem-{name.replace('_', '-')}": str(value) for name, value in problem.items()
+               if name in ("type", "title", "status", "detail", "request_id") and value is not None}
+    said = " · ".join(str(problem[name]) for name in ("type", "status") if problem.get(name) is not None)
+    if problem.get("request_id"):
+        said += f" · request {problem['request_id']}"
+    return html.Div(message, className="error", role="alert", title=said, **members)
+
+
+def failure_box(error: SignalsError, *, needed_plan: str | None = None, message: str | None = None) -> html.Div:
+    """A failed call: the sentence for the viewer (api.explain, or `message`) with its problem."""
+    return error_box(message or api.explain(error, needed_plan=needed_plan), error.problem)
 
 
 def notice(text: str) -> html.P:
@@ -294,10 +310,10 @@ def call(session: Mapping[str, Any] | None, name: str, arguments: Mapping[str, A
     except SignalsError as error:
         if error.status == 403 and needed_plan is None:
             needed_plan = api.min_plan_label(name)
-        return None, error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error)
+        return None, failure_box(error, needed_plan=needed_plan), meta(error=error)
     return reply, None, meta(reply)
 
 
 def unavailable_layout(error: SignalsError) -> html.Div:
     """A page whose controls could not be built (the document did not come)."""
-    return html.Div([html.H2("Signals is not available"), error_box(api.explain(error))], className="page")
+    return html.Div([html.H2("Signals is not available"), failure_box(error)], className="page")

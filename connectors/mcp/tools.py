@@ -19,6 +19,7 @@ from typing import Any
 
 import mcp_types as types
 
+from connectors import problems
 from connectors.client import SignalsError
 from connectors.operations import Operation, Operations
 
@@ -124,22 +125,20 @@ def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = Fals
     return types.CallToolResult(content=content, structured_content=body)
 
 
-def error_result(title: str, detail: str, *, status: int | None = None, errors: list[dict[str, str]] | None = None,
-                 retry_after: int | None = None, request_id: str | None = None) -> types.CallToolResult:
-    """An API error (or an argument refused before sending) as a tool error: its title, detail and
-    per-field errors, in words and as structured content."""
-    problem: dict[str, Any] = {"status": status, "title": title, "detail": detail, "errors": list(errors or [])}
-    lines = [f"{title}" + (f" ({status})" if status else "") + f": {detail}"]
-    lines += [f"- {e.get('name')}: {e.get('reason')}" for e in problem["errors"]]
+def error_result(problem: Mapping[str, Any], retry_after: int | None = None) -> types.CallToolResult:
+    """A failure as a tool error: the problem in the API's shape (connectors/problems.py) as
+    structured content, and in words; `retry_after` (a 429's or 503's Retry-After) as one more
+    member and a line saying when to retry."""
+    body = dict(problem)
+    text = problems.text(body)
     if retry_after is not None:
-        problem["retry_after"] = retry_after
-        lines.append(f"Rate limited: retry in {retry_after} s.")
-    if request_id:
-        problem["request_id"] = request_id
-    return types.CallToolResult(content=[types.TextContent(type="text", text="\n".join(lines))],
-                                structured_content=problem, is_error=True)
+        body["retry_after"] = retry_after
+        text += f"\nRate limited: retry in {retry_after} s." if body.get("status") == 429 else \
+            f"\nRetry in {retry_after} s."
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=body, is_error=True)
 
 
 def from_signals_error(error: SignalsError) -> types.CallToolResult:
-    return error_result(error.title, error.detail, status=error.status, errors=error.errors,
-                        retry_after=error.retry_after, request_id=error.request_id)
+    """The API's problem (or the client's, in the same shape) as a tool error."""
+    return error_result(error.problem, error.retry_after)

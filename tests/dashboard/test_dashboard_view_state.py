@@ -10,6 +10,7 @@ from dashboard import api, figures, ui, view_state
 from service.openapi import build_openapi
 from tests.support.layouts import texts
 
+
 @pytest.fixture
 def served(monkeypatch: pytest.MonkeyPatch) -> Operations:
     """The API's document as the dashboard reads it (its interval level, "90 %", says how wide)."""
@@ -90,3 +91,19 @@ def test_figures_draw_the_previous_period_and_intervals(served):
     assert bars["adds"].offsetgroup == "now" and bars["adds, previous period"].offsetgroup == "previous"
     plain = figures.activity_figure({**activity, "keywords": [{"keyword": "k", "adds": 3, "removes": 1, "edits": 0}]})
     assert [t.name for t in plain.data] == ["adds", "removes", "edits"]
+
+
+def test_a_failed_call_says_it_in_words_and_carries_the_apis_problem():
+    from connectors.client import SignalsError
+
+    problem = {"type": "urn:signals:problem:rate-limited", "title": "Rate limit exceeded", "status": 429,
+               "detail": "30 requests per minute.", "request_id": "req-1", "disclaimer": "Estimates."}
+    box = ui.failure_box(SignalsError(429, problem["title"], problem["detail"], request_id="req-1", retry_after=12,
+                                      problem=problem)).to_plotly_json()["props"]
+    assert box["role"] == "alert" and box["children"].startswith("Too many requests for your plan's limit. Try again in 12")
+    assert {k: v for k, v in box.items() if k.startswith("data-problem-")} == {
+        "data-problem-type": problem["type"], "data-problem-title": problem["title"], "data-problem-status": "429",
+        "data-problem-detail": problem["detail"], "data-problem-request-id": "req-1"}
+    assert box["title"] == "urn:signals:problem:rate-limited · 429 · request req-1"
+    down = ui.failure_box(SignalsError(None, "Cannot reach the Signals API", "ConnectError")).to_plotly_json()["props"]
+    assert down["data-problem-type"] == "urn:signals:problem:unreachable" and "data-problem-status" not in down
