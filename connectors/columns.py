@@ -35,16 +35,21 @@ HEADINGS = (
 )
 
 
-def flat_columns(shape: Shape, prefix: str = "", path: Path = ()) -> list[tuple[str, Path]]:
+def column_name(*parts: str) -> str:
+    """The flat column of a nested value: column_name("change", "suppressions", "pct")."""
+    return SEPARATOR.join(parts)
+
+
+def flat_columns(shape: Shape, path: Path = ()) -> list[tuple[str, Path]]:
     """The flat columns of a record of this shape, in its order: (name, path to the value)."""
     out: list[tuple[str, Path]] = []
     for name, inner in shape.items():
         if inner == PAIR:
-            out += [(f"{prefix}{name}{SEPARATOR}{end}", (*path, name, i)) for i, end in enumerate(PAIR)]
+            out += [(column_name(*path, name, end), (*path, name, i)) for i, end in enumerate(PAIR)]
         elif isinstance(inner, Mapping):
-            out += flat_columns(inner, f"{prefix}{name}{SEPARATOR}", (*path, name))
+            out += flat_columns(inner, (*path, name))
         else:
-            out.append((f"{prefix}{name}", (*path, name)))
+            out.append((column_name(*path, name), (*path, name)))
     return out
 
 

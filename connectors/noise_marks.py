@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connectors.columns import column_name
 from connectors.numbers import exact
 
 
@@ -83,9 +84,9 @@ def marks(record: Mapping[str, Any], counts: Sequence[str], level: str = "") -> 
         moved = change.get(count)
         if isinstance(moved, Mapping):
             if moved.get("pct") is None and previous.get(count) == 0 and value != 0:
-                out[f"change_{count}"] = was_zero(count)
+                out[column_name("change", count)] = was_zero(count)
             elif value == 0 and previous.get(count):
-                out[f"change_{count}"] = now_zero(count)
+                out[column_name("change", count)] = now_zero(count)
     return out
 
 

@@ -13,7 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from connectors import noise_marks
-from connectors.columns import flat_record
+from connectors.columns import column_name, flat_record
 from connectors.operations import Operation
 
 # Google Sheets (like Excel) counts days from 1899-12-30; the time of day is the fraction.
@@ -136,7 +136,8 @@ def record_notes(operation: Operation, body: Mapping[str, Any]) -> list[dict[str
     out = []
     for record in raw_records(operation, body):
         marks = noise_marks.marks(record, operation.count_fields, operation.interval_words)
-        out.append({(f"{key}_pct" if key.startswith("change_") else key): f"{mark.label}: {mark.text}"
+        out.append({(column_name(key, "pct") if key.startswith(column_name("change", "")) else key):
+                    f"{mark.label}: {mark.text}"
                     for key, mark in marks.items()})
     return out
 

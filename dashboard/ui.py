@@ -13,6 +13,7 @@ from dash import Input, Output, dcc, html
 
 from connectors import noise_marks, numbers
 from connectors.client import Reply, SignalsError
+from connectors.columns import column_name
 from connectors.operations import Parameter
 from dashboard import api, view_state
 
@@ -123,17 +124,17 @@ def _count_cell(row: Mapping[str, Any], column: str, marks: Mapping[str, noise_m
         previous = (row.get("previous") or {}).get(column)
         if figure:
             lines.append(html.Div([html.Span(figure), " ", html.Span(verdict, className="verdict"),
-                                   _mark(marks.get(f"change_{column}"))],
-                                  className=f"sub change {kind}", **{"data-col": f"change_{column}"}))
+                                   _mark(marks.get(column_name("change", column)))],
+                                  className=f"sub change {kind}", **{"data-col": column_name("change", column)}))
         if previous is not None:
             lines.append(html.Div(f"before {numbers.short(previous)}", title=f"previous period: {numbers.exact(previous)}",
-                                  className="sub", **{"data-col": f"previous_{column}"}))
+                                  className="sub", **{"data-col": column_name("previous", column)}))
     if level is not None:
         low_high = (row.get("intervals") or {}).get(column)
         if low_high:
             lines.append(html.Div(f"{level or 'interval'}: {numbers.interval(low_high, brief=True)}",
                                   title=f"{level} interval: {numbers.interval(low_high)}".strip(), className="sub",
-                                  **{"data-col": f"intervals_{column}"}))
+                                  **{"data-col": column_name("intervals", column)}))
     return html.Td(lines, className="count", title=numbers.exact(value), **{"data-col": column})
 
 
