@@ -126,7 +126,7 @@ _INT = {"type": "integer", "minimum": 0}
 _TS = {"type": "string", "format": "date-time", "description": "Bucket start, ISO 8601 UTC."}
 
 
-# What the measures in the records mean (docs/api.md, "What the numbers mean"): each record schema's
+# What the measures in the records mean (the docs' "What the numbers mean"): each record schema's
 # property of that name carries it as its description (the MCP tools tell a model from these).
 MEASURES = {
     "suppressions": "items hidden by users' filters",

@@ -53,9 +53,11 @@ def _data(endpoint: Endpoint) -> Operation:
                      endpoint.description, params=endpoint.params, endpoint=endpoint)
 
 
-def _webhook(name: str, method: str, path: str, summary: str, description: str, **more: object) -> Operation:
+def _webhook(name: str, method: str, path: str, summary: str, description: str, *, suffix: str | None = None,
+             params: tuple[Param, ...] = ()) -> Operation:
+    """A webhook operation: the collection's resource serves WEBHOOKS_PATH, the one webhook's the rest."""
     resource = "webhooks" if path == WEBHOOKS_PATH else "webhook"
-    return Operation(name, method, path, "webhooks", resource, summary, description, **more)  # type: ignore[arg-type]
+    return Operation(name, method, path, "webhooks", resource, summary, description, suffix, params)
 
 
 OPERATIONS: tuple[Operation, ...] = (

@@ -21,7 +21,8 @@ WEBHOOK_SCHEMA: dict[str, Any] = {
         "cooldown_until": {"type": ["string", "null"], "format": "date-time",
                            "description": "No alert before this time."},
     },
-    "required": ["id", *(field.name for field in FIELDS), "disabled_reason", "created_at", "updated_at", "cooldown_until"],
+    "required": ["id", *(field.name for field in FIELDS), "disabled_reason", "created_at", "updated_at",
+                 "cooldown_until"],
 }
 _WITH_SECRET = {"allOf": [WEBHOOK_SCHEMA, {"type": "object", "required": ["secret"], "properties": {
     "secret": {"type": "string", "pattern": "^whsec_",
@@ -58,34 +59,32 @@ def _body(fields: tuple[Param, ...]) -> dict[str, Any]:
     return {"required": True, "content": {"application/json": {"schema": schema}}}
 
 
-def _responses(name: str) -> dict[str, Any]:
-    if name == "list_webhooks":
-        return {"200": _json("The webhooks.", {"type": "object", "properties": {
-            "webhooks": {"type": "array", "items": WEBHOOK_SCHEMA},
-            "limit": {"type": "integer", "const": MAX_WEBHOOKS_PER_SUBSCRIPTION}}}), **_problems(*_COMMON)}
-    if name == "create_webhook":
-        return {"201": {**_json("Created; the secret is shown only now.", _WITH_SECRET),
-                        "headers": {"Location": {"schema": {"type": "string"}}}},
-                "409": {"description": f"The subscription already has {MAX_WEBHOOKS_PER_SUBSCRIPTION} webhooks.",
-                        "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
-                **_problems(*_COMMON, "413", "415")}
-    if name in ("get_webhook", "update_webhook"):
-        more = ("413", "415") if name == "update_webhook" else ()
-        return {"200": _json("The webhook.", WEBHOOK_SCHEMA), **_problems(*_COMMON, "404", *more)}
-    if name == "delete_webhook":
-        return {"204": {"description": "Deleted."}, **_problems(*_COMMON, "404")}
-    if name == "test_webhook":
-        return {"202": _json("Queued.", {"type": "object", "required": ["delivery_id", "attempt"],
-                                         "properties": {"delivery_id": {"type": "string"},
-                                                        "attempt": {"type": "null"}}}),
-                **_problems(*_COMMON, "404")}
-    if name == "list_webhook_deliveries":
-        return {"200": _json("Attempts.", {"type": "object", "properties": {
-            "deliveries": {"type": "array", "items": _ATTEMPT},
-            "next_before": {"type": ["integer", "null"]}}}), **_problems(*_COMMON, "404")}
-    if name == "rotate_webhook_secret":
-        return {"200": _json("The webhook with its new secret.", _WITH_SECRET), **_problems(*_COMMON, "404")}
-    raise KeyError(name)
+_ONE = {"200": _json("The webhook.", WEBHOOK_SCHEMA)}
+
+# Each webhook operation's responses, by operationId.
+RESPONSES: dict[str, dict[str, Any]] = {
+    "list_webhooks": {"200": _json("The webhooks.", {"type": "object", "properties": {
+        "webhooks": {"type": "array", "items": WEBHOOK_SCHEMA},
+        "limit": {"type": "integer", "const": MAX_WEBHOOKS_PER_SUBSCRIPTION}}}), **_problems(*_COMMON)},
+    "create_webhook": {
+        "201": {**_json("Created; the secret is shown only now.", _WITH_SECRET),
+                "headers": {"Location": {"schema": {"type": "string"}}}},
+        "409": {"description": f"The subscription already has {MAX_WEBHOOKS_PER_SUBSCRIPTION} webhooks.",
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+        **_problems(*_COMMON, "413", "415")},
+    "get_webhook": {**_ONE, **_problems(*_COMMON, "404")},
+    "update_webhook": {**_ONE, **_problems(*_COMMON, "404", "413", "415")},
+    "delete_webhook": {"204": {"description": "Deleted."}, **_problems(*_COMMON, "404")},
+    "test_webhook": {"202": _json("Queued.", {"type": "object", "required": ["delivery_id", "attempt"],
+                                              "properties": {"delivery_id": {"type": "string"},
+                                                             "attempt": {"type": "null"}}}),
+                     **_problems(*_COMMON, "404")},
+    "list_webhook_deliveries": {"200": _json("Attempts.", {"type": "object", "properties": {
+        "deliveries": {"type": "array", "items": _ATTEMPT},
+        "next_before": {"type": ["integer", "null"]}}}), **_problems(*_COMMON, "404")},
+    "rotate_webhook_secret": {"200": _json("The webhook with its new secret.", _WITH_SECRET),
+                              **_problems(*_COMMON, "404")},
+}
 
 
 def webhook_operation(operation: Operation) -> dict[str, Any]:
@@ -93,7 +92,7 @@ def webhook_operation(operation: Operation) -> dict[str, Any]:
     op: dict[str, Any] = {"operationId": operation.name, "summary": operation.summary,
                           "description": operation.description, "tags": [operation.tag],
                           "security": [{"bearerAuth": []}],
-                          "responses": dict(sorted(_responses(operation.name).items()))}
+                          "responses": dict(sorted(RESPONSES[operation.name].items()))}
     if operation.params and operation.in_body:
         op["requestBody"] = _body(operation.params)
     query = [] if operation.in_body else [
