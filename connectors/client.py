@@ -21,8 +21,9 @@ API's own words. Otherwise it behaves as API clients are expected to:
   `max_retries` times with exponential backoff and jitter (or the 503's `Retry-After`);
 - conditional requests: the ETag of each answer is remembered with its body and sent back as
   `If-None-Match`; a 304 returns the remembered body;
-- every failure is a `SignalsError` with the status, the problem's title and detail, and its
-  per-field `errors`.
+- every failure is a `SignalsError` carrying a problem in the API's shape (`problem`: type,
+  title, status, detail, errors, request_id): the API's own, or one of connectors/problems.py's
+  types for a failure found here (no answer: `urn:signals:problem:unreachable`).
 
 A consumer that calls the API for other people (the dashboard, the MCP server over HTTP) names
 its caller with `forwarded_for` (sent as `X-Forwarded-For`, which the API believes from the
@@ -59,7 +60,7 @@ from typing import Any
 import httpx
 import tenacity
 
-from connectors import __version__
+from connectors import __version__, problems
 from connectors.operations import INVALID_TITLE, FieldError, Operation, Operations, query_text, summary
 from connectors.settings import ConnectorSettings, Network
 
@@ -81,13 +82,17 @@ _FORWARDED_VALUE = re.compile(r"[0-9A-Za-z.:, ]{1,1000}")
 
 
 class SignalsError(Exception):
-    """Any failure of a call: refused by the client before sending (`sent` is False), refused by
-    the API (`status`, `title`, `detail`, `errors` from its problem+json), or no answer at all
-    (`status` is None)."""
+    """Any failure of a call, as a problem in the API's shape (`problem`, connectors/problems.py:
+    type, title, status, detail, errors, request_id, ...): refused by the API (its problem+json as
+    it is), refused by the client before sending (`sent` is False: the API's invalid-request type,
+    or unknown-operation), or no answer at all (type unreachable, `status` None). `status`,
+    `title`, `detail`, `errors` and `request_id` are the problem's members; `retry_after` is the
+    answer's Retry-After header."""
 
     def __init__(self, status: int | None, title: str, detail: str | None = None,
                  errors: list[dict[str, str]] | None = None, *, request_id: str | None = None,
-                 retry_after: int | None = None, sent: bool = True, problem: Mapping[str, Any] | None = None) -> None:
+                 retry_after: int | None = None, sent: bool = True, problem: Mapping[str, Any] | None = None,
+                 type: str | None = None) -> None:
         self.status = status
         self.title = title
         self.detail = detail or title
@@ -95,13 +100,18 @@ class SignalsError(Exception):
         self.request_id = request_id
         self.retry_after = retry_after
         self.sent = sent
+        kind = type or (problems.UNREACHABLE if status is None else problems.NOT_PROBLEM_JSON)
         self.problem = dict(problem or {})
+        for name, value in problems.problem(kind, title, status, self.detail, errors=self.errors,
+                                            request_id=request_id).items():
+            self.problem.setdefault(name, value)
         super().__init__(f"{status} {title}: {self.detail}" if status else f"{title}: {self.detail}")
 
     @classmethod
     def invalid(cls, errors: list[FieldError]) -> SignalsError:
         """Arguments refused before any request, as the API would refuse them."""
-        return cls(400, INVALID_TITLE, summary(errors), [e.as_dict() for e in errors], sent=False)
+        return cls(400, INVALID_TITLE, summary(errors), [e.as_dict() for e in errors], sent=False,
+                   type=problems.INVALID_REQUEST)
 
     @classmethod
     def from_response(cls, response: httpx.Response) -> SignalsError:
@@ -287,7 +297,7 @@ class SignalsClient:
             raise SignalsError(None, "Unknown endpoint", f"There is no endpoint {name!r}."
                                + (f" Did you mean {hint!r}?" if hint else "")
                                + " Endpoints: " + ", ".join(op.slug for op in self.operations.values()) + ".",
-                               sent=False)
+                               sent=False, type=problems.UNKNOWN_OPERATION)
         return found
 
     def prepare(self, name: str, arguments: Mapping[str, Any]) -> tuple[Operation, dict[str, Any]]:
@@ -345,7 +355,8 @@ class SignalsClient:
         operation = self.operations.management.get(name)
         if operation is None:
             raise SignalsError(None, "Unknown operation", f"There is no account operation {name!r}. Operations: "
-                               + ", ".join(self.operations.management) + ".", sent=False)
+                               + ", ".join(self.operations.management) + ".", sent=False,
+                               type=problems.UNKNOWN_OPERATION)
         given = {k: v for k, v in (arguments or {}).items() if v is not None}
         try:
             path = operation.url_path(given)

@@ -4,7 +4,7 @@ it: the one wording the dashboard (a mark with a tooltip) and the Sheets output 
 A record's counts are noised and suppressed one by one, so a row may read oddly: a count of 0 beside
 others that are not (that count alone had too few users to be published), a change of −100 % (this
 period's count was suppressed, not necessarily a fall to none), no percentage because the previous
-period shows 0, or, with intervals, a 90 % interval wider than the number itself (few users: the
+period shows 0, or, with intervals, an interval wider than the number itself (few users: the
 noise can be as large as the number). `marks(record, counts)` finds them; nothing here computes
 or changes a number: it reads the answer as the API gave it.
 """
@@ -15,6 +15,7 @@ import dataclasses
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from connectors.columns import column_name
 from connectors.numbers import exact
 
 
@@ -37,8 +38,10 @@ def suppressed_zero(count: str) -> Mark:
                             "hides a count that too few users contributed to, so the true value may be above 0.")
 
 
-def few_users(count: str, low: Any, high: Any) -> Mark:
-    return Mark(FEW_USERS, f"Few users: the 90 % interval of {_words(count).lower()} ({exact(low)}–{exact(high)}) is "
+def few_users(count: str, low: Any, high: Any, level: str = "") -> Mark:
+    """`level`: the interval level as the document gives it ("90 %"; Operation.interval_words)."""
+    interval = f"{level} interval" if level else "interval"
+    return Mark(FEW_USERS, f"Few users: the {interval} of {_words(count).lower()} ({exact(low)}–{exact(high)}) is "
                            "wider than the number itself, so privacy noise may be as large as the number. "
                            "Read it as a rough size, not a ranking.")
 
@@ -59,9 +62,10 @@ LEGEND = (f"Marks (hover one) are privacy noise or suppression, not errors: '{SU
           f"period shows 0; '{NOW_ZERO}' −100 % from a count shown as 0 now.")
 
 
-def marks(record: Mapping[str, Any], counts: Sequence[str]) -> dict[str, Mark]:
+def marks(record: Mapping[str, Any], counts: Sequence[str], level: str = "") -> dict[str, Mark]:
     """The marks of one record (as the API sends it: `previous`, `change`, `intervals` nested),
-    keyed by where they go: a count's name for its value, `change_<count>` for its change."""
+    keyed by where they go: a count's name for its value, `change_<count>` for its change.
+    `level`: the interval level as people read it ("90 %", Operation.interval_words)."""
     present = [c for c in counts if isinstance(record.get(c), int | float) and not isinstance(record.get(c), bool)]
     nonzero = {c for c in present if record[c] != 0}
     intervals = record.get("intervals") or {}
@@ -76,13 +80,13 @@ def marks(record: Mapping[str, Any], counts: Sequence[str]) -> dict[str, Mark]:
             low_high = intervals.get(count)
             if isinstance(low_high, list | tuple) and len(low_high) == 2 and value > 0 \
                     and low_high[1] - low_high[0] > value:
-                out[count] = few_users(count, *low_high)
+                out[count] = few_users(count, *low_high, level)
         moved = change.get(count)
         if isinstance(moved, Mapping):
             if moved.get("pct") is None and previous.get(count) == 0 and value != 0:
-                out[f"change_{count}"] = was_zero(count)
+                out[column_name("change", count)] = was_zero(count)
             elif value == 0 and previous.get(count):
-                out[f"change_{count}"] = now_zero(count)
+                out[column_name("change", count)] = now_zero(count)
     return out
 
 

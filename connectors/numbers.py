@@ -1,6 +1,6 @@
 """Numbers as a person reads them, for every surface that shows the API's answers (the dashboard's
 tables, figures and cards): thousands separators, a compact form where space is short (17.4k, the
-exact value kept for a tooltip), a change as an arrow and a percentage, and a count's 90 %
+exact value kept for a tooltip), a change as an arrow and a percentage, and a count's
 interval. Pure: text in, text out."""
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def short(value: Any) -> str:
 
 
 def interval(low_high: Any, *, brief: bool = False) -> str:
-    """A 90 % interval [low, high] as "1,100–1,300" (brief: `short`, "102k–103k"); "" without one."""
+    """An interval [low, high] as "1,100–1,300" (brief: `short`, "102k–103k"); "" without one."""
     if not isinstance(low_high, list | tuple) or len(low_high) != 2:
         return ""
     shown = short if brief else exact

@@ -19,6 +19,7 @@ import urllib.parse
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from connectors.columns import heading, level_text
 from paramcheck import FieldError, allowed, check_body, check_query, reason, summary
 
 __all__ = ["INVALID_TITLE", "FieldError", "Operation", "Operations", "Parameter", "Plan", "query_text", "summary"]
@@ -78,6 +79,11 @@ class Operation:
     rules: tuple[Mapping[str, Any], ...] = ()  # if/then rules across body fields
     path_params: tuple[str, ...] = ()  # names in the path's braces (`webhook_id`)
     tags: tuple[str, ...] = ()  # the document's tags: `signals` (data), `account`, `webhooks`
+    columns: tuple[str, ...] = ()  # the records' flat columns, in order (`x-signals-columns`)
+    # The document's: how often an interval holds the exact value (`x-signals-interval-level`), and
+    # the headings of nested columns (`x-signals-columns`'s, connectors/columns.py).
+    interval_level: float | None = None
+    headings: tuple[Mapping[str, str], ...] = ()
 
     @property
     def is_data(self) -> bool:
@@ -94,6 +100,15 @@ class Operation:
     def slug(self) -> str:
         """The last part of the path, as users write it: `top-keywords`."""
         return self.path.rstrip("/").rsplit("/", 1)[-1]
+
+    @property
+    def interval_words(self) -> str:
+        """The interval level as people read it ("90 %"), or "" when the document gives none."""
+        return level_text(self.interval_level)
+
+    def heading(self, column: str) -> str:
+        """A flat column's heading (`previous_suppressions` -> `suppressions, previous period`)."""
+        return heading(column, self.headings)
 
     def param(self, name: str) -> Parameter:
         return next(p for p in self.params if p.name == name)
@@ -194,12 +209,15 @@ class Operations(Mapping[str, Operation]):
     @classmethod
     def from_openapi(cls, document: Mapping[str, Any]) -> Operations:
         operations, management = [], []
+        level = document.get("x-signals-interval-level")
+        shared = {"interval_level": level if isinstance(level, int | float) else None,
+                  "headings": tuple((document.get("x-signals-columns") or {}).get("headings") or ())}
         for path, methods in document.get("paths", {}).items():
             for method, op in methods.items():
                 if not isinstance(op, dict) or "operationId" not in op or "bearerAuth" not in str(op.get("security")):
                     continue
                 kind = management if "webhooks" in op.get("tags", ()) else operations
-                kind.append(_operation(path, method.upper(), op))
+                kind.append(dataclasses.replace(_operation(path, method.upper(), op), **shared))
         plans = [Plan.from_openapi(entry) for entry in document.get("x-plans", ()) if isinstance(entry, dict)]
         return cls(operations, document.get("info", {}).get("version", ""), management, plans)
 
@@ -254,4 +272,4 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
     return Operation(name=op["operationId"], method=method, path=path, params=params, in_body="requestBody" in op,
                      min_tier=op.get("x-min-tier"), tool=op.get("x-mcp-tool"), records_field=records_field,
                      record_schema=record_schema, rules=rules, path_params=path_params,
-                     tags=tuple(op.get("tags", ())))
+                     tags=tuple(op.get("tags", ())), columns=tuple(op.get("x-signals-columns", ())))

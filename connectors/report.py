@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from connectors import noise_marks
+from connectors.columns import column_name, flat_record
 from connectors.operations import Operation
 
 # Google Sheets (like Excel) counts days from 1899-12-30; the time of day is the fraction.
@@ -104,40 +105,6 @@ def describe_request(operation: Operation, request: Mapping[str, Any]) -> str:
     return f"{operation.method} {operation.path}" + (f"?{query}" if query else "")
 
 
-def flat_record(record: Mapping[str, Any], prefix: str = "") -> dict[str, Any]:
-    """A record with its nested fields (compare's `previous` and `change`, `intervals`) as columns,
-    named as the API's CSV names them: previous_suppressions, change_suppressions_pct,
-    intervals_suppressions_low and _high."""
-    out: dict[str, Any] = {}
-    for name, value in record.items():
-        if isinstance(value, Mapping):
-            out.update(flat_record(value, f"{prefix}{name}_"))
-        elif isinstance(value, list) and len(value) == 2:
-            out[f"{prefix}{name}_low"], out[f"{prefix}{name}_high"] = value
-        else:
-            out[f"{prefix}{name}"] = value
-    return out
-
-
-def header_text(column: str) -> str:
-    """A column's heading as a person reads it: the record's own fields as the API names them,
-    the nested ones of compare and intervals in words (`previous_suppressions` -> `suppressions,
-    previous period`; `change_suppressions_pct` -> `suppressions, change %`)."""
-    for prefix, suffix, words in _NESTED_HEADERS:
-        if column.startswith(prefix) and column.endswith(suffix) and len(column) > len(prefix) + len(suffix):
-            return f"{column[len(prefix):len(column) - len(suffix)]}, {words}"
-    return column
-
-
-_NESTED_HEADERS = (  # (prefix, suffix, words) of the columns flat_record makes
-    ("previous_", "", "previous period"),
-    ("change_", "_pct", "change %"),
-    ("change_", "_beyond_noise", "beyond noise"),
-    ("intervals_", "_low", "low (90 % interval)"),
-    ("intervals_", "_high", "high (90 % interval)"),
-)
-
-
 def record_columns(operation: Operation, records: Sequence[Mapping[str, Any]]) -> list[str]:
     """The columns of flattened records (the first record's), or the documented fields when none."""
     props = operation.record_schema.get("properties", {})
@@ -154,7 +121,7 @@ def record_cells(operation: Operation, record: Mapping[str, Any], columns: Seque
 
 
 def body_records(operation: Operation, body: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """The answer's records, flattened (flat_record)."""
+    """The answer's records as flat columns (connectors.columns)."""
     return [flat_record(r) for r in raw_records(operation, body)]
 
 
@@ -168,8 +135,9 @@ def record_notes(operation: Operation, body: Mapping[str, Any]) -> list[dict[str
     a count's own cell, or `change_<count>_pct` for its change."""
     out = []
     for record in raw_records(operation, body):
-        marks = noise_marks.marks(record, operation.count_fields)
-        out.append({(f"{key}_pct" if key.startswith("change_") else key): f"{mark.label}: {mark.text}"
+        marks = noise_marks.marks(record, operation.count_fields, operation.interval_words)
+        out.append({(column_name(key, "pct") if key.startswith(column_name("change", "")) else key):
+                    f"{mark.label}: {mark.text}"
                     for key, mark in marks.items()})
     return out
 
@@ -179,7 +147,7 @@ def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[
     records = body_records(operation, body)
     columns = record_columns(operation, records)
     notes = record_notes(operation, body)
-    rows: list[tuple[Cell, ...]] = [tuple(Cell(header_text(c), "header") for c in columns)]
+    rows: list[tuple[Cell, ...]] = [tuple(Cell(operation.heading(c), "header") for c in columns)]
     for record, noted in zip(records, notes, strict=True):
         rows.append(record_cells(operation, record, columns, noted))
     rows.append(())

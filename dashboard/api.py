@@ -99,6 +99,14 @@ def plan_label(plan: str | None) -> str | None:
         return plan
 
 
+def interval_words() -> str:
+    """The intervals' level as the API's document gives it ("90 %"); "" when it cannot be read."""
+    try:
+        return next((op.interval_words for op in operations().values()), "")
+    except SignalsError:
+        return ""
+
+
 def min_plan_label(name: str) -> str | None:
     """The label of the lowest plan that may call operation `name`; None when the document does
     not say (or cannot be read)."""

@@ -109,7 +109,7 @@ class ChartPage:
     controls: tuple[Control, ...]
     draw: Callable[[list[Reply], Values], Drawn]
     compare: bool = True    # the "compare with previous period" switch
-    intervals: bool = True  # the "90 % intervals" switch
+    intervals: bool = True  # the intervals switch
     table: bool = True      # a table beside the graph; without one the graph takes the page's width
     graph_class: str = "half"
     calls: Callable[[Values, dict[str, Any], Mapping[str, Any]], Calls] | None = None
@@ -168,7 +168,7 @@ class ChartPage:
             calls = self.calls(chosen, period, session) if self.calls is not None else \
                 [(self.operation, {**{c.name: chosen[c.name] for c in self.controls if c.argument}, **period})]
         except SignalsError as error:
-            return self._outputs(ui.error_box(api.explain(error)), ui.meta(error=error), dash.no_update, None)
+            return self._outputs(ui.failure_box(error), ui.meta(error=error), dash.no_update, None)
 
         def render(replies: list[Reply]):
             drawn = self.draw(replies, chosen)

@@ -59,10 +59,11 @@ def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions
 
 
 def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "keyword",
-                      measure: str = "suppressions", as_of: Any = None) -> go.Figure:
+                      measure: str = "suppressions", as_of: Any = None, interval_words: str = "") -> go.Figure:
     """One line per keyword (or domain) over time; `bodies` are the answers, one per subject.
     With compare, each line's previous period (each bucket's value one window earlier) is a
-    dotted line of the same colour; with intervals, a band holds each point's 90 % interval.
+    dotted line of the same colour; with intervals, a band holds each point's interval
+    (`interval_words`: its level as the document gives it, "90 %").
     A first or last bucket the window covers only in part (`as_of`: the answer's, from its
     header) is drawn as an open marker, "partial: 6 of 24 hours" in its hover."""
     title = f"{measure.capitalize()} over time, by {subject}"
@@ -78,7 +79,8 @@ def timeseries_figure(bodies: Sequence[Mapping[str, Any]], *, subject: str = "ke
             figure.add_trace(go.Scatter(x=x + x[::-1], y=[p["intervals"][measure][1] for p in points]
                                         + [p["intervals"][measure][0] for p in points][::-1],
                                         fill="toself", fillcolor=colour, opacity=0.15, line=dict(width=0),
-                                        name=f"{name}, 90 % interval", hoverinfo="skip"))
+                                        name=f"{name}, {interval_words} interval".replace("  ", " "),
+                                        hoverinfo="skip"))
         partial = [partial_note(p["ts"], body.get("bucket"), body.get("window"), as_of) for p in points]
         y = [p[measure] for p in points]
         figure.add_trace(go.Scatter(x=x, y=[None if note else v for v, note in zip(y, partial, strict=True)],

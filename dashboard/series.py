@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from dashboard import figures, ui
+from dashboard import api, figures, ui
 from dashboard.chart_page import ChartPage, Drawn, Measure, Param, Text
 
 MAX_SUBJECTS = 8
@@ -29,7 +29,8 @@ def page(prefix: str, operation: str, subject: str, title: str, example: str,
         totals = [{subject: b.get(subject), "total": sum(p[values["measure"]] for p in b.get("timeseries", []))}
                   for b in bodies]
         as_of = replies[0].as_of if replies else None
-        return Drawn(figures.timeseries_figure(bodies, subject=subject, measure=values["measure"], as_of=as_of),
+        return Drawn(figures.timeseries_figure(bodies, subject=subject, measure=values["measure"], as_of=as_of,
+                                               interval_words=api.interval_words()),
                      notes=[ui.table(totals, [subject, "total"], table_id=f"{prefix}-totals")])
 
     subjects = Text(f"{subject}s", f"{subject}s (comma-separated, up to {MAX_SUBJECTS})", argument=False,

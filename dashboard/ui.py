@@ -13,6 +13,7 @@ from dash import Input, Output, dcc, html
 
 from connectors import noise_marks, numbers
 from connectors.client import Reply, SignalsError
+from connectors.columns import column_name
 from connectors.operations import Parameter
 from dashboard import api, view_state
 
@@ -64,7 +65,8 @@ def period_controls(prefix: str, query: Mapping[str, str], *, compare: bool = Tr
                                                                          "value": COMPARE}],
                                       value=view_state.flag(query, "compare", COMPARE), className="switch"))
     if intervals:
-        switches.append(dcc.Checklist(id=f"{prefix}-intervals", options=[{"label": "90 % intervals", "value": "true"}],
+        label = f"{api.interval_words()} intervals".strip()
+        switches.append(dcc.Checklist(id=f"{prefix}-intervals", options=[{"label": label, "value": "true"}],
                                       value=view_state.flag(query, "intervals", "true"), className="switch"))
     return html.Div([
         *switches,
@@ -110,9 +112,10 @@ def _mark(mark: noise_marks.Mark | None) -> Any:
 
 
 def _count_cell(row: Mapping[str, Any], column: str, marks: Mapping[str, noise_marks.Mark], compared: bool,
-                with_intervals: bool) -> html.Td:
+                level: str | None) -> html.Td:
     """A count: its value (thousands separators) and mark, then, smaller, its change and previous
-    value (compare) and its 90 % interval (intervals), compact with the exact value on hover."""
+    value (compare) and its interval (intervals; `level` "90 %", None without intervals), compact
+    with the exact value on hover."""
     value = row.get(column)
     lines: list[Any] = [html.Div([html.Span(numbers.exact(value), className="value"), _mark(marks.get(column))],
                                  className="cell-main")]
@@ -121,17 +124,17 @@ def _count_cell(row: Mapping[str, Any], column: str, marks: Mapping[str, noise_m
         previous = (row.get("previous") or {}).get(column)
         if figure:
             lines.append(html.Div([html.Span(figure), " ", html.Span(verdict, className="verdict"),
-                                   _mark(marks.get(f"change_{column}"))],
-                                  className=f"sub change {kind}", **{"data-col": f"change_{column}"}))
+                                   _mark(marks.get(column_name("change", column)))],
+                                  className=f"sub change {kind}", **{"data-col": column_name("change", column)}))
         if previous is not None:
             lines.append(html.Div(f"before {numbers.short(previous)}", title=f"previous period: {numbers.exact(previous)}",
-                                  className="sub", **{"data-col": f"previous_{column}"}))
-    if with_intervals:
+                                  className="sub", **{"data-col": column_name("previous", column)}))
+    if level is not None:
         low_high = (row.get("intervals") or {}).get(column)
         if low_high:
-            lines.append(html.Div(f"90 %: {numbers.interval(low_high, brief=True)}",
-                                  title=f"90 % interval: {numbers.interval(low_high)}", className="sub",
-                                  **{"data-col": f"intervals_{column}"}))
+            lines.append(html.Div(f"{level or 'interval'}: {numbers.interval(low_high, brief=True)}",
+                                  title=f"{level} interval: {numbers.interval(low_high)}".strip(), className="sub",
+                                  **{"data-col": column_name("intervals", column)}))
     return html.Td(lines, className="count", title=numbers.exact(value), **{"data-col": column})
 
 
@@ -139,22 +142,22 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], cou
                   table_id: str | None = None, details: Mapping[str, str] | None = None) -> html.Table:
     """A table of the API's records that fits its box: one column per field (`columns`, the ones
     that matter first); a count (in `counts`) shows its value with thousands separators and, in
-    smaller lines under it, its change and previous value (compare) and its 90 % interval
-    (intervals); a privacy mark (connectors.noise_marks) beside a number that reads oddly;
+    smaller lines under it, its change and previous value (compare) and its interval at the
+    document's level (intervals: "90 %"); a privacy mark (connectors.noise_marks) beside a number that reads oddly;
     `details` puts another field under a column's value (geo_key under the place's name)."""
     compared = any("previous" in r for r in rows)
-    with_intervals = any("intervals" in r for r in rows)
+    level = api.interval_words() if any("intervals" in r for r in rows) else None
     details = details or {}
     under = [part for part, on in (("its change and the previous period's value", compared),
-                                   ("its 90 % interval", with_intervals)) if on]
+                                   (f"its {level} interval".replace("  ", " "), level is not None)) if on]
     head = [html.Th(_heading(c), className="count" if c in counts or c.endswith("_pct") else None) for c in columns]
     body = []
     for row in rows:
-        marks = noise_marks.marks(row, counts)
+        marks = noise_marks.marks(row, counts, level or "")
         cells = []
         for column in columns:
             if column in counts:
-                cells.append(_count_cell(row, column, marks, compared, with_intervals))
+                cells.append(_count_cell(row, column, marks, compared, level))
                 continue
             text = cell_text(row.get(column), column)
             extra = details.get(column)
@@ -164,7 +167,7 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], cou
             cells.append(html.Td(inner if extra else text, className=kind, title=text, **{"data-col": column}))
         body.append(html.Tr(cells))
     said = ([f"Under each count: {' and '.join(under)}."] if under else []) + \
-        ([noise_marks.LEGEND] if any(noise_marks.marks(r, counts) for r in rows) else [])
+        ([noise_marks.LEGEND] if any(noise_marks.marks(r, counts, level or "") for r in rows) else [])
     caption = [html.Caption(" ".join(said), className="legend")] if said else []
     return html.Table([*caption, html.Thead(html.Tr(head)), html.Tbody(body)], className="data-table records",
                       **({"id": table_id} if table_id else {}))
@@ -210,8 +213,24 @@ def disclaimer_footer(disclaimer: str | None, as_of: str | None) -> html.Div:
     ], className="page-footer")
 
 
-def error_box(message: str) -> html.Div:
-    return html.Div(message, className="error", role="alert")
+def error_box(message: str, problem: Mapping[str, Any] | None = None) -> html.Div:
+    """A message for the viewer. For a failed call, `problem` is its problem in the API's shape
+    (SignalsError.problem: the API's own, or connectors/problems.py's for no answer): its members
+    go with the message as `data-problem-*` attributes, and its type, status and request id in the
+    tooltip, so what the viewer reports is what the API said."""
+    if not problem:
+        return html.Div(message, className="error", role="alert")
+    members = {f"data-problem-{name.replace('_', '-')}": str(value) for name, value in problem.items()
+               if name in ("type", "title", "status", "detail", "request_id") and value is not None}
+    said = " · ".join(str(problem[name]) for name in ("type", "status") if problem.get(name) is not None)
+    if problem.get("request_id"):
+        said += f" · request {problem['request_id']}"
+    return html.Div(message, className="error", role="alert", title=said, **members)
+
+
+def failure_box(error: SignalsError, *, needed_plan: str | None = None, message: str | None = None) -> html.Div:
+    """A failed call: the sentence for the viewer (api.explain, or `message`) with its problem."""
+    return error_box(message or api.explain(error, needed_plan=needed_plan), error.problem)
 
 
 def notice(text: str) -> html.P:
@@ -292,10 +311,10 @@ def call(session: Mapping[str, Any] | None, name: str, arguments: Mapping[str, A
     except SignalsError as error:
         if error.status == 403 and needed_plan is None:
             needed_plan = api.min_plan_label(name)
-        return None, error_box(api.explain(error, needed_plan=needed_plan)), meta(error=error)
+        return None, failure_box(error, needed_plan=needed_plan), meta(error=error)
     return reply, None, meta(reply)
 
 
 def unavailable_layout(error: SignalsError) -> html.Div:
     """A page whose controls could not be built (the document did not come)."""
-    return html.Div([html.H2("Signals is not available"), error_box(api.explain(error))], className="page")
+    return html.Div([html.H2("Signals is not available"), failure_box(error)], className="page")

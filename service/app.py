@@ -26,6 +26,7 @@ from service.middleware.query_encoding import QueryEncodingMiddleware
 from service.middleware.rate_limit import RateLimitMiddleware
 from service.middleware.request_id import RequestIdMiddleware
 from service.middleware.url_length import UrlLengthMiddleware
+from service.operations import OPERATIONS
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.resources.account import AccountResource
 from service.resources.health import HealthResource, ReadinessResource
@@ -112,13 +113,21 @@ def create_app(
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
 
-    for resource in signals_resources(settings, engine, store, clock, gate):
-        app.add_route(resource.endpoint.full_path, resource)
+    # Every operation of the table (service/operations.py) at its path, served by its resource.
+    resources = {
+        **{resource.endpoint.name: resource for resource in signals_resources(settings, engine, store, clock, gate)},
+        "account": AccountResource(),
+        **webhook_resources.resources(WebhookStore(accounts.db_engine, clock), clock,
+                                      allow_private=settings.webhook_allow_private),
+    }
+    routed: set[str] = set()
+    for operation in OPERATIONS:
+        if operation.path not in routed:
+            routed.add(operation.path)
+            app.add_route(operation.path, resources[operation.resource],
+                          **({"suffix": operation.suffix} if operation.suffix else {}))
     app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
                                                       deadline=settings.compute_deadline_seconds))
-    app.add_route(AccountResource.path, AccountResource())
-    webhook_resources.add_routes(app, WebhookStore(accounts.db_engine, clock), clock,
-                                 allow_private=settings.webhook_allow_private)
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))
     return app

@@ -1,6 +1,8 @@
-"""The seven endpoints of the spec, as data: path, method, minimum tier, MCP tool name,
-parameters, response fields. Validation, routing, OpenAPI, the client and the MCP tools are
-all generated from this table, so a bound or a field is written exactly once.
+"""The seven data endpoints of the spec, as data: path, method, minimum tier, MCP tool name,
+parameters, response fields. They are the first rows of the operation table (service/operations.py,
+all sixteen operations), from which routing and the OpenAPI document are generated; validation is
+generated from them here, and the client and the MCP tools from the document, so a bound or a field
+is written exactly once.
 """
 
 from __future__ import annotations
@@ -10,6 +12,7 @@ import datetime as dt
 from collections.abc import Callable
 from typing import Any
 
+from connectors.columns import level_text
 from paramcheck import FieldError, reason
 from service.engine import requests as rq
 from service.engine.shapes import SHAPES
@@ -57,10 +60,14 @@ COMPARE = Param(
     enum=rq.COMPARE,
 )
 
+# How often an interval of intervals=true holds the exact value (service/engine/intervals.py calibrates
+# them so); published as the document's `x-signals-interval-level`, which the consumers show.
+INTERVAL_LEVEL = 0.9
+
 INTERVALS = Param(
     "intervals", "boolean",
     "true: each record gains `intervals`, per count [low, high], a range that holds the exact value (without "
-    "noise and without the per-user cap) about 90 % of the time, from the noise scale of that cell and the "
+    f"noise and without the per-user cap) about {level_text(INTERVAL_LEVEL)} of the time, from the noise scale of that cell and the "
     "downward bias the contribution cap can add (measured coverage by cell size: docs/privacy.md). Leave it out "
     "(or false) for the plain answer.",
 )
@@ -119,8 +126,34 @@ _INT = {"type": "integer", "minimum": 0}
 _TS = {"type": "string", "format": "date-time", "description": "Bucket start, ISO 8601 UTC."}
 
 
+# What the measures in the records mean (the docs' "What the numbers mean"): each record schema's
+# property of that name carries it as its description (the MCP tools tell a model from these).
+MEASURES = {
+    "suppressions": "items hidden by users' filters",
+    "events": "filtering events (page renders where a filter hid something)",
+    "users_est": "distinct users, an estimate (users do not add up across rows)",
+    "unique_users": "distinct users, an estimate (users do not add up across rows)",
+    "adds": "keywords added to users' filter lists",
+    "removes": "keywords removed",
+    "edits": "keywords edited",
+    "net_adds": "adds - removes",
+    "total_events": "adds + removes + edits",
+    "growth_pct": "growth of the hourly rate, recent period vs baseline period, in percent",
+    "keyword_count": "distinct keywords suppressed there",
+    "recent": "the metric's total in the recent period",
+    "baseline": "the metric's total in the baseline period",
+}
+
+
+def _described(properties: dict[str, Any]) -> dict[str, Any]:
+    """The properties, each measure with its meaning (MEASURES) as its description."""
+    return {name: {**schema, "description": MEASURES[name]} if name in MEASURES else schema
+            for name, schema in properties.items()}
+
+
 def _record(properties: dict[str, Any]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": list(properties), "additionalProperties": False}
+    return {"type": "object", "properties": _described(properties), "required": list(properties),
+            "additionalProperties": False}
 
 
 def _with_extras(record: dict[str, Any], endpoint: str) -> dict[str, Any]:
@@ -140,7 +173,7 @@ def _with_extras(record: dict[str, Any], endpoint: str) -> dict[str, Any]:
                                                             "ordinary chance can explain."}},
         "required": ["pct", "beyond_noise"], "additionalProperties": False}
     interval = {"type": "array", "items": {"type": "integer"}, "minItems": 2, "maxItems": 2,
-                "description": "[low, high]: holds the exact value about 90 % of the time."}
+                "description": f"[low, high]: holds the exact value about {level_text(INTERVAL_LEVEL)} of the time."}
     return {**record, "properties": {
         **record["properties"],
         "previous": per_measure(count, "With compare=previous_period: the counts in the previous period."),
@@ -162,7 +195,7 @@ QUERY_RECORD = {
     "type": "object",
     "description": "Dimension fields in group_by order (geography as <level>_id and <level>_name, time as ts), "
                    "then suppressions, unique_users, events. With an empty group_by: one row of totals.",
-    "properties": {
+    "properties": _described({
         "keyword": {"type": "string"}, "domain": {"type": "string"}, "platform": {"type": "string"},
         "page_context": {"type": "string"},
         "country_id": {"type": "string"}, "country_name": {"type": "string"},
@@ -170,7 +203,7 @@ QUERY_RECORD = {
         "county_id": {"type": "string"}, "county_name": {"type": "string"},
         "city_id": {"type": "string"}, "city_name": {"type": "string"},
         "ts": _TS, "suppressions": _INT, "unique_users": _INT, "events": _INT,
-    },
+    }),
     "required": ["suppressions", "unique_users", "events"],
     "additionalProperties": False,
 }
@@ -244,6 +277,17 @@ def _nullable_echo(param: Param) -> dict[str, Any]:
 def _flags(values: dict[str, Any]) -> dict[str, Any]:
     """intervals absent and intervals=false are one request (one cache entry)."""
     return {**values, "intervals": bool(values.get("intervals"))}
+
+
+# /trending's parameters, named: a webhook's fields are these (service/webhooks/fields.py), and its
+# alerts are computed with TRENDING_LIMIT's maximum (service/webhooks/evaluate.py).
+TRENDING_WINDOW = _window(TRENDING_WINDOWS, "24h")
+TRENDING_DIMENSION = Param("dimension", "string", "Dimension whose values are compared.", default="keyword",
+                           enum=rq.TRENDING_DIMENSIONS)
+TRENDING_METRIC = Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS)
+TRENDING_LIMIT = _limit(500, 50)
+MIN_BASELINE = Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
+                     default=10, minimum=0)
 
 
 def _trending_extra(req: rq.Trending, as_of: dt.datetime) -> dict[str, Any]:
@@ -337,13 +381,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "when their growth stays above 0 with recent taken lower and baseline higher by 4.39 x "
                     "their noise s.d. + 3.09 x sqrt(count), and ordered by that bound (ties by value); "
                     "growth_pct is the plain growth of the numbers shown.",
-        params=(_window(TRENDING_WINDOWS, "24h"),
-                Param("dimension", "string", "Dimension whose values are compared.", default="keyword",
-                      enum=rq.TRENDING_DIMENSIONS),
-                Param("metric", "string", "Measure compared.", default="suppressions", enum=rq.TRENDING_METRICS),
-                _limit(500, 50),
-                Param("min_baseline", "number", "Values whose baseline total is below this are left out.",
-                      default=10, minimum=0), AS_OF),
+        params=(TRENDING_WINDOW, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_LIMIT, MIN_BASELINE, AS_OF),
         records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
         build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
         extra=_trending_extra, extra_schema=_TRENDING_EXTRA_SCHEMA,

@@ -1,16 +1,19 @@
-"""The OpenAPI 3.1 document, generated from the endpoint table (service/endpoints.py)."""
+"""The OpenAPI 3.1 document, generated from the operation table (service/operations.py)."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from connectors.columns import document_entry, flat_columns, schema_shape
 from service import __version__
 from service.disclaimer import DISCLAIMER
-from service.endpoints import ACCOUNT_PATH, ACCOUNT_SCHEMA, ENDPOINTS, Endpoint
+from service.endpoints import ACCOUNT_SCHEMA, INTERVAL_LEVEL, Endpoint
 from service.errors import COMPUTATION_TIMEOUT, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
+from service.operations import OPERATIONS, Operation
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
 from service.tiers import Tier
+from service.webhooks.openapi import webhook_operation
 
 _ERRORS = {
     "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
@@ -120,6 +123,9 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
         "tags": ["signals"],
         "x-min-tier": endpoint.min_tier.slug,
         "x-mcp-tool": endpoint.tool,
+        # The records' flat columns (connectors/columns.py; the document's `x-signals-columns`), in
+        # order: every one a record may have (compare and intervals add theirs, /query has its group_by's).
+        "x-signals-columns": [name for name, _path in flat_columns(schema_shape(endpoint.record_schema))],
         "security": [{"bearerAuth": []}],
     }
     ok_content: dict[str, Any] = {"application/json": {"schema": endpoint.envelope_schema()}}
@@ -181,7 +187,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
     return op
 
 
-def _account_operation() -> dict[str, Any]:
+def _account_operation(operation: Operation) -> dict[str, Any]:
     """GET /api/v1/account (service/resources/account.py)."""
     responses: dict[str, Any] = {
         "200": {
@@ -199,12 +205,10 @@ def _account_operation() -> dict[str, Any]:
         if status != "403":  # every plan may ask who it is
             responses[status] = {"$ref": f"#/components/responses/Problem{status}"}
     return {
-        "operationId": "account",
-        "summary": "Account",
-        "description": "Who the key belongs to: its subscription, plan, rate limit per minute, the endpoints the "
-                       "plan may call and the key's prefix (never the key itself). Any plan; the call counts "
-                       "against the rate limit. Takes no parameters.",
-        "tags": ["account"],
+        "operationId": operation.name,
+        "summary": operation.summary,
+        "description": operation.description,
+        "tags": [operation.tag],
         "security": [{"bearerAuth": []}],
         "responses": dict(sorted(responses.items())),
     }
@@ -214,12 +218,14 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
     """The document for a deployment whose /query bound is `max_cells` and whose computations stop
     after `deadline` seconds (SIGNALS_QUERY_MAX_CELLS, SIGNALS_COMPUTE_DEADLINE_SECONDS)."""
     paths: dict[str, Any] = {}
-    for endpoint in ENDPOINTS:
-        paths.setdefault(endpoint.full_path, {})[endpoint.method.lower()] = _operation(endpoint, max_cells, deadline)
-    paths[ACCOUNT_PATH] = {"get": _account_operation()}
-    from service.webhooks.openapi import webhook_paths  # here: service.webhooks imports service.resources
-
-    paths.update(webhook_paths())
+    for operation in OPERATIONS:
+        if operation.endpoint is not None:
+            entry = _operation(operation.endpoint, max_cells, deadline)
+        elif operation.tag == "account":
+            entry = _account_operation(operation)
+        else:
+            entry = webhook_operation(operation)
+        paths.setdefault(operation.path, {})[operation.method.lower()] = entry
     descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON.",
                     "422": _QUERY_TOO_LARGE}
     descriptions = {status: text.format(max_cells=max_cells, deadline=deadline) for status, text in descriptions.items()}
@@ -239,6 +245,10 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
         # The plans, lowest to highest, for consumers that name a plan (the dashboard's "needs the
         # ... plan"): `x-min-tier` and the account's `plan` are these slugs.
         "x-plans": [{"plan": t.slug, "label": t.label, "requests_per_minute": t.requests_per_minute} for t in Tier],
+        # How often an interval (intervals=true) holds the exact value, for consumers that say so ("90 %").
+        "x-signals-interval-level": INTERVAL_LEVEL,
+        # How records become flat columns (CSV, spreadsheets), and the headings of the nested ones.
+        "x-signals-columns": document_entry(INTERVAL_LEVEL),
         "tags": [{"name": "signals", "description": "Aggregated statistics"},
                  {"name": "account", "description": "The key's subscription and plan"},
                  {"name": "webhooks", "description": "Trending alerts sent to your URL"}],

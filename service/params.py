@@ -27,6 +27,7 @@ class Param:
     enum: tuple[str, ...] | None = None
     minimum: float | None = None
     maximum: float | None = None
+    exclusive_minimum: float | None = None
     min_length: int | None = None
     max_length: int | None = None
     min_items: int | None = None
@@ -38,7 +39,8 @@ class Param:
     # then gives the value that is matched (it may be longer, or empty: it then matches nothing).
     normalise: Callable[[str], str] | None = None
     not_blank: bool = False  # strings: white space alone is refused
-    format: str | None = None  # JSON Schema `format` (documentation: `date-time`)
+    format: str | None = None  # JSON Schema `format` (documentation: `date-time`, `uri`)
+    pattern: str | None = None  # strings: a regular expression the value must match (not_blank's otherwise)
 
     def json_schema(self) -> dict[str, Any]:
         """JSON Schema (2020-12, as used by OpenAPI 3.1) of this parameter."""
@@ -52,6 +54,7 @@ class Param:
         for key, value in (
             ("minimum", self.minimum),
             ("maximum", self.maximum),
+            ("exclusiveMinimum", self.exclusive_minimum),
             ("minLength", self.min_length),
             ("maxLength", self.max_length),
             ("minItems", self.min_items),
@@ -59,8 +62,8 @@ class Param:
         ):
             if value is not None:
                 schema[key] = int(value) if self.type == "integer" and key in ("minimum", "maximum") else value
-        if self.not_blank:
-            schema["pattern"] = NOT_BLANK_PATTERN
+        if self.not_blank or self.pattern is not None:
+            schema["pattern"] = NOT_BLANK_PATTERN if self.not_blank else self.pattern
         if self.unique_items:
             schema["uniqueItems"] = True
         if self.items is not None:

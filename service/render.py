@@ -10,6 +10,7 @@ from typing import Any
 
 import polars as pl
 
+from connectors.columns import PAIR, flat_columns
 from service.disclaimer import DISCLAIMER
 
 _ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
@@ -32,21 +33,25 @@ def json_envelope(head: Mapping[str, Any], records_field: str, frame: pl.DataFra
     return ("{" + ",".join(parts) + "}").encode()
 
 
+def _shape(dtype: pl.DataType) -> Any:
+    """A column's shape for connectors.columns: a struct's members, a list as a pair."""
+    if isinstance(dtype, pl.Struct):
+        return {f.name: _shape(f.dtype) for f in dtype.fields}
+    return PAIR if isinstance(dtype, (pl.List, pl.Array)) else None
+
+
+def _value(path: tuple[Any, ...]) -> pl.Expr:
+    expr = pl.col(path[0])
+    for step in path[1:]:
+        expr = expr.list.get(step) if isinstance(step, int) else expr.struct.field(step)
+    return expr
+
+
 def flattened(frame: pl.DataFrame) -> pl.DataFrame:
-    """Nested fields as plain columns, for CSV: an object's members as `<field>_<member>`
-    (previous_suppressions, change_suppressions_pct, change_suppressions_beyond_noise), an
-    interval [low, high] as `<field>_low` and `<field>_high` (intervals_suppressions_low)."""
-    while any(isinstance(dtype, (pl.Struct, pl.List, pl.Array)) for dtype in frame.schema.values()):
-        columns: list[pl.Expr] = []
-        for name, dtype in frame.schema.items():
-            if isinstance(dtype, pl.Struct):
-                columns += [pl.col(name).struct.field(f.name).alias(f"{name}_{f.name}") for f in dtype.fields]
-            elif isinstance(dtype, (pl.List, pl.Array)):
-                columns += [pl.col(name).list.get(0).alias(f"{name}_low"), pl.col(name).list.get(1).alias(f"{name}_high")]
-            else:
-                columns.append(pl.col(name))
-        frame = frame.select(columns)
-    return frame
+    """Nested fields as plain columns, for CSV, named by the consumers' rule (connectors.columns):
+    previous_suppressions, change_suppressions_pct, intervals_suppressions_low and _high."""
+    shape = {name: _shape(dtype) for name, dtype in frame.schema.items()}
+    return frame.select(_value(path).alias(name) for name, path in flat_columns(shape))
 
 
 def csv_body(frame: pl.DataFrame) -> bytes:

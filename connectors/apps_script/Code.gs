@@ -21,6 +21,7 @@ var SIGNALS_KEY_PROPERTY = 'SIGNALS_API_KEY';
 var SIGNALS_URL_PROPERTY = 'SIGNALS_API_URL';
 var SIGNALS_API_PATH = '/api/v1/signals';
 var SIGNALS_ACCOUNT_PATH = '/api/v1/account';
+var SIGNALS_OPENAPI_PATH = '/api/v1/openapi';
 var SIGNALS_CACHE_MAX_SECONDS = 21600;  // CacheService keeps an entry at most 6 hours
 var SIGNALS_CACHE_MAX_CHARS = 100000;   // and at most 100 KB per entry
 var SIGNALS_TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$/;
@@ -87,7 +88,7 @@ function signalsShowPlan() {
  * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
  * @param {string} compare previous_period: add each record's numbers in the period before, and their change
  * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
- * @return A table: keyword_raw, suppressions, users_est, rank (then "suppressions, previous period", "…, change %", "…, beyond noise", "…, low/high (90 % interval)" columns)
+ * @return A table: keyword_raw, suppressions, users_est, rank (then "suppressions, previous period", "…, change %", "…, beyond noise", "…, low/high (… interval)" columns)
  * @customfunction
  */
 function SIGNALS_TOP_KEYWORDS(window, limit, as_of, compare, intervals) {
@@ -211,43 +212,61 @@ function signalsFlag_(value) {
 }
 
 /**
- * A column's heading as a person reads it (the Python connector's report.header_text says the same):
- * the record's own fields as the API names them, compare's and intervals' in words
- * (previous_suppressions -> "suppressions, previous period"; change_suppressions_pct -> "suppressions, change %").
+ * How nested fields become columns and what their headings say: the served OpenAPI document's
+ * `x-signals-columns` (the rule of the API's CSV and of the Python connectors, connectors/columns.py),
+ * read once (no key needed) and cached like an answer. Only answers with nested fields need it.
  */
-var SIGNALS_NESTED_HEADERS = [
-  ['previous_', '', 'previous period'],
-  ['change_', '_pct', 'change %'],
-  ['change_', '_beyond_noise', 'beyond noise'],
-  ['intervals_', '_low', 'low (90 % interval)'],
-  ['intervals_', '_high', 'high (90 % interval)']
-];
+function signalsColumnRule_() {
+  var settings = signalsSettings_();
+  var cache = CacheService.getUserCache();
+  var cacheKey = 'signals:columns:' + signalsDigest_(settings.url);
+  var cached = cache.get(cacheKey);
+  if (cached !== null && cached !== undefined) return JSON.parse(cached);
+  var response;
+  try {
+    response = UrlFetchApp.fetch(settings.url + SIGNALS_OPENAPI_PATH, {method: 'get', muteHttpExceptions: true,
+      followRedirects: false, headers: {Accept: 'application/json', 'X-Signals-Client': SIGNALS_CLIENT}});
+  } catch (error) {
+    throw new Error('Cannot reach the Signals API at ' + settings.url + ': ' + error.message);
+  }
+  var rule = response.getResponseCode() === 200 ? JSON.parse(response.getContentText())['x-signals-columns'] : null;
+  if (!rule) throw new Error('The Signals API at ' + settings.url + ' does not say how to lay out these columns');
+  cache.put(cacheKey, JSON.stringify(rule), SIGNALS_CACHE_MAX_SECONDS);
+  return rule;
+}
 
-function signalsHeader_(column) {
-  for (var i = 0; i < SIGNALS_NESTED_HEADERS.length; i++) {
-    var prefix = SIGNALS_NESTED_HEADERS[i][0], suffix = SIGNALS_NESTED_HEADERS[i][1];
+/** A column's heading as a person reads it: the record's own fields as the API names them, nested ones in
+ * the document's words (previous_suppressions -> "suppressions, previous period"). */
+function signalsHeader_(column, rule) {
+  var headings = rule.headings;
+  for (var i = 0; i < headings.length; i++) {
+    var prefix = headings[i].prefix, suffix = headings[i].suffix;
     if (column.indexOf(prefix) === 0 && column.length > prefix.length + suffix.length &&
         column.slice(column.length - suffix.length) === suffix) {
-      return column.slice(prefix.length, column.length - suffix.length) + ', ' + SIGNALS_NESTED_HEADERS[i][2];
+      return column.slice(prefix.length, column.length - suffix.length) + ', ' + headings[i].words;
     }
   }
   return column;
 }
 
-/** A record with its nested fields as columns, named as the API's CSV names them. */
-function signalsFlat_(record, prefix, out) {
+/** A record with its nested fields as columns, named by the document's rule (as the API's CSV names them). */
+function signalsFlat_(record, prefix, out, rule) {
   Object.keys(record).forEach(function (name) {
     var value = record[name];
     if (value !== null && typeof value === 'object' && !Array.isArray(value)) {
-      signalsFlat_(value, prefix + name + '_', out);
-    } else if (Array.isArray(value) && value.length === 2) {
-      out[prefix + name + '_low'] = value[0];
-      out[prefix + name + '_high'] = value[1];
+      signalsFlat_(value, prefix + name + rule.separator, out, rule);
+    } else if (Array.isArray(value) && value.length === rule.pair.length) {
+      rule.pair.forEach(function (end, i) { out[prefix + name + rule.separator + end] = value[i]; });
     } else {
       out[prefix + name] = value;
     }
   });
   return out;
+}
+
+/** Whether a record has nested fields (compare's, intervals'). */
+function signalsNested_(record) {
+  return Object.keys(record).some(function (name) { return record[name] !== null && typeof record[name] === 'object'; });
 }
 
 function signalsList_(text) {
@@ -378,9 +397,10 @@ function signalsTable_(method, path, params) {
     if (Array.isArray(body[name])) records = body[name];
   });
   if (!records.length || typeof records[0] !== 'object') return [['No rows for these parameters']];
-  records = records.map(function (record) { return signalsFlat_(record, '', {}); });
+  var rule = records.some(signalsNested_) ? signalsColumnRule_() : {separator: '', pair: [], headings: []};
+  records = records.map(function (record) { return signalsFlat_(record, '', {}, rule); });
   var columns = Object.keys(records[0]);
-  var rows = [columns.map(signalsHeader_)];
+  var rows = [columns.map(function (column) { return signalsHeader_(column, rule); })];
   records.forEach(function (record) {
     rows.push(columns.map(function (column) {
       var value = record[column];

@@ -79,7 +79,7 @@ PROMPTS: dict[str, PromptSpec] = {spec.prompt.name: spec for spec in (
         "End with at most five bullet points a busy reader needs."),
     PromptSpec(
         types.Prompt(name="compare_periods", title="Compare a window with the one before",
-                     description="A tool's numbers beside the previous period's, with 90 % intervals.",
+                     description="A tool's numbers beside the previous period's, with intervals.",
                      arguments=[types.PromptArgument(name="window", required=False,
                                                      description="24h (default), 1h, 6h, 12h, 7d or 30d"),
                                 types.PromptArgument(name="tool", required=False,

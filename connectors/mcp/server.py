@@ -37,11 +37,11 @@ from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 from mcp_types.jsonrpc import INVALID_PARAMS
 
-from connectors import __version__
+from connectors import __version__, problems
 from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError, forwarded_chain
 from connectors.mcp import prompts, resources
 from connectors.mcp.tools import ToolSpec, build_tools, csv_refusal, error_result, from_signals_error, ok_result
-from connectors.operations import Operations
+from connectors.operations import INVALID_TITLE, Operations
 from connectors.settings import ConnectorSettings, Network
 
 log = logging.getLogger("signals.mcp")
@@ -160,14 +160,17 @@ class Backend:
             return from_signals_error(exc)
         spec = tools.get(name)
         if spec is None:
-            return error_result("Unknown tool", f"There is no tool {name!r}. Tools: {', '.join(tools)}.")
+            return error_result(problems.problem(problems.UNKNOWN_OPERATION, "Unknown tool", None,
+                                                 f"There is no tool {name!r}. Tools: {', '.join(tools)}."))
         if not key:
-            return error_result("Missing API key", "This call carries no Signals API key.", status=401)
+            return error_result(problems.problem(problems.UNAUTHORIZED, "Missing API key", 401,
+                                                 "This call carries no Signals API key."))
         arguments = dict(arguments or {})
         if spec.operation.chooses_format and arguments.get("format") not in (None, "json"):
             refusal = csv_refusal(spec.operation)
-            return error_result("Invalid or missing parameter", f"Parameter 'format' {refusal}", status=400,
-                                errors=[{"name": "format", "reason": refusal}])
+            return error_result(problems.problem(problems.INVALID_REQUEST, INVALID_TITLE, 400,
+                                                 f"Parameter 'format' {refusal}",
+                                                 errors=[{"name": "format", "reason": refusal}]))
         try:
             reply = self.client(key, forwarded_for).fetch(spec.operation.name, arguments)
             body = reply.body
@@ -175,10 +178,11 @@ class Backend:
             return from_signals_error(exc)
         except Exception:  # never a traceback to the caller; the log has it
             log.exception("tool %s failed", name)
-            return error_result("Internal error", "The MCP server failed to complete the call; see its log.",
-                                status=500)
+            return error_result(problems.problem(problems.INTERNAL_ERROR, "Internal error", 500,
+                                                 "The MCP server failed to complete the call; see its log."))
         if not isinstance(body, dict):  # not JSON (cannot happen with format json)
-            return error_result("Unexpected answer", "The API did not answer with JSON.", status=502)
+            return error_result(problems.problem(problems.UNEXPECTED_ANSWER, "Unexpected answer", 502,
+                                                 "The API did not answer with JSON."))
         return ok_result(body, reply.as_of, stale=reply.headers.get("x-cache") == "stale")
 
 
@@ -251,8 +255,11 @@ def _caller_key(ctx: Any, stdio_key: str | None) -> str | None:
 
 # -- HTTP --------------------------------------------------------------------------------------
 
-def _problem(status: int, title: str, detail: str, headers: Mapping[str, str] | None = None):
-    body = json.dumps({"type": "about:blank", "title": title, "status": status, "detail": detail}).encode()
+def _problem(status: int, title: str, detail: str, headers: Mapping[str, str] | None = None, *,
+             kind: str = problems.INVALID_REQUEST, answered: Mapping[str, Any] | None = None):
+    """An HTTP refusal in the API's problem shape: the API's own problem when it `answered` one
+    (a key it refused), else one of connectors/problems.py's types (`kind`)."""
+    body = json.dumps(dict(answered) if answered else problems.problem(kind, title, status, detail)).encode()
     raw = [(b"content-type", b"application/problem+json"), (b"content-length", str(len(body)).encode())]
     raw += [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
 
@@ -293,18 +300,19 @@ class KeyGate:
         key_bytes = key_bytes.strip(b" \t")
         if scheme.lower() != b"bearer" or not key_bytes:
             await _problem(401, "Missing API key", "Send your Signals API key as 'Authorization: Bearer <key>'.",
-                           {"WWW-Authenticate": challenge})(send)
+                           {"WWW-Authenticate": challenge}, kind=problems.UNAUTHORIZED)(send)
             return
         if len(key_bytes) > MAX_KEY_LENGTH:
             await _problem(401, "Invalid API key",
                            f"The key in the Authorization header is {len(key_bytes):,} bytes long; a Signals API key "
-                           f"is 49 characters (sig_live_ and 40 letters and digits).", invalid)(send)
+                           f"is 49 characters (sig_live_ and 40 letters and digits).", invalid,
+                           kind=problems.UNAUTHORIZED)(send)
             return
         if not all(0x21 <= byte <= 0x7E for byte in key_bytes):
             await _problem(401, "Invalid API key",
                            "The key in the Authorization header has characters a Signals API key never has (a key "
                            "is sig_live_ and 40 letters and digits; check for a stray or non-ASCII character).",
-                           invalid)(send)
+                           invalid, kind=problems.UNAUTHORIZED)(send)
             return
         key = key_bytes.decode("ascii")
         forwarded_for = self._forwarded_for(scope)
@@ -313,23 +321,27 @@ class KeyGate:
                 lambda: self.backend.account(key, forwarded_for=forwarded_for))
         except SignalsError as exc:
             if exc.status == 401:
-                await _problem(401, exc.title, exc.detail, invalid)(send)
+                await _problem(401, exc.title, exc.detail, invalid, answered=exc.problem)(send)
             elif exc.status == 429:
-                await _problem(429, exc.title, exc.detail, {"Retry-After": str(exc.retry_after or 1)})(send)
+                await _problem(429, exc.title, exc.detail, {"Retry-After": str(exc.retry_after or 1)},
+                               answered=exc.problem)(send)
             else:
-                await _problem(503 if exc.status is None or exc.status >= 500 else 502,
-                               "Cannot check the key", f"The Signals API did not confirm the key: {exc}")(send)
+                unavailable = exc.status is None or exc.status >= 500
+                await _problem(503 if unavailable else 502, "Cannot check the key",
+                               f"The Signals API did not confirm the key: {exc}",
+                               kind=problems.UNAVAILABLE if unavailable else problems.UNEXPECTED_ANSWER)(send)
             return
         except Exception as exc:  # never a traceback to the caller; the log names no key (nor the message)
             log.error("checking a key failed: %s at %s", type(exc).__name__, _where(exc))
             await _problem(502, "Cannot check the key", "The MCP server failed to check the key with the "
-                           "Signals API; see its log.")(send)
+                           "Signals API; see its log.", kind=problems.UNEXPECTED_ANSWER)(send)
             return
         if not self.backend.may_use_mcp(account):
             await _problem(403, "Plan too low",
                            f"Plan {account.get('plan_label') or account.get('plan')} cannot use the MCP server; "
                            "it needs Professional.",
-                           {"WWW-Authenticate": f'{challenge}, error="insufficient_scope"'})(send)
+                           {"WWW-Authenticate": f'{challenge}, error="insufficient_scope"'},
+                           kind=problems.INSUFFICIENT_TIER)(send)
             return
         token = AccessToken(token=key, client_id=fingerprint(key), scopes=[str(account.get("plan"))])
         await self.app({**scope, "user": AuthenticatedUser(token), FORWARDED_SCOPE: forwarded_for}, receive, send)

@@ -3,9 +3,9 @@
 Nothing about a parameter is typed here: a tool's input schema is its endpoint's query parameters
 (or request body) exactly as the document gives them, names, types, enums, bounds, defaults,
 `required` and descriptions included; its output schema is the endpoint's 200 JSON schema; its
-name is the document's `x-mcp-tool`. What is written here is prose for the model (what a call
-answers and what the measures mean) and the conversion of an answer or an API error into a
-`CallToolResult`.
+name is the document's `x-mcp-tool`; what the measures mean is their description in the record
+schema. What is written here is prose for the model (what a call answers, that the numbers are
+estimates) and the conversion of an answer or an API error into a `CallToolResult`.
 """
 
 from __future__ import annotations
@@ -19,26 +19,9 @@ from typing import Any
 
 import mcp_types as types
 
+from connectors import problems
 from connectors.client import SignalsError
 from connectors.operations import Operation, Operations
-
-# What the measures in the answers mean (docs/api.md, "What the numbers mean"), named in a description
-# only when the tool's records carry that field.
-MEASURES = {
-    "suppressions": "items hidden by users' filters",
-    "events": "filtering events (page renders where a filter hid something)",
-    "users_est": "distinct users, an estimate (users do not add up across rows)",
-    "unique_users": "distinct users, an estimate (users do not add up across rows)",
-    "adds": "keywords added to users' filter lists",
-    "removes": "keywords removed",
-    "edits": "keywords edited",
-    "net_adds": "adds - removes",
-    "total_events": "adds + removes + edits",
-    "growth_pct": "growth of the hourly rate, recent period vs baseline period, in percent",
-    "keyword_count": "distinct keywords suppressed there",
-    "recent": "the metric's total in the recent period",
-    "baseline": "the metric's total in the baseline period",
-}
 
 ESTIMATES = ("Every number is an estimate: aggregated, anonymous statistics with privacy noise, and cells with "
              "too few users are left out, so treat small numbers as rough and never as exact counts. Times are "
@@ -112,11 +95,13 @@ def describe(raw: Mapping[str, Any], operation: Operation) -> str:
     its records and what the measures among them mean, and that the numbers are estimates."""
     parts = [raw.get("summary", "").rstrip(".") + ".", raw.get("description", "")]
     if operation.records_field:
-        fields = list(operation.record_schema.get("properties", {}))
+        props = operation.record_schema.get("properties", {})
+        fields = list(props)
         parts.append(f"Answer: the JSON body of {operation.method} {operation.path}: a list "
                      f"'{operation.records_field}' of records with {', '.join(fields)}, and the request's echo "
                      "and a disclaimer.")
-        meanings = [f"{name} = {MEASURES[name]}" for name in fields if name in MEASURES]
+        meanings = [f"{name} = {schema['description']}" for name, schema in props.items()
+                    if schema.get("type") in ("integer", "number") and schema.get("description")]
         if meanings:
             parts.append("Measures: " + "; ".join(meanings) + ".")
     if operation.chooses_format:
@@ -140,22 +125,20 @@ def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = Fals
     return types.CallToolResult(content=content, structured_content=body)
 
 
-def error_result(title: str, detail: str, *, status: int | None = None, errors: list[dict[str, str]] | None = None,
-                 retry_after: int | None = None, request_id: str | None = None) -> types.CallToolResult:
-    """An API error (or an argument refused before sending) as a tool error: its title, detail and
-    per-field errors, in words and as structured content."""
-    problem: dict[str, Any] = {"status": status, "title": title, "detail": detail, "errors": list(errors or [])}
-    lines = [f"{title}" + (f" ({status})" if status else "") + f": {detail}"]
-    lines += [f"- {e.get('name')}: {e.get('reason')}" for e in problem["errors"]]
+def error_result(problem: Mapping[str, Any], retry_after: int | None = None) -> types.CallToolResult:
+    """A failure as a tool error: the problem in the API's shape (connectors/problems.py) as
+    structured content, and in words; `retry_after` (a 429's or 503's Retry-After) as one more
+    member and a line saying when to retry."""
+    body = dict(problem)
+    text = problems.text(body)
     if retry_after is not None:
-        problem["retry_after"] = retry_after
-        lines.append(f"Rate limited: retry in {retry_after} s.")
-    if request_id:
-        problem["request_id"] = request_id
-    return types.CallToolResult(content=[types.TextContent(type="text", text="\n".join(lines))],
-                                structured_content=problem, is_error=True)
+        body["retry_after"] = retry_after
+        text += f"\nRate limited: retry in {retry_after} s." if body.get("status") == 429 else \
+            f"\nRetry in {retry_after} s."
+    return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
+                                structured_content=body, is_error=True)
 
 
 def from_signals_error(error: SignalsError) -> types.CallToolResult:
-    return error_result(error.title, error.detail, status=error.status, errors=error.errors,
-                        retry_after=error.retry_after, request_id=error.request_id)
+    """The API's problem (or the client's, in the same shape) as a tool error."""
+    return error_result(error.problem, error.retry_after)

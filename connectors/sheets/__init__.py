@@ -11,7 +11,7 @@ records after a leading as_of column, skipping periods the sheet holds. Every wr
 `spreadsheets.batchUpdate`, which Google applies entirely or not at all. `sync` adds each run's
 outcome to a run log worksheet.
 
-One role per module: `errors` (what a report is; the two ways a run stops), `google` (gspread's
+One role per module: `spec` (what a report is), `errors` (the two ways a run stops), `google` (gspread's
 client, credentials, retries), `writer` (the batchUpdates), `history` (periods and rows of a
 history, pure), `runner` (check, fetch, write, log), `config` (the TOML file), `cli` (the commands).
 
@@ -21,8 +21,9 @@ endpoint, bad parameter, bad config, missing credentials) before anything was wr
 
 from connectors.sheets.cli import main, parse_assignments
 from connectors.sheets.config import Config, load_config, parse_every
-from connectors.sheets.errors import ReportFailed, ReportSpec, UsageError
+from connectors.sheets.errors import ReportFailed, UsageError
 from connectors.sheets.runner import Outcome, Runner
+from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import METADATA_KEY, RUN_LOG_ROWS, SheetWriter
 
 __all__ = ["METADATA_KEY", "RUN_LOG_ROWS", "Config", "Outcome", "ReportFailed", "ReportSpec", "Runner", "SheetWriter",

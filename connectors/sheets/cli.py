@@ -15,9 +15,10 @@ from connectors.client import SignalsClient, SignalsError
 from connectors.operations import Operation
 from connectors.settings import ConnectorSettings
 from connectors.sheets.config import load_config, parse_every
-from connectors.sheets.errors import ReportFailed, ReportSpec, UsageError
+from connectors.sheets.errors import ReportFailed, UsageError
 from connectors.sheets.google import google_client
 from connectors.sheets.runner import Outcome, Runner, api_failure
+from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import SheetWriter
 
 
@@ -89,7 +90,7 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--backfill", type=_periods, default=1, metavar="N",
                       help="with --history (implied): also the N-1 periods before, one window apart, in one write")
     push.add_argument("--compare", action="store_true", help="add the previous period and the change (compare=previous_period)")
-    push.add_argument("--intervals", action="store_true", help="add each count's 90 %% interval (intervals=true)")
+    push.add_argument("--intervals", action="store_true", help="add each count's interval (intervals=true)")
     push.add_argument("endpoint", help="top-keywords, keyword-timeseries, domain-timeseries, geo-heat, trending, "
                                        "keyword-activity or query")
     push.add_argument("params", nargs="*", metavar="name=value", help="the endpoint's parameters")

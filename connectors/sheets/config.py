@@ -8,7 +8,8 @@ import tomllib
 from pathlib import Path
 from typing import Any
 
-from connectors.sheets.errors import ReportSpec, UsageError
+from connectors.sheets.errors import UsageError
+from connectors.sheets.spec import ReportSpec
 
 DEFAULT_RUN_LOG = "Signals run log"
 _CONFIG_KEYS = {"api_url", "spreadsheet", "report", "run_log"}

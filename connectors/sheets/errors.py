@@ -1,10 +1,6 @@
-"""What a report is, and the two ways a run stops (they decide the exit status)."""
+"""The two ways a run stops (they decide the exit status)."""
 
 from __future__ import annotations
-
-import dataclasses
-from collections.abc import Mapping
-from typing import Any
 
 
 class UsageError(Exception):
@@ -13,22 +9,3 @@ class UsageError(Exception):
 
 class ReportFailed(Exception):
     """One report could not be refreshed; the sheet keeps what it had (exit status 1)."""
-
-
-@dataclasses.dataclass(frozen=True)
-class ReportSpec:
-    """One report: the endpoint and its parameters, where it goes, and how it is written.
-    `history`: append one snapshot per period with a leading as_of column instead of replacing the
-    table; `backfill`: the number of periods (the current one and the ones before, one window
-    apart) a history refresh makes sure are in the sheet."""
-
-    endpoint: str
-    params: Mapping[str, Any]
-    spreadsheet: str | None
-    worksheet: str
-    history: bool = False
-    backfill: int = 1
-
-    @property
-    def label(self) -> str:
-        return f"{self.worksheet} ({self.endpoint})"

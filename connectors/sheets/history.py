@@ -10,7 +10,7 @@ from typing import Any
 
 from connectors.buckets import window_length
 from connectors.operations import Operation
-from connectors.report import Cell, body_records, header_text, record_cells, record_columns, record_notes
+from connectors.report import Cell, body_records, record_cells, record_columns, record_notes
 
 AS_OF_HEADER = "as_of (UTC)"
 PERIODS_KEPT = 1000  # as_of hours a history remembers (in its developer metadata) to skip periods it holds
@@ -53,8 +53,8 @@ def history_columns(operation: Operation, answers: Sequence[Mapping[str, Any]]) 
     return record_columns(operation, [])
 
 
-def history_header(columns: Sequence[str], note: str) -> tuple[Cell, ...]:
-    return (Cell(AS_OF_HEADER, "header", note), *(Cell(header_text(c), "header") for c in columns))
+def history_header(operation: Operation, columns: Sequence[str], note: str) -> tuple[Cell, ...]:
+    return (Cell(AS_OF_HEADER, "header", note), *(Cell(operation.heading(c), "header") for c in columns))
 
 
 def history_rows(operation: Operation, as_of: dt.datetime, body: Mapping[str, Any],

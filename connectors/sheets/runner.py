@@ -18,7 +18,8 @@ from connectors.client import Reply, SignalsClient, SignalsError
 from connectors.operations import Operation
 from connectors.report import Cell, Table, build_table, describe_request
 from connectors.sheets import history
-from connectors.sheets.errors import ReportFailed, ReportSpec, UsageError
+from connectors.sheets.errors import ReportFailed, UsageError
+from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import SheetWriter, stored_report
 
 Checked = tuple[ReportSpec, Operation, dict[str, Any]]
@@ -144,7 +145,7 @@ class Runner:
             self._out(f"== {described}{_destination(spec)} (history: {len(ordered)} period(s))")
             for moment in ordered:
                 period = history.history_rows(operation, moment, answers[moment], columns)
-                header = history.history_header(columns, "")
+                header = history.history_header(operation, columns, "")
                 self._out(f"-- as_of {history.as_of_text(moment)}: {len(period)} rows\n"
                           f"{Table((header, *period), len(period)).text().rstrip()}\n")
             return Outcome(spec, "printed", f"{len(rows)} rows for as_of {stamps}")
@@ -154,7 +155,7 @@ class Runner:
         if continuing:
             self.writer.append(spreadsheet, spec.worksheet, sheet, stored, rows, report)
         else:
-            header = history.history_header(columns, _history_note(described, answers[ordered[-1]]))
+            header = history.history_header(operation, columns, _history_note(described, answers[ordered[-1]]))
             self.writer.write(spreadsheet, spec.worksheet, sheet, stored, [header, *rows], report)
         return Outcome(spec, "written", f"{len(rows)} rows appended for as_of {stamps}", len(rows))
 

@@ -51,7 +51,8 @@ def sign_in(_clicks: int, _submits: int, key: str | None):
         reply = api.account(key)
     except SignalsError as error:
         message = ("That key was not accepted: " + error.detail) if error.status == 401 else api.explain(error)
-        return dash.no_update, dash.no_update, ui.meta(error=error) | {"status": None}, ui.error_box(message), \
+        return dash.no_update, dash.no_update, ui.meta(error=error) | {"status": None}, \
+            ui.failure_box(error, message=message), \
             dash.no_update
     body = reply.body
     session = {"key": key, "plan": body.get("plan"), "plan_label": body.get("plan_label"),

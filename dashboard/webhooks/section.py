@@ -1,5 +1,5 @@
 """The webhooks section of /account: the subscription's webhooks (/api/v1/account/webhooks), the
-list, a form to create or edit one, delete, send a test (send_test.py follows it), rotate the
+list, a form to create or edit one, delete, send a test (trial_delivery.py follows it), rotate the
 secret, and the delivery log.
 
 Every change is one API call through the shared client, and the list is read again after it (the
@@ -14,7 +14,7 @@ from dash import Input, Output, State, dcc, html
 
 from connectors.operations import Operation
 from dashboard import ui
-from dashboard.webhooks import LOG_PAGE, form, send_test
+from dashboard.webhooks import LOG_PAGE, form, trial_delivery
 
 LIST_COLUMNS = ["id", "url", "window", "dimension", "metric", "threshold_pct", "cooldown_minutes", "min_baseline",
                 "enabled", "cooldown_until", "disabled_reason", "description"]
@@ -32,7 +32,7 @@ def section(create: Operation) -> html.Section:
                "the secret is shown only when the webhook is created or its secret rotated.", className="hint"),
         dcc.Store(id="webhooks-version", data=0), dcc.Store(id="webhook-editing"),
         dcc.Store(id="webhook-log-cursor"), ui.page_meta("webhooks-meta"),
-        *send_test.elements(),
+        *trial_delivery.elements(),
         dcc.Loading(html.Div(id="webhook-list"), type="default", delay_show=150),
         html.Div([
             html.Div([
@@ -174,7 +174,7 @@ def ask_delete(_clicks, selected):
 )
 def act(_test, _rotate, _delete, selected, version, session):
     """Send a test delivery, rotate the secret, or delete (after the confirmation). A test the
-    worker will send starts following the delivery log (send_test.py)."""
+    worker will send starts following the delivery log (trial_delivery.py)."""
     if not ui.key_of(session) or not ui.clicked():
         raise dash.exceptions.PreventUpdate
     keep = (dash.no_update,) * 4  # a test being followed goes on
@@ -186,11 +186,11 @@ def act(_test, _rotate, _delete, selected, version, session):
     if reply is None:
         return problem, dash.no_update, meta, *keep
     if name == "delete_webhook":
-        return ui.notice(f"Deleted webhook {selected}."), (version or 0) + 1, meta, *send_test.STOP
+        return ui.notice(f"Deleted webhook {selected}."), (version or 0) + 1, meta, *trial_delivery.STOP
     if name == "rotate_webhook_secret":
         return _secret(f"New secret for webhook {selected}; the old one no longer signs.", reply.body["secret"]), \
             dash.no_update, meta, *keep
-    message, poll = send_test.started(reply.body, selected)
+    message, poll = trial_delivery.started(reply.body, selected)
     return message, (version or 0) + 1, meta, *poll
 
 

@@ -19,7 +19,7 @@ import falcon
 from paramcheck import summary
 from service.accounts import Principal
 from service.disclaimer import DISCLAIMER
-from service.endpoints import ACCOUNT_PATH, ENDPOINTS
+from service.endpoints import ENDPOINTS
 from service.errors import Problem
 from service.etags import etag_for, if_none_match
 from service.params import ValidationFailed, parse_query
@@ -54,7 +54,6 @@ def account_body(principal: Principal) -> dict[str, Any]:
 
 class AccountResource:
     rate_limited = True
-    path = ACCOUNT_PATH
 
     def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
         try:

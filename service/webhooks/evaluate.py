@@ -17,6 +17,7 @@ from typing import Any
 
 import polars as pl
 
+from service.endpoints import TRENDING_LIMIT
 from service.engine import requests as rq
 from service.engine.interface import QueryEngine as Engine
 from service.store.reader import EventFrames
@@ -28,7 +29,8 @@ log = logging.getLogger("signals.webhooks")
 SOURCE = "signals"
 EVENT = "trending_alert"
 CLAIM_BATCH = 500  # cooldown claims per transaction (short enough not to hold the writer lock long)
-TRENDING_LIMIT = 500  # GET /trending's largest limit: every alerted value is one /trending can show
+# GET /trending's largest limit: every alerted value is one /trending can show.
+ALERT_LIMIT = int(TRENDING_LIMIT.maximum)
 
 
 def triggered_at(moment: dt.datetime) -> str:
@@ -60,7 +62,7 @@ class RoundReport:
 
 
 def trending_request(window: str, dimension: str, metric: str, min_baseline: float) -> rq.Trending:
-    return rq.Trending(window=window, dimension=dimension, metric=metric, limit=TRENDING_LIMIT,
+    return rq.Trending(window=window, dimension=dimension, metric=metric, limit=ALERT_LIMIT,
                        min_baseline=float(min_baseline))
 
 

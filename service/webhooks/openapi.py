@@ -1,25 +1,28 @@
-"""The management API's entries in the OpenAPI document (merged by service/openapi.py)."""
+"""The webhook operations' entries in the OpenAPI document (service/openapi.py documents each
+operation of the table, service/operations.py, these here): their responses, and their parameters
+and bodies from the table's fields."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from service.errors import WEBHOOK_LIMIT, problem_type
-from service.webhooks.fields import FIELD_SCHEMAS, MAX_WEBHOOKS_PER_SUBSCRIPTION, REQUIRED
-from service.webhooks.resources import DELIVERIES_LIMIT, MAX_BEFORE, WEBHOOK_PATH, WEBHOOKS_PATH
+from service.operations import Operation
+from service.params import Param
+from service.webhooks.fields import FIELDS, MAX_WEBHOOKS_PER_SUBSCRIPTION
 
 _TIME = {"type": "string", "format": "date-time"}
 WEBHOOK_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "id": {"type": "string"},
-        **{name: {k: v for k, v in schema.items() if k != "default"} for name, schema in FIELD_SCHEMAS.items()},
+        **{field.name: {k: v for k, v in field.json_schema().items() if k != "default"} for field in FIELDS},
         "disabled_reason": {"type": ["string", "null"], "description": "Why the service disabled it (410 Gone)."},
         "created_at": _TIME, "updated_at": _TIME,
         "cooldown_until": {"type": ["string", "null"], "format": "date-time",
                            "description": "No alert before this time."},
     },
-    "required": ["id", *FIELD_SCHEMAS, "disabled_reason", "created_at", "updated_at", "cooldown_until"],
+    "required": ["id", *(field.name for field in FIELDS), "disabled_reason", "created_at", "updated_at",
+                 "cooldown_until"],
 }
 _WITH_SECRET = {"allOf": [WEBHOOK_SCHEMA, {"type": "object", "required": ["secret"], "properties": {
     "secret": {"type": "string", "pattern": "^whsec_",
@@ -48,75 +51,54 @@ _ID = [{"name": "webhook_id", "in": "path", "required": True, "schema": {"type":
 _COMMON = ("400", "401", "414", "429", "500", "503")
 
 
-def _op(path: str, op_id: str, summary: str, description: str, responses: dict[str, Any], **extra: Any) -> dict[str, Any]:
-    op = {"operationId": op_id, "summary": summary, "description": description, "tags": ["webhooks"],
-          "security": [{"bearerAuth": []}], "responses": dict(sorted(responses.items())), **extra}
-    if "{webhook_id}" in path:
-        op["parameters"] = [*_ID, *op.get("parameters", [])]
+def _body(fields: tuple[Param, ...]) -> dict[str, Any]:
+    """A create body (its required fields) or an update body (any one field at least)."""
+    required = [field.name for field in fields if field.required]
+    schema = {"type": "object", "properties": {field.name: field.json_schema() for field in fields},
+              **({"required": required} if required else {"minProperties": 1}), "additionalProperties": False}
+    return {"required": True, "content": {"application/json": {"schema": schema}}}
+
+
+_ONE = {"200": _json("The webhook.", WEBHOOK_SCHEMA)}
+
+# Each webhook operation's responses, by operationId.
+RESPONSES: dict[str, dict[str, Any]] = {
+    "list_webhooks": {"200": _json("The webhooks.", {"type": "object", "properties": {
+        "webhooks": {"type": "array", "items": WEBHOOK_SCHEMA},
+        "limit": {"type": "integer", "const": MAX_WEBHOOKS_PER_SUBSCRIPTION}}}), **_problems(*_COMMON)},
+    "create_webhook": {
+        "201": {**_json("Created; the secret is shown only now.", _WITH_SECRET),
+                "headers": {"Location": {"schema": {"type": "string"}}}},
+        "409": {"description": f"The subscription already has {MAX_WEBHOOKS_PER_SUBSCRIPTION} webhooks.",
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+        **_problems(*_COMMON, "413", "415")},
+    "get_webhook": {**_ONE, **_problems(*_COMMON, "404")},
+    "update_webhook": {**_ONE, **_problems(*_COMMON, "404", "413", "415")},
+    "delete_webhook": {"204": {"description": "Deleted."}, **_problems(*_COMMON, "404")},
+    "test_webhook": {"202": _json("Queued.", {"type": "object", "required": ["delivery_id", "attempt"],
+                                              "properties": {"delivery_id": {"type": "string"},
+                                                             "attempt": {"type": "null"}}}),
+                     **_problems(*_COMMON, "404")},
+    "list_webhook_deliveries": {"200": _json("Attempts.", {"type": "object", "properties": {
+        "deliveries": {"type": "array", "items": _ATTEMPT},
+        "next_before": {"type": ["integer", "null"]}}}), **_problems(*_COMMON, "404")},
+    "rotate_webhook_secret": {"200": _json("The webhook with its new secret.", _WITH_SECRET),
+                              **_problems(*_COMMON, "404")},
+}
+
+
+def webhook_operation(operation: Operation) -> dict[str, Any]:
+    """One webhook operation of the table as the document describes it."""
+    op: dict[str, Any] = {"operationId": operation.name, "summary": operation.summary,
+                          "description": operation.description, "tags": [operation.tag],
+                          "security": [{"bearerAuth": []}],
+                          "responses": dict(sorted(RESPONSES[operation.name].items()))}
+    if operation.params and operation.in_body:
+        op["requestBody"] = _body(operation.params)
+    query = [] if operation.in_body else [
+        {"name": p.name, "in": "query", "schema": p.json_schema()} for p in operation.params]
+    if "{webhook_id}" in operation.path:
+        query = [*_ID, *query]
+    if query:
+        op["parameters"] = query
     return op
-
-
-def webhook_paths() -> dict[str, Any]:
-    body = {"required": True, "content": {"application/json": {"schema": {
-        "type": "object", "properties": FIELD_SCHEMAS, "required": list(REQUIRED), "additionalProperties": False}}}}
-    patch = {"required": True, "content": {"application/json": {"schema": {
-        "type": "object", "properties": FIELD_SCHEMAS, "minProperties": 1, "additionalProperties": False}}}}
-    low, high, default = DELIVERIES_LIMIT
-    return {
-        WEBHOOKS_PATH: {
-            "get": _op(WEBHOOKS_PATH, "list_webhooks", "List webhooks", "This key's subscription's webhooks (any plan).",
-                       {"200": _json("The webhooks.", {"type": "object", "properties": {
-                           "webhooks": {"type": "array", "items": WEBHOOK_SCHEMA},
-                           "limit": {"type": "integer", "const": MAX_WEBHOOKS_PER_SUBSCRIPTION}}}),
-                        **_problems(*_COMMON)}),
-            "post": _op(WEBHOOKS_PATH, "create_webhook", "Create a webhook",
-                        f"A trending alert (payload trending_alert, signed per Standard Webhooks) is POSTed to `url` "
-                        f"when a value's growth_pct in GET /trending (same window, dimension, metric, min_baseline) "
-                        f"exceeds threshold_pct, at most once per cooldown. At most {MAX_WEBHOOKS_PER_SUBSCRIPTION} "
-                        f"per subscription: the next is refused with 409 ({problem_type(409, WEBHOOK_LIMIT)}).",
-                        {"201": {**_json("Created; the secret is shown only now.", _WITH_SECRET),
-                                 "headers": {"Location": {"schema": {"type": "string"}}}},
-                         "409": {"description": f"The subscription already has {MAX_WEBHOOKS_PER_SUBSCRIPTION} "
-                                                f"webhooks.", "content": {"application/problem+json": {
-                                                    "schema": {"$ref": "#/components/schemas/Problem"}}}},
-                         **_problems(*_COMMON, "413", "415")}, requestBody=body),
-        },
-        WEBHOOK_PATH: {
-            "get": _op(WEBHOOK_PATH, "get_webhook", "Get a webhook", "One webhook (404 for another subscription's).",
-                       {"200": _json("The webhook.", WEBHOOK_SCHEMA), **_problems(*_COMMON, "404")}),
-            "patch": _op(WEBHOOK_PATH, "update_webhook", "Update a webhook", "Change the fields given.",
-                         {"200": _json("The webhook.", WEBHOOK_SCHEMA), **_problems(*_COMMON, "404", "413", "415")},
-                         requestBody=patch),
-            "delete": _op(WEBHOOK_PATH, "delete_webhook", "Delete a webhook", "Deletes it with its deliveries.",
-                          {"204": {"description": "Deleted."}, **_problems(*_COMMON, "404")}),
-        },
-        WEBHOOK_PATH + "/test": {
-            "post": _op(WEBHOOK_PATH, "test_webhook", "Send a test delivery",
-                        "Queues a signed trending_alert with no alerts; the worker process sends it within about "
-                        "a second and retries it like any delivery if it fails. Its attempts appear in "
-                        "`/deliveries` (the `Location` header) under the `delivery_id` answered here.",
-                        {"202": _json("Queued.", {"type": "object", "required": ["delivery_id", "attempt"],
-                                                  "properties": {"delivery_id": {"type": "string"},
-                                                                 "attempt": {"type": "null"}}}),
-                         **_problems(*_COMMON, "404")}),
-        },
-        WEBHOOK_PATH + "/deliveries": {
-            "get": _op(WEBHOOK_PATH, "list_webhook_deliveries", "List delivery attempts",
-                       "Every attempt, newest first. Next page: `before` = the previous page's `next_before` "
-                       "(also in the Link header, rel=next).",
-                       {"200": _json("Attempts.", {"type": "object", "properties": {
-                           "deliveries": {"type": "array", "items": _ATTEMPT},
-                           "next_before": {"type": ["integer", "null"]}}}), **_problems(*_COMMON, "404")},
-                       parameters=[
-                           {"name": "limit", "in": "query", "schema": {"type": "integer", "minimum": low,
-                                                                       "maximum": high, "default": default}},
-                           {"name": "before", "in": "query", "schema": {"type": "integer", "minimum": 0,
-                                                                        "maximum": MAX_BEFORE}}]),
-        },
-        WEBHOOK_PATH + "/rotate-secret": {
-            "post": _op(WEBHOOK_PATH, "rotate_webhook_secret", "Rotate the signing secret",
-                        "A new secret, shown only in this response; the old one stops signing at once.",
-                        {"200": _json("The webhook with its new secret.", _WITH_SECRET),
-                         **_problems(*_COMMON, "404")}),
-        },
-    }

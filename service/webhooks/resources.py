@@ -1,7 +1,8 @@
-"""The management API: /api/v1/account/webhooks (list, create), /{id} (read, update, delete),
+"""The management API's responders: /api/v1/account/webhooks (list, create), /{id} (read, update, delete),
 /{id}/test (a signed test delivery, queued for the worker), /{id}/deliveries (attempts, newest first, paginated),
 /{id}/rotate-secret. Any plan manages its own subscription's webhooks; another subscription's id
-answers 404, exactly like an id that does not exist. Requests count against the rate limit."""
+answers 404, exactly like an id that does not exist. Requests count against the rate limit. Their
+paths and parameters are the operation table's (service/operations.py), which service/app.py routes."""
 
 from __future__ import annotations
 
@@ -13,16 +14,13 @@ import falcon
 from paramcheck import FieldError, summary
 from service.clock import Clock
 from service.errors import WEBHOOK_LIMIT, Problem
+from service.operations import DELIVERIES_BEFORE, DELIVERIES_LIMIT, WEBHOOK_PATH, WEBHOOKS_PATH
 from service.resources.account import PreparedAccountRequest
 from service.resources.json_body import read_json_body
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
 from service.webhooks.webhook_store import TooManyWebhooks, WebhookStore, public
 from service.windows import iso_z
-
-WEBHOOKS_PATH = "/api/v1/account/webhooks"
-WEBHOOK_PATH = WEBHOOKS_PATH + "/{webhook_id}"
-DELIVERIES_LIMIT = (1, 100, 20)  # min, max, default
 
 
 def _json(resp: falcon.Response, body: Any, status: str = falcon.HTTP_200) -> None:
@@ -127,7 +125,7 @@ class WebhookResource(_Base):
         _json(resp, {"delivery_id": delivery_id, "attempt": None}, falcon.HTTP_202)
 
     def on_get_deliveries(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
-        low, high, default = DELIVERIES_LIMIT
+        low, high, default = int(DELIVERIES_LIMIT.minimum), int(DELIVERIES_LIMIT.maximum), DELIVERIES_LIMIT.default
         errors = [FieldError(n, "is not a parameter of this endpoint (limit, before)")
                   for n in req.params if n not in ("limit", "before")]
         limit, before = default, None
@@ -139,7 +137,7 @@ class WebhookResource(_Base):
                 limit = int(raw)
         raw = req.params.get("before")
         if raw is not None:
-            if not _is_digits(raw) or int(raw) > MAX_BEFORE:
+            if not _is_digits(raw) or int(raw) > DELIVERIES_BEFORE.maximum:
                 errors.append(FieldError("before", "must be the next_before of the previous page"))
             else:
                 before = int(raw)
@@ -160,18 +158,13 @@ class WebhookResource(_Base):
         _json(resp, body)
 
 
-MAX_BEFORE = 2**63 - 1  # the largest id a database's BIGINT holds
-
-
 def _is_digits(raw: object) -> bool:
     """ASCII digits only ('１' and '١' are digits to str.isdigit, and int() takes them)."""
     return isinstance(raw, str) and raw.isascii() and raw.isdigit()
 
 
-def add_routes(app: falcon.App, store: WebhookStore, clock: Clock, *, allow_private: bool) -> None:
-    app.add_route(WEBHOOKS_PATH, WebhooksResource(store, clock, allow_private=allow_private))
-    one = WebhookResource(store, clock, allow_private=allow_private)
-    app.add_route(WEBHOOK_PATH, one)
-    app.add_route(WEBHOOK_PATH + "/test", one, suffix="test")
-    app.add_route(WEBHOOK_PATH + "/deliveries", one, suffix="deliveries")
-    app.add_route(WEBHOOK_PATH + "/rotate-secret", one, suffix="rotate")
+def resources(store: WebhookStore, clock: Clock, *, allow_private: bool) -> dict[str, Any]:
+    """The responders of the table's webhook operations (service/operations.py), by the name the
+    table gives them."""
+    return {"webhooks": WebhooksResource(store, clock, allow_private=allow_private),
+            "webhook": WebhookResource(store, clock, allow_private=allow_private)}

@@ -88,6 +88,10 @@ def record(api_app, keys: dict[str, str]) -> dict:
             call(method, BASE + path, params, role, case)
         for role in ACCOUNT_CALLS:
             call("GET", "/api/v1/account", {}, role, f"account_{role}")
+        document = http.get(API_URL + "/api/v1/openapi")
+        recordings.append({"case": "openapi", "method": "GET", "url": API_URL + "/api/v1/openapi", "authorization": None,
+                           "payload": None, "status": document.status_code, "headers": dict(document.headers),
+                           "body": document.text})
     return {"api_url": API_URL, "keys": keys, "recordings": recordings,
             "cases": [{"case": c, "function": f, "args": a, "key": r} for c, f, a, r, *_ in CASES]}
 
@@ -102,7 +106,7 @@ def recorded(fixture_data_dir, fixture_store, accounts, keys, tmp_path):
     fixtures = record(app, roles)
     statuses = {r["case"]: r["status"] for r in fixtures["recordings"]}
     assert statuses == {**{c[0]: 200 for c in CASES}, "bad_parameter": 400, "wrong_key": 401, "plan": 403,
-                        "rate_limited": 429, "account_observer": 200, "account_analyst": 200}
+                        "rate_limited": 429, "account_observer": 200, "account_analyst": 200, "openapi": 200}
     path = tmp_path / "recorded.json"
     path.write_text(json.dumps(fixtures, indent=1))
     return path
@@ -139,16 +143,22 @@ def test_every_get_endpoint_has_a_function_with_the_documented_parameters():
 
 
 def test_headers_read_as_the_python_connectors():
-    """Code.gs's signalsHeader_ and connectors/report.py's header_text name columns alike."""
-    from connectors.report import header_text
+    """Code.gs's signalsHeader_ and the Python connectors (Operation.heading) name columns alike,
+    both from the document's x-signals-columns."""
+    from connectors.operations import Operations
 
+    document = build_openapi()
+    operation = Operations.from_openapi(document)["top_keywords"]
     columns = ["keyword_raw", "previous_suppressions", "change_unique_users_pct", "change_events_beyond_noise",
                "intervals_keyword_count_low", "intervals_users_est_high", "previous_", "change_pct"]
     script = ("const vm = require('vm'); const ctx = {}; vm.createContext(ctx);"
               "vm.runInContext(require('fs').readFileSync(process.argv[1], 'utf8'), ctx);"
-              "console.log(JSON.stringify(JSON.parse(process.argv[2]).map(ctx.signalsHeader_)));")
+              "const rule = JSON.parse(process.argv[3]);"
+              "console.log(JSON.stringify(JSON.parse(process.argv[2]).map((c) => ctx.signalsHeader_(c, rule))));")
     done = subprocess.run([shutil.which("node") or "node", "-e", script, str(APPS_SCRIPT / "Code.gs"),
-                           json.dumps(columns)], capture_output=True, text=True, timeout=60)
+                           json.dumps(columns), json.dumps(document["x-signals-columns"])],
+                          capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == [header_text(c) for c in columns]
-    assert header_text("previous_suppressions") == "suppressions, previous period"
+    assert json.loads(done.stdout) == [operation.heading(c) for c in columns]
+    assert operation.heading("previous_suppressions") == "suppressions, previous period"
+    assert operation.heading("intervals_users_est_high") == "users_est, high (90 % interval)"

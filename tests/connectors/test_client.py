@@ -210,6 +210,8 @@ def test_invalid_arguments_are_refused_before_any_request_in_the_apis_words(conn
     problem = answer.json()
     assert error.errors == problem["errors"]
     assert (error.title, error.detail) == (problem["title"], problem["detail"])
+    # one shape: the client's problem is the API's, but for what only the server knows
+    assert error.problem == {k: v for k, v in problem.items() if k not in ("request_id", "disclaimer")}
 
 
 def test_compare_and_intervals_reach_the_client_and_its_frames(connect, api_app, keys):
@@ -361,6 +363,8 @@ def test_no_server_at_all_is_a_signals_error():
             pytest.raises(SignalsError) as unreachable:
         client.top_keywords()
     assert unreachable.value.status is None and "ConnectError" in unreachable.value.detail
+    assert unreachable.value.problem == {"type": "urn:signals:problem:unreachable", "title": "Cannot reach the Signals API",
+                                         "status": None, "detail": unreachable.value.detail}
 
 
 def test_document_parses_into_operations():

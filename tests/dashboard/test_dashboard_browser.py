@@ -336,7 +336,7 @@ def test_account_page_manages_webhooks(stack, browser, professional):
 
 
 @pytest.mark.parametrize("mode", ["queued", "never"])
-def test_send_test_follows_a_queued_delivery(stack, browser, professional, mode):
+def test_the_test_button_follows_a_queued_delivery(stack, browser, professional, mode):
     """The API answers Send test with 202 (the worker sends it; here a front in front of the API
     answers so): the page says "queued", reads the delivery log a few times and says how the
     delivery went once its attempt is there; when none comes within about 30 s, that the worker

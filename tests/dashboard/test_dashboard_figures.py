@@ -238,23 +238,23 @@ def test_query_page_offers_as_of_compare_and_intervals_from_the_document(served_
 
 
 def test_a_test_deliverys_outcome_in_words():
-    from dashboard.webhooks import send_test
+    from dashboard.webhooks import trial_delivery
 
-    ok = send_test.outcome({"succeeded": True, "status_code": 204, "duration_ms": 12})
+    ok = trial_delivery.outcome({"succeeded": True, "status_code": 204, "duration_ms": 12})
     assert ok.children == "Test delivery sent: your URL answered 204 in 12 ms."
-    refused = send_test.outcome({"succeeded": False, "status_code": 500, "error": None})
+    refused = trial_delivery.outcome({"succeeded": False, "status_code": 500, "error": None})
     assert "answered 500" in refused.children and "retried" in refused.children
-    unreachable = send_test.outcome({"succeeded": False, "status_code": None, "error": "ConnectError: refused"})
+    unreachable = trial_delivery.outcome({"succeeded": False, "status_code": None, "error": "ConnectError: refused"})
     assert "ConnectError: refused" in unreachable.children
-    assert "alert worker" in send_test.outcome(None).children
+    assert "alert worker" in trial_delivery.outcome(None).children
 
 
 def test_a_logged_attempt_of_a_queued_test_in_words():
     """A queued test's outcome is read from the delivery log, whose items say `outcome`."""
-    from dashboard.webhooks import send_test
+    from dashboard.webhooks import trial_delivery
 
     def said(**logged):
-        return send_test.outcome(send_test.as_attempt({"delivery_id": "dlv_1", "attempt": 1, **logged})).children
+        return trial_delivery.outcome(trial_delivery.as_attempt({"delivery_id": "dlv_1", "attempt": 1, **logged})).children
 
     assert said(outcome="succeeded", status_code=200, duration_ms=8, error=None) == \
         "Test delivery sent: your URL answered 200 in 8 ms."

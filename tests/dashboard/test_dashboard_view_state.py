@@ -3,9 +3,21 @@ the change labels, the compared table, and the figures' previous-period and inte
 
 from __future__ import annotations
 
-from connectors.operations import Parameter
-from dashboard import figures, ui, view_state
+import pytest
+
+from connectors.operations import Operations, Parameter
+from dashboard import api, figures, ui, view_state
+from service.openapi import build_openapi
 from tests.support.layouts import texts
+
+
+@pytest.fixture
+def served(monkeypatch: pytest.MonkeyPatch) -> Operations:
+    """The API's document as the dashboard reads it (its interval level, "90 %", says how wide)."""
+    operations = Operations.from_openapi(build_openapi())
+    monkeypatch.setattr(api, "operations", lambda: operations)
+    return operations
+
 
 LIMIT = Parameter("limit", {"type": "integer", "minimum": 1, "maximum": 500, "default": 50})
 BASELINE = Parameter("min_baseline", {"type": "number", "minimum": 0, "default": 10})
@@ -33,7 +45,7 @@ def test_period_arguments_and_change_labels():
     assert ui.change_text({"pct": None, "beyond_noise": True}) == ("new (previously 0) · beyond noise", "beyond-noise")
 
 
-def test_a_records_table_stacks_change_previous_and_interval_under_each_count():
+def test_a_records_table_stacks_change_previous_and_interval_under_each_count(served):
     rows = [{"label": "Greece", "geo_key": "GR", "suppressions": 12000, "events": 0, "previous": {"suppressions": 10000, "events": 92},
              "change": {"suppressions": {"pct": 20.0, "beyond_noise": False}, "events": {"pct": -100.0, "beyond_noise": True}},
              "intervals": {"suppressions": [11000, 13000], "events": [0, 40]}}]
@@ -64,10 +76,11 @@ def test_cells_never_show_python_literals_and_times_read():
     assert ui.cell_text(75.0, "threshold_pct") == "75 %"
 
 
-def test_figures_draw_the_previous_period_and_intervals():
+def test_figures_draw_the_previous_period_and_intervals(served):
     point = {"ts": "2026-03-09T00:00:00Z", "suppressions": 10, "previous": {"suppressions": 4},
              "intervals": {"suppressions": [8, 12]}}
-    figure = figures.timeseries_figure([{"keyword": "k", "window": "7d", "bucket": "day", "timeseries": [point]}])
+    figure = figures.timeseries_figure([{"keyword": "k", "window": "7d", "bucket": "day", "timeseries": [point]}],
+                                       interval_words=api.interval_words())
     traces = {t.name: t for t in figure.data}
     assert list(traces["k, previous period"].y) == [4] and traces["k, previous period"].line.dash == "dot"
     assert list(traces["k, 90 % interval"].y) == [12, 8]
@@ -78,3 +91,19 @@ def test_figures_draw_the_previous_period_and_intervals():
     assert bars["adds"].offsetgroup == "now" and bars["adds, previous period"].offsetgroup == "previous"
     plain = figures.activity_figure({**activity, "keywords": [{"keyword": "k", "adds": 3, "removes": 1, "edits": 0}]})
     assert [t.name for t in plain.data] == ["adds", "removes", "edits"]
+
+
+def test_a_failed_call_says_it_in_words_and_carries_the_apis_problem():
+    from connectors.client import SignalsError
+
+    problem = {"type": "urn:signals:problem:rate-limited", "title": "Rate limit exceeded", "status": 429,
+               "detail": "30 requests per minute.", "request_id": "req-1", "disclaimer": "Estimates."}
+    box = ui.failure_box(SignalsError(429, problem["title"], problem["detail"], request_id="req-1", retry_after=12,
+                                      problem=problem)).to_plotly_json()["props"]
+    assert box["role"] == "alert" and box["children"].startswith("Too many requests for your plan's limit. Try again in 12")
+    assert {k: v for k, v in box.items() if k.startswith("data-problem-")} == {
+        "data-problem-type": problem["type"], "data-problem-title": problem["title"], "data-problem-status": "429",
+        "data-problem-detail": problem["detail"], "data-problem-request-id": "req-1"}
+    assert box["title"] == "urn:signals:problem:rate-limited · 429 · request req-1"
+    down = ui.failure_box(SignalsError(None, "Cannot reach the Signals API", "ConnectError")).to_plotly_json()["props"]
+    assert down["data-problem-type"] == "urn:signals:problem:unreachable" and "data-problem-status" not in down
