@@ -264,8 +264,7 @@ class SignalsClient:
 
     def test_webhook(self, webhook_id: str) -> dict[str, Any]:
         """Queues a signed test delivery, which the worker process sends: its `delivery_id` (the
-        attempt appears in `webhook_deliveries` with that id) and `attempt` None (an older API
-        sent it at once and gave the attempt here)."""
+        attempt appears in `webhook_deliveries` with that id) and `attempt` None."""
         return self.manage("test_webhook", {"webhook_id": webhook_id}).body
 
     def webhook_deliveries(self, webhook_id: str, *, limit: int | None = None, before: int | None = None) -> dict[str, Any]:

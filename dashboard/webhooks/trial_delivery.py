@@ -1,6 +1,5 @@
 """Following a test delivery. "Send test" queues a delivery that the worker process sends (the API
-answers 202 with its `delivery_id` and no attempt yet; an older API sent it at once and answered
-200 with the attempt). While it is queued, the page reads the delivery log (`dcc.Interval`, a few
+answers 202 with its `delivery_id` and no attempt yet). While it is queued, the page reads the delivery log (`dcc.Interval`, a few
 reads over about TEST_FOLLOW_SECONDS, each a short callback: no server thread waits) until an
 attempt of that delivery appears, and then says how it went."""
 
@@ -30,11 +29,10 @@ def elements() -> list[Any]:
 
 
 def started(reply_body: dict[str, Any], webhook_id: str) -> tuple[Any, tuple]:
-    """test_webhook's answer: (the message, the poll's outputs: following the queued delivery, or
-    not when the API sent it already)."""
-    attempt, delivery_id = reply_body.get("attempt"), reply_body.get("delivery_id")
-    if attempt is not None or not delivery_id:  # sent already (an API that sends it in the request)
-        return outcome(attempt), STOP
+    """test_webhook's answer: (the message, the poll's outputs following the queued delivery)."""
+    delivery_id = reply_body.get("delivery_id")
+    if not delivery_id:  # nothing to follow: say where to look
+        return outcome(None), STOP
     pending = {"webhook": webhook_id, "delivery_id": delivery_id, "since": time.time()}
     return queued(delivery_id, 0), (pending, False, 0, TEST_POLL_SCHEDULE[0] * 1000)
 

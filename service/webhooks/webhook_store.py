@@ -71,19 +71,19 @@ def public(row: Any) -> dict[str, Any]:
 
 
 class WebhookStore:
-    def __init__(self, engine: sa.Engine, clock: Clock | None = None) -> None:
-        self.engine = engine
+    def __init__(self, db_engine: sa.Engine, clock: Clock | None = None) -> None:
+        self.db_engine = db_engine  # SQLAlchemy's (the accounts database), not a query engine
         self.clock: Clock = clock or SystemClock()
 
     # -- management ---------------------------------------------------------------------
 
     def list(self, subscription_id: int) -> list[Any]:
-        with self.engine.connect() as c:
+        with self.db_engine.connect() as c:
             return c.execute(sa.select(webhooks).where(webhooks.c.subscription_id == subscription_id)
                              .order_by(webhooks.c.created_at, webhooks.c.id)).all()
 
     def get(self, subscription_id: int, webhook_id: str) -> Any | None:
-        with self.engine.connect() as c:
+        with self.db_engine.connect() as c:
             return c.execute(sa.select(webhooks).where(webhooks.c.id == webhook_id,
                                                        webhooks.c.subscription_id == subscription_id)).one_or_none()
 
@@ -92,7 +92,7 @@ class WebhookStore:
         now = self.clock.now()
         secret = new_secret()
         webhook_id = new_id("wh_")
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             # Serialise creations per subscription (PostgreSQL row lock; SQLite's writer lock is
             # taken by the insert), then count with our own row included.
             c.execute(sa.select(subscriptions.c.id).where(subscriptions.c.id == subscription_id).with_for_update())
@@ -109,7 +109,7 @@ class WebhookStore:
         changes = dict(values, updated_at=self.clock.now())
         if values.get("enabled") is True:
             changes["disabled_reason"] = None
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             result = c.execute(webhooks.update().where(webhooks.c.id == webhook_id,
                                                        webhooks.c.subscription_id == subscription_id).values(**changes))
             if result.rowcount != 1:
@@ -117,7 +117,7 @@ class WebhookStore:
             return c.execute(sa.select(webhooks).where(webhooks.c.id == webhook_id)).one()
 
     def delete(self, subscription_id: int, webhook_id: str) -> bool:
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             owned = sa.select(webhooks.c.id).where(webhooks.c.id == webhook_id,
                                                    webhooks.c.subscription_id == subscription_id)
             if c.execute(owned).one_or_none() is None:
@@ -134,7 +134,7 @@ class WebhookStore:
         return (row, secret) if row is not None else None
 
     def _set(self, subscription_id: int, webhook_id: str, **values: Any) -> Any | None:
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             result = c.execute(webhooks.update().where(webhooks.c.id == webhook_id,
                                                        webhooks.c.subscription_id == subscription_id).values(**values))
             if result.rowcount != 1:
@@ -150,13 +150,13 @@ class WebhookStore:
                  .order_by(webhook_attempts.c.id.desc()).limit(limit))
         if before is not None:
             query = query.where(webhook_attempts.c.id < before)
-        with self.engine.connect() as c:
+        with self.db_engine.connect() as c:
             return c.execute(query).all()
 
     # -- the worker ---------------------------------------------------------------------
 
     def enabled_webhooks(self) -> list[Any]:
-        with self.engine.connect() as c:
+        with self.db_engine.connect() as c:
             return c.execute(sa.select(webhooks).where(webhooks.c.enabled.is_(True))).all()
 
     def claim_cooldown_and_enqueue(self, webhook_id: str, cooldown_minutes: int, event: str,
@@ -165,7 +165,7 @@ class WebhookStore:
         `payload_for(delivery_id)` makes the body. None when another worker (or an earlier round)
         holds the cooldown."""
         until = now + dt.timedelta(minutes=cooldown_minutes)
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             result = c.execute(
                 webhooks.update()
                 .where(webhooks.c.id == webhook_id, webhooks.c.enabled.is_(True),
@@ -181,7 +181,7 @@ class WebhookStore:
         each claim is still its own conditional UPDATE, so each webhook alerts at most once per
         cooldown; one commit instead of one per webhook. The number queued."""
         queued = 0
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             for hook, payload_for in claims:
                 result = c.execute(
                     webhooks.update()
@@ -194,7 +194,7 @@ class WebhookStore:
         return queued
 
     def enqueue(self, webhook_id: str, event: str, payload_for: Any, now: dt.datetime) -> str:
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             return self._insert_delivery(c, webhook_id, event, payload_for, now)
 
     @staticmethod
@@ -207,7 +207,7 @@ class WebhookStore:
 
     def due(self, now: dt.datetime, limit: int) -> list[str]:
         d = webhook_deliveries
-        with self.engine.connect() as c:
+        with self.db_engine.connect() as c:
             return list(c.execute(
                 sa.select(d.c.id).where(d.c.status == PENDING, d.c.next_attempt_at <= now,
                                         sa.or_(d.c.lease_until.is_(None), d.c.lease_until <= now))
@@ -217,7 +217,7 @@ class WebhookStore:
         """Take the delivery's lease, or None if another worker holds it (or it is done)."""
         d = webhook_deliveries
         token = secrets.token_hex(8)
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             result = c.execute(
                 d.update().where(d.c.id == delivery_id, d.c.status == PENDING, d.c.next_attempt_at <= now,
                                  sa.or_(d.c.lease_until.is_(None), d.c.lease_until <= now))
@@ -236,7 +236,7 @@ class WebhookStore:
                disable_reason: str | None = None) -> bool:
         """Log the attempt and move the delivery on, if the lease is still ours."""
         d = webhook_deliveries
-        with self.engine.begin() as c:
+        with self.db_engine.begin() as c:
             result = c.execute(
                 d.update().where(d.c.id == claimed.id, d.c.leased_by == claimed.token)
                 .values(status=status, attempts=claimed.attempts + 1, next_attempt_at=next_attempt_at,

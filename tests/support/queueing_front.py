@@ -1,11 +1,9 @@
-"""An HTTP front for the API that answers `POST /api/v1/account/webhooks/{id}/test` the way an API
-that queues test deliveries for the worker does: 202 `{"delivery_id": ..., "attempt": null}`.
-Everything else is relayed as it is.
+"""An HTTP front for the API that records its answers to `POST /api/v1/account/webhooks/{id}/test`
+(202 `{"delivery_id": ..., "attempt": null}`: the worker sends the test). Everything else is
+relayed as it is.
 
-`mode="queued"`: the request is relayed; an API that queues answers 202 itself (its worker sends
-the test), and an older one that sent it at once (200 with the attempt) has its answer rewritten to
-202 with the same delivery_id and no attempt (the attempt is then in the log already).
-`mode="never"`: nothing is relayed and the delivery_id is one that never appears in the log (a
+`mode="queued"`: the test request is relayed too (the API queues it; the test's worker sends it).
+`mode="never"`: it is not relayed, and the delivery_id is one that never appears in the log (a
 worker that is not running)."""
 
 from __future__ import annotations
@@ -44,8 +42,6 @@ def queueing_front(api_url: str, mode: str = "queued") -> Iterator[tuple[str, li
                 status, out_headers = response.status_code, [
                     (k, v) for k, v in response.headers.multi_items() if k.lower() not in _HOP_BY_HOP]
                 content = response.content
-                if is_test and status == 200:
-                    status, content = 202, {"delivery_id": response.json()["delivery_id"], "attempt": None}
             if is_test:
                 answered.append(f"{status} {content}")
             raw = json.dumps(content).encode() if isinstance(content, dict) else content

@@ -344,7 +344,7 @@ def test_worker_killed_mid_queue_loses_nothing(accounts, accounts_url, fixture_d
     # Later (past the dead worker's leases) another worker delivers every one of them.
     later = FixedClock(clock.now() + delivery.LEASE + dt.timedelta(seconds=1))
     with receiver(Answer(200)) as fast:
-        store.engine.dispose()
+        store.db_engine.dispose()
         client.simulate_patch(f"{BASE}/{hook['id']}", headers=headers, json={"url": fast.url})
         Worker(fixture_store, WebhookStore(accounts.db_engine, later), Engine(Privacy.exact()), clock=later,
                allow_private=True).deliver_due()
