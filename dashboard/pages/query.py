@@ -1,5 +1,5 @@
 """/query: the flexible query (POST /query, for the plans its `x-min-tier` allows): filters,
-group_by, bucket, order, limit, and as_of, compare and intervals (issue 25); the results as a
+group_by, bucket, order, limit, and as_of, compare and intervals; the results as a
 table (nested fields as columns, named as in the API's CSV) (and a chart for one dimension); CSV
 through the API's own CSV (format=csv, its file name from Content-Disposition)."""
 
