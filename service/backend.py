@@ -78,13 +78,18 @@ class ParquetBackend:
 
     def warm(self, store: EventStore) -> None:
         """Sweep what an ingest cut short left (none while one runs), map the snapshot with /query's
-        cost index, so the first request does not pay, and follow new generations between requests
-        too, so an idle worker lets go of a replaced snapshot."""
+        cost index and start learning its grouping keys, so the first request does not pay, and
+        follow new generations between requests too, so an idle worker lets go of a replaced
+        snapshot."""
         from service.engine.polars.counts import index_for
+        from service.engine.polars.user_keys import known_bits
+        from service.store.schema import SUPPRESSIONS
         from service.store.writer import sweep_if_idle
 
         sweep_if_idle(self.settings.data_dir)
-        index_for(store.snapshot())
+        frames = store.snapshot()
+        index_for(frames)
+        known_bits(frames, SUPPRESSIONS)  # starts learning the users' spare bits (engine/polars/user_keys.py)
         threading.Thread(target=store.follow, args=(threading.Event(),), name="follow-generation",
                          daemon=True).start()
 

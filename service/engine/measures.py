@@ -11,6 +11,7 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from service.engine.cell_keys import CELL_USER, Packing
 from service.privacy import PILOT, Contributions, PrivacyParams, Published, reachable_rows
 from service.windows import polars_every
 
@@ -28,8 +29,8 @@ def published(*measures: str, when_suppressed: str = "drop") -> tuple[Published,
 
 def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame | pl.LazyFrame],
                        keys: Sequence[str | pl.Expr], params: PrivacyParams,
-                       per_user_extra: Sequence[pl.Expr] = (), per_cell_extra: Sequence[pl.Expr] = ()
-                       ) -> tuple[pl.DataFrame, Contributions]:
+                       per_user_extra: Sequence[pl.Expr] = (), per_cell_extra: Sequence[pl.Expr] = (),
+                       user_bits: int = 0) -> tuple[pl.DataFrame, Contributions]:
     """Per cell: unique_users and the pilot sums of suppressions and events; and the users' totals
     per cell behind them that a cap can reach, with each cell's exact totals (what the privacy
     stage caps, per cell, before summing).
@@ -48,6 +49,10 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
     to the cells' exact totals: the others lose nothing to any cap, and they are most of the rows
     (a user's one event in a cell). With no keys every user is kept (one cell; no exact total
     needed).
+
+    `user_bits`: how many low bits of the rows' user ids may carry the cell's codes instead
+    (engine/cell_keys.py; 0: none): the first stage then groups by one packed column, which is
+    faster and gives the same groups.
     """
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
     totals = [
@@ -61,13 +66,15 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
         raise ValueError("parts need disjoint cells: a time bucket among the keys")
     cell_parts, user_parts = [], []
     for part in parts:
-        per_user = (
-            part.lazy().group_by([*keys, "user_id"])
-            .agg(pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS),
-                 pl.len().cast(pl.Int64).alias(EVENTS), *per_user_extra)
-            .drop("user_id")
-            .collect()
-        )
+        sums = (pl.col("suppressions").cast(pl.Int64).sum().alias(SUPPRESSIONS),
+                pl.len().cast(pl.Int64).alias(EVENTS), *per_user_extra)
+        packing = Packing.of(part.lazy().collect_schema(), keys, user_bits) if user_bits else None
+        if packing is None:
+            grouped = part.lazy().group_by([*keys, "user_id"]).agg(*sums).drop("user_id")
+        else:
+            grouped = (part.lazy().group_by(packing.key).agg(*sums)
+                       .select(*packing.unpacked, pl.exclude(CELL_USER)))
+        per_user = grouped.collect()
         cell_parts.append(per_user.group_by(names).agg(totals) if names else per_user.select(totals))
         kept = reachable_rows(per_user, (SUPPRESSIONS, EVENTS), params) if names else per_user
         user_parts.append(kept.select(*names, SUPPRESSIONS, EVENTS))

@@ -14,9 +14,11 @@ import polars as pl
 
 from service.engine.measures import bucket_key, cell_contributions, key_guards
 from service.engine.polars.slicing import bucket_parts, time_slice
+from service.engine.polars.user_keys import known_bits
 from service.engine.publication.query import TIME, publish_query
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
 from service.privacy import Privacy
+from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
 
@@ -43,5 +45,6 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     parts = bucket_parts(sliced, req.bucket) if TIME in req.group_by else [sliced]
     rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
-    cells, contributions = cell_contributions(rows, keys, privacy.params)  # no keys: one row of totals
+    cells, contributions = cell_contributions(rows, keys, privacy.params,  # no keys: one row of totals
+                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
     return publish_query(cells, contributions, window, frames.versions, req, privacy, noise)

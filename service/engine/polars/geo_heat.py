@@ -8,9 +8,11 @@ import polars as pl
 
 from service.engine.measures import cell_contributions, key_guards
 from service.engine.polars.slicing import time_slice
+from service.engine.polars.user_keys import known_bits
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.requests import GeoHeat
 from service.privacy import Privacy
+from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
 
@@ -28,5 +30,6 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     # much, which is what its noise is calibrated to. Taken in the same per-user pass as the sums.
     first_rows = pl.col("keyword").head(privacy.params.keyword_rows_per_user).alias("_keywords")
     keyword_count = pl.col("_keywords").explode().n_unique().cast(pl.Int64).alias(KEYWORD_COUNT)
-    cells, contributions = cell_contributions(kept, [level], privacy.params, [first_rows], [keyword_count])
+    cells, contributions = cell_contributions(kept, [level], privacy.params, [first_rows], [keyword_count],
+                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
     return publish_geo_heat(cells, contributions, level, window, frames.versions, privacy, noise)

@@ -13,9 +13,11 @@ import polars as pl
 from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS, cell_contributions
 from service.engine.polars.slicing import time_slice
+from service.engine.polars.user_keys import known_bits
 from service.engine.publication.trending import BASELINE, RECENT, publish_trending
 from service.engine.requests import Trending
 from service.privacy import PILOT, Contributions, Privacy
+from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import TimeRange, trending_periods
 
@@ -30,7 +32,8 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
     if metric == UNIQUE_USERS:  # no sums: distinct users per value is all it takes
         users = rows.lazy().group_by(dimension).agg(pl.col("user_id").n_unique().cast(pl.Int64).alias(name))
         return users.drop_nulls(dimension).with_columns(pl.col(name).alias(f"{name}_users")).collect(), None
-    cells, contributions = cell_contributions(rows, [dimension], privacy.params)
+    cells, contributions = cell_contributions(rows, [dimension], privacy.params,
+                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
     users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
     assert contributions.totals is not None
     return (

@@ -1,0 +1,106 @@
+"""One grouping key per (cell, user) (engine/cell_keys.py) and the users' spare bits it relies on
+(engine/polars/user_keys.py): the same groups as grouping by the columns, so the same answers."""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import time
+
+import polars as pl
+import pytest
+
+from service.engine.cell_keys import Packing
+from service.engine.measures import cell_contributions
+from service.engine.polars.user_keys import known_bits, learn, spare_bits
+from service.privacy import PrivacyParams
+from service.store import schema
+from service.store.snapshot import encode
+
+PARAMS = PrivacyParams()
+
+
+def canonical(frame: pl.DataFrame) -> pl.DataFrame:
+    """Rows in a fixed order, dimensions as strings (Enums compare by code)."""
+    frame = frame.with_columns(pl.col(c).cast(pl.String) for c, t in frame.schema.items() if isinstance(t, pl.Enum))
+    return frame.sort(frame.columns, nulls_last=True)
+
+
+def hashed(rows: pl.DataFrame) -> pl.DataFrame:
+    """The fixture's users (numbered 1, 2, ...) as 64-bit hashes, as a store holds them."""
+    return rows.with_columns(pl.col("user_id").hash(7))
+
+
+def both_ways(rows: pl.DataFrame, keys: list[str], bits: int, **extra):
+    packed = cell_contributions(rows, keys, PARAMS, user_bits=bits, **extra)
+    plain = cell_contributions(rows, keys, PARAMS, **extra)
+    return packed, plain
+
+
+def test_spare_bits_is_what_no_two_users_share() -> None:
+    assert spare_bits(pl.Series([0, 1 << 20], dtype=pl.UInt64)) == 20  # they differ first at bit 20
+    assert spare_bits(pl.Series([(1 << 63) | 5, (1 << 63) | 4, 7], dtype=pl.UInt64)) == 0  # 5 ^ 4 = 1
+    assert spare_bits(pl.Series([9, 9, 9 | (1 << 12)], dtype=pl.UInt64)) == 12  # repeats are one user
+    assert spare_bits(pl.Series([3], dtype=pl.UInt64)) == 63
+    assert spare_bits(pl.Series([1, None], dtype=pl.UInt64)) == 0  # a row without a user: never packed
+
+
+@pytest.mark.parametrize("keys", [["keyword"], ["city"], ["county"], ["country", "platform"], ["domain", "region"]])
+def test_packed_grouping_gives_the_plain_groups(fixture_store, keys) -> None:
+    rows = hashed(fixture_store.snapshot().suppressions)
+    bits = spare_bits(rows.get_column("user_id"))
+    assert Packing.of(rows.schema, keys, bits) is not None, "the fixture's codes fit: the test would test nothing"
+    (cells, contributions), (plain_cells, plain_contributions) = both_ways(rows, keys, bits)
+    assert canonical(cells).equals(canonical(plain_cells))
+    assert canonical(contributions.per_user).equals(canonical(plain_contributions.per_user))
+    assert canonical(contributions.totals).equals(canonical(plain_contributions.totals))
+    if "city" in keys:  # null cities (rows located to a coarser level) are a cell of their own, as before
+        assert cells.get_column("city").null_count() == 1
+
+
+def test_packed_grouping_keeps_each_users_rows_in_order(fixture_store) -> None:
+    """geo-heat's per-user extra (a user's first keywords) sees the same rows in the same order."""
+    rows = hashed(fixture_store.snapshot().suppressions)
+    bits = spare_bits(rows.get_column("user_id"))
+    first = [pl.col("keyword").head(2).alias("_k")]
+    count = [pl.col("_k").explode().n_unique().cast(pl.Int64).alias("keyword_count")]
+    (cells, _), (plain, _) = both_ways(rows, ["city"], bits, per_user_extra=first, per_cell_extra=count)
+    assert canonical(cells).equals(canonical(plain))
+
+
+def test_no_packing_where_the_codes_do_not_fit_or_a_key_is_no_column(fixture_store) -> None:
+    rows = fixture_store.snapshot().suppressions
+    assert Packing.of(rows.schema, ["keyword"], 0) is None
+    assert Packing.of(rows.schema, ["keyword", "domain", "city"], 8) is None
+    assert Packing.of(rows.schema, [pl.col("ts").dt.truncate("1d")], 30) is None  # a time bucket
+    assert Packing.of(rows.schema, [], 30) is None  # totals: one cell
+
+
+def test_users_that_share_their_high_bits_are_never_merged() -> None:
+    """Two users whose ids differ only in the lowest bit: no bits to spare, so they stay two. Packed
+    with bits the data cannot spare they would be one, which is why the bits are learnt."""
+    base = 0xDEADBEEF00000000
+    rows = encode(pl.DataFrame({
+        "ts": [dt.datetime(2026, 3, 1, tzinfo=dt.UTC)] * 2, "user_id": [base, base | 1], "keyword": ["a", "a"], "domain": ["d.com"] * 2,
+        "platform": ["chrome"] * 2, "page_context": ["feed"] * 2, "country": ["US"] * 2, "region": [None] * 2,
+        "county": [None] * 2, "city": [None] * 2, "suppressions": [1, 1],
+    }, schema=schema.SUPPRESSIONS_SCHEMA), schema.SUPPRESSIONS)
+    bits = spare_bits(rows.get_column("user_id"))
+    assert bits == 0
+    (cells, _), _ = both_ways(rows, ["keyword"], bits)
+    assert cells.get_column("unique_users").to_list() == [2]
+    (merged, _), _ = both_ways(rows, ["keyword"], 8)
+    assert merged.get_column("unique_users").to_list() == [1]
+
+
+def test_the_bits_are_learnt_in_the_background(fixture_store) -> None:
+    stored = fixture_store.snapshot()
+    frames = dataclasses.replace(stored, suppressions=hashed(stored.suppressions),
+                                 keyword_changes=hashed(stored.keyword_changes))
+    first = known_bits(frames, schema.SUPPRESSIONS)  # not known yet: group by the columns meanwhile
+    deadline = time.monotonic() + 10
+    while (learnt := known_bits(frames, schema.SUPPRESSIONS)) == 0 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    assert first in (0, learnt) and learnt == learn(frames)[schema.SUPPRESSIONS] > 0
+    # The fixture's own users are numbered 1, 2, ...: neighbours differ in their lowest bits.
+    assert learn(stored) == {schema.SUPPRESSIONS: 0, schema.KEYWORD_CHANGES: 0}
