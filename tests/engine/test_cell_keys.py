@@ -12,10 +12,13 @@ import pytest
 
 from service.engine.cell_keys import Packing
 from service.engine.measures import cell_contributions
+from service.engine.polars import PolarsEngine, user_keys
 from service.engine.polars.user_keys import known_bits, learn, spare_bits
-from service.privacy import PrivacyParams
+from service.engine.requests import Trending
+from service.privacy import Privacy, PrivacyParams
 from service.store import schema
 from service.store.snapshot import encode
+from tests.support.fixture_data import FIXTURE_NOW
 
 PARAMS = PrivacyParams()
 
@@ -104,3 +107,18 @@ def test_the_bits_are_learnt_in_the_background(fixture_store) -> None:
     assert first in (0, learnt) and learnt == learn(frames)[schema.SUPPRESSIONS] > 0
     # The fixture's own users are numbered 1, 2, ...: neighbours differ in their lowest bits.
     assert learn(stored) == {schema.SUPPRESSIONS: 0, schema.KEYWORD_CHANGES: 0}
+
+
+@pytest.mark.parametrize("metric", ["unique_users", "suppressions"])
+def test_trending_counts_the_same_users_packed_or_not(fixture_store, metric) -> None:
+    """/trending's distinct users per value (unique_users) and its sums, with and without packing."""
+    stored = fixture_store.snapshot()
+    frames = dataclasses.replace(stored, suppressions=hashed(stored.suppressions),
+                                 keyword_changes=hashed(stored.keyword_changes))
+    engine = PolarsEngine(Privacy.exact())
+    request = Trending("7d", "keyword", metric, 50, 0.0)
+    answers = []
+    for bits in (learn(frames), {table: 0 for table in schema.TABLES}):
+        user_keys._known[frames] = bits
+        answers.append(engine.trending(frames, FIXTURE_NOW, request))
+    assert answers[0].height > 0 and answers[0].equals(answers[1])

@@ -10,6 +10,7 @@ import datetime as dt
 
 import polars as pl
 
+from service.engine.cell_keys import Packing
 from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS, cell_contributions
 from service.engine.polars.slicing import time_slice
@@ -29,11 +30,16 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
     pilot sum `<name>_pilot` for a summed metric); and, for a summed metric, the users' totals
     behind it, under the column `name`."""
     rows = time_slice(frames.suppressions, period)
+    bits = known_bits(frames, schema.SUPPRESSIONS)
     if metric == UNIQUE_USERS:  # no sums: distinct users per value is all it takes
-        users = rows.lazy().group_by(dimension).agg(pl.col("user_id").n_unique().cast(pl.Int64).alias(name))
+        packing = Packing.of(rows.schema, [dimension], bits)
+        if packing is None:
+            users = rows.lazy().group_by(dimension).agg(pl.col("user_id").n_unique().cast(pl.Int64).alias(name))
+        else:  # the distinct (value, user) keys, counted per value (engine/cell_keys.py)
+            users = (rows.lazy().group_by(packing.key).agg().select(*packing.unpacked)
+                     .group_by(dimension).agg(pl.len().cast(pl.Int64).alias(name)))
         return users.drop_nulls(dimension).with_columns(pl.col(name).alias(f"{name}_users")).collect(), None
-    cells, contributions = cell_contributions(rows, [dimension], privacy.params,
-                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
+    cells, contributions = cell_contributions(rows, [dimension], privacy.params, user_bits=bits)
     users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
     assert contributions.totals is not None
     return (
