@@ -18,6 +18,7 @@ import pytest
 from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
+from service.endpoints import ENDPOINTS
 from service.settings import Settings
 from service.store.reader import EventStore
 from service.tiers import Tier
@@ -26,7 +27,7 @@ from tests.support.processes import ROOT
 
 API_PAGE = ROOT / "docs" / "api.md"
 README = ROOT / "README.md"
-RECORDS = ("keywords", "timeseries", "regions", "trending", "results")
+RECORDS = tuple(dict.fromkeys(endpoint.records_field for endpoint in ENDPOINTS))
 NOW = DEFAULT_DEMO_END + dt.timedelta(minutes=20)  # the served API's clock: the demo's data end just passed
 # A relative hour, as the documents write it: $(date -u -d 'N days ago' +%Y-%m-%dT%H:00:00Z)
 DATE_COMMAND = re.compile(r"\$\(date -u -d '(\d+) (day|hour)s? ago' \+%Y-%m-%dT%H:00:00Z\)")
@@ -65,8 +66,7 @@ EXAMPLES = API_EXAMPLES + curl_examples(README)
 
 def test_the_api_page_has_an_example_for_every_endpoint():
     paths = {re.search(r"/api/v1/signals(/[a-z-]+)", line).group(1) for line, _ in API_EXAMPLES}
-    assert paths == {"/top-keywords", "/keyword-timeseries", "/domain-timeseries", "/geo-heat", "/trending",
-                     "/keyword-activity", "/query"}
+    assert paths == {endpoint.path for endpoint in ENDPOINTS}
 
 
 def test_every_as_of_in_an_example_is_relative_so_it_works_on_demo_data_made_today():
