@@ -48,6 +48,13 @@ def test_spare_bits_is_what_no_two_users_share() -> None:
     assert spare_bits(pl.Series([1, None], dtype=pl.UInt64)) == 0  # a row without a user: never packed
 
 
+def test_spare_bits_gathers_the_distinct_ids_in_chunks_alike(monkeypatch) -> None:
+    ids = pl.Series([5, 1 << 40, 5, 3 << 20, 1 << 40, (3 << 20) | (1 << 9), 7 << 50], dtype=pl.UInt64)
+    whole = spare_bits(ids)
+    monkeypatch.setattr(user_keys, "CHUNK_ROWS", 2)
+    assert spare_bits(ids) == whole == 9  # (3 << 20) and (3 << 20) | 2^9 differ first at bit 9
+
+
 @pytest.mark.parametrize("keys", [["keyword"], ["city"], ["county"], ["country", "platform"], ["domain", "region"]])
 def test_packed_grouping_gives_the_plain_groups(fixture_store, keys) -> None:
     rows = hashed(fixture_store.snapshot().suppressions)
