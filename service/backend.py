@@ -83,13 +83,12 @@ class ParquetBackend:
         snapshot."""
         from service.engine.polars.counts import index_for
         from service.engine.polars.user_keys import known_bits
-        from service.store.schema import SUPPRESSIONS
         from service.store.writer import sweep_if_idle
 
         sweep_if_idle(self.settings.data_dir)
         frames = store.snapshot()
         index_for(frames)
-        known_bits(frames, SUPPRESSIONS)  # starts learning the users' spare bits (engine/polars/user_keys.py)
+        known_bits(frames)  # starts learning the users' spare bits (engine/polars/user_keys.py)
         threading.Thread(target=store.follow, args=(threading.Event(),), name="follow-generation",
                          daemon=True).start()
 

@@ -50,6 +50,9 @@ class EventFrames:
     versions: Mapping[str, Mapping[date, int]] = dataclasses.field(default_factory=dict)
     # The cost index's day spans (`day_spans`), when the snapshot carries them; else built on use.
     spans: Mapping[str, pl.DataFrame] | None = None
+    # The snapshot's directory, when the frames are a mapped snapshot: facts derived from it once
+    # per machine may be kept there (engine/polars/user_keys.py).
+    directory: Path | None = None
 
     @functools.cached_property
     def first_event(self) -> datetime | None:
@@ -109,7 +112,7 @@ def build_frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, gene
 
 def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generation: int,
             versions: Mapping[str, Mapping[date, int]] | None = None,
-            spans: Mapping[str, pl.DataFrame] | None = None) -> EventFrames:
+            spans: Mapping[str, pl.DataFrame] | None = None, directory: Path | None = None) -> EventFrames:
     ends = [ts for ts in (_last_ts(suppressions), _last_ts(keyword_changes)) if ts is not None]
     return EventFrames(
         suppressions=suppressions,
@@ -118,6 +121,7 @@ def _frames(suppressions: pl.DataFrame, keyword_changes: pl.DataFrame, generatio
         last_event=max(ends) if ends else None,
         versions=versions or {},
         spans=spans,
+        directory=directory,
     )
 
 
@@ -147,7 +151,7 @@ def load_frames(data_dir: Path, generation: int, cache: snapshot.SegmentCache | 
             raise GenerationMoved(generation) from None
     else:
         return _frames(tables[schema.SUPPRESSIONS], tables[schema.KEYWORD_CHANGES], generation,
-                       snapshot.read_versions(meta), spans)
+                       snapshot.read_versions(meta), spans, directory)
     if generation:
         log.warning(
             "no snapshot of generation %d in %s: reading its Parquet partitions into this process "

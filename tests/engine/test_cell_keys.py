@@ -3,13 +3,18 @@
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime as dt
+import json
+import multiprocessing
 import time
+from pathlib import Path
 
 import polars as pl
 import pytest
 
+from service.demo.generate import generate_demo
 from service.engine.cell_keys import Packing
 from service.engine.measures import cell_contributions
 from service.engine.polars import PolarsEngine, user_keys
@@ -17,6 +22,7 @@ from service.engine.polars.user_keys import known_bits, learn, spare_bits
 from service.engine.requests import Trending
 from service.privacy import Privacy, PrivacyParams
 from service.store import schema
+from service.store.reader import EventStore
 from service.store.snapshot import encode
 from tests.support.fixture_data import FIXTURE_NOW
 
@@ -107,13 +113,13 @@ def test_the_bits_are_learnt_in_the_background(fixture_store) -> None:
     stored = fixture_store.snapshot()
     frames = dataclasses.replace(stored, suppressions=hashed(stored.suppressions),
                                  keyword_changes=hashed(stored.keyword_changes))
-    first = known_bits(frames, schema.SUPPRESSIONS)  # not known yet: group by the columns meanwhile
+    first = known_bits(frames)  # not known yet: group by the columns meanwhile
     deadline = time.monotonic() + 10
-    while (learnt := known_bits(frames, schema.SUPPRESSIONS)) == 0 and time.monotonic() < deadline:
+    while (learnt := known_bits(frames)) == 0 and time.monotonic() < deadline:
         time.sleep(0.01)
-    assert first in (0, learnt) and learnt == learn(frames)[schema.SUPPRESSIONS] > 0
+    assert first in (0, learnt) and learnt == learn(frames) > 0
     # The fixture's own users are numbered 1, 2, ...: neighbours differ in their lowest bits.
-    assert learn(stored) == {schema.SUPPRESSIONS: 0, schema.KEYWORD_CHANGES: 0}
+    assert learn(stored) == 0
 
 
 @pytest.mark.parametrize("metric", ["unique_users", "suppressions"])
@@ -125,7 +131,43 @@ def test_trending_counts_the_same_users_packed_or_not(fixture_store, metric) -> 
     engine = PolarsEngine(Privacy.exact())
     request = Trending("7d", "keyword", metric, 50, 0.0)
     answers = []
-    for bits in (learn(frames), {table: 0 for table in schema.TABLES}):
+    for bits in (learn(frames), 0):
         user_keys._known[frames] = bits
         answers.append(engine.trending(frames, FIXTURE_NOW, request))
     assert answers[0].height > 0 and answers[0].equals(answers[1])
+
+
+def _learn_in_another_process(data_dir: str, computed: str) -> int:
+    """What a web worker does with a new generation, counting its own computations in `computed`."""
+    own = user_keys._compute
+
+    def counted(frames):
+        with open(computed, "a") as out:
+            out.write("x")
+        return own(frames)
+
+    user_keys._compute = counted
+    return learn(EventStore(Path(data_dir)).snapshot())
+
+
+def test_one_process_of_the_machine_computes_the_bits_the_others_read_them(tmp_path) -> None:
+    """Every process reading a new generation needs the number at once: computed once, under a lock
+    in the snapshot's directory, and read there by the others."""
+    data_dir = tmp_path / "data"
+    generate_demo(data_dir, events=20_000, days=7, seed=3, end=FIXTURE_NOW.replace(minute=0), secret="test",
+                  progress=False)
+    computed = tmp_path / "computed"
+    computed.touch()
+    with concurrent.futures.ProcessPoolExecutor(4, mp_context=multiprocessing.get_context("spawn")) as pool:
+        answers = list(pool.map(_learn_in_another_process, [str(data_dir)] * 4, [str(computed)] * 4))
+    frames = EventStore(data_dir).snapshot()
+    assert frames.directory is not None
+    assert answers == [spare_bits(frames.suppressions.get_column("user_id"))] * 4 and answers[0] > 0
+    assert computed.read_text() == "x"  # one computation for the four
+    assert json.loads((frames.directory / user_keys.SHARED).read_text()) == {"bits": answers[0]}
+
+
+def test_frames_without_a_snapshot_directory_learn_in_process(fixture_store) -> None:
+    stored = fixture_store.snapshot()
+    frames = dataclasses.replace(stored, suppressions=hashed(stored.suppressions), directory=None)
+    assert learn(frames) == spare_bits(frames.suppressions.get_column("user_id"))

@@ -18,7 +18,6 @@ from service.engine.polars.user_keys import known_bits
 from service.engine.publication.query import TIME, publish_query
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
 from service.privacy import Privacy
-from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
 
@@ -46,5 +45,5 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     cells, contributions = cell_contributions(rows, keys, privacy.params,  # no keys: one row of totals
-                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
+                                              user_bits=known_bits(frames))
     return publish_query(cells, contributions, window, frames.versions, req, privacy, noise)

@@ -12,7 +12,6 @@ from service.engine.polars.user_keys import known_bits
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.requests import GeoHeat
 from service.privacy import Privacy
-from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
 
@@ -31,5 +30,5 @@ def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Pri
     first_rows = pl.col("keyword").head(privacy.params.keyword_rows_per_user).alias("_keywords")
     keyword_count = pl.col("_keywords").explode().n_unique().cast(pl.Int64).alias(KEYWORD_COUNT)
     cells, contributions = cell_contributions(kept, [level], privacy.params, [first_rows], [keyword_count],
-                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
+                                              user_bits=known_bits(frames))
     return publish_geo_heat(cells, contributions, level, window, frames.versions, privacy, noise)

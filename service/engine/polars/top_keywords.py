@@ -12,7 +12,6 @@ from service.engine.polars.user_keys import known_bits
 from service.engine.publication.top_keywords import publish_top_keywords
 from service.engine.requests import TopKeywords
 from service.privacy import Privacy
-from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import window_range
 
@@ -23,5 +22,5 @@ def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, priv
     `noise`, also each count's noise standard deviation (`<count>_std`, engine/noise.py)."""
     window = window_range(req.window, as_of)
     cells, contributions = cell_contributions(time_slice(frames.suppressions, window), ["keyword"], privacy.params,
-                                              user_bits=known_bits(frames, schema.SUPPRESSIONS))
+                                              user_bits=known_bits(frames))
     return publish_top_keywords(cells, contributions, window, frames.versions, req, privacy, noise)

@@ -18,7 +18,6 @@ from service.engine.polars.user_keys import known_bits
 from service.engine.publication.trending import BASELINE, RECENT, publish_trending
 from service.engine.requests import Trending
 from service.privacy import PILOT, Contributions, Privacy
-from service.store import schema
 from service.store.reader import EventFrames
 from service.windows import TimeRange, trending_periods
 
@@ -30,7 +29,7 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
     pilot sum `<name>_pilot` for a summed metric); and, for a summed metric, the users' totals
     behind it, under the column `name`."""
     rows = time_slice(frames.suppressions, period)
-    bits = known_bits(frames, schema.SUPPRESSIONS)
+    bits = known_bits(frames)
     if metric == UNIQUE_USERS:  # no sums: distinct users per value is all it takes
         packing = Packing.of(rows.schema, [dimension], bits)
         if packing is None:
