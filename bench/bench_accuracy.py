@@ -17,10 +17,10 @@ p95 <= 8 %, largest cell of each endpoint within 5 %; cells of 1,000-10,000 medi
 Cells the privacy stage suppressed are not in the answers and are counted separately (a
 suppressed cell >= 1,000 would be a failure of its own).
 
-    .venv/bin/python bench/bench_accuracy.py [--events 10000000] [--days 90] [--seed 7]
+    .venv/bin/python bench/bench_accuracy.py [--events 10000000] [--days 90] [--seed 7] [--rule served]
 
 Uses the benchmark data set of bench_endpoints.py (generated once under bench/out/). Writes
-bench/out/accuracy.md and prints it.
+bench/out/accuracy-<rule>.md and prints it.
 """
 
 from __future__ import annotations
@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import OUT, ensure_data  # noqa: E402
+from cap_rules import RULES, cap_rule  # noqa: E402
 
 from service.app import privacy_params  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
@@ -161,16 +162,22 @@ def main() -> None:
     parser.add_argument("--events", type=int, default=10_000_000)
     parser.add_argument("--days", type=int, default=90)
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--rule", choices=RULES, default="served",
+                        help="the cap rule as served, or without a part of it (bench/cap_rules.py)")
     parser.add_argument("--pilot-shrink", type=float, default=None, metavar="SDS",
                         help="read the pilot sums this many noise sds low instead of the default "
                              "(PrivacyParams.pilot_shrink), to weigh a change of it")
     args = parser.parse_args()
+    with cap_rule(args.rule, privacy_params(Settings())) as params:
+        measure(args, params)
+
+
+def measure(args: argparse.Namespace, params) -> None:
     data_dir, _info = ensure_data(args.events, args.days, args.seed)
     frames = EventStore(data_dir).snapshot()
     last = frames.suppressions.get_column("ts").max()
     as_of = compute_as_of(last + dt.timedelta(hours=1), last)
     settings = Settings()
-    params = privacy_params(settings)
     if args.pilot_shrink is not None:
         params = dataclasses.replace(params, pilot_shrink=args.pilot_shrink)
     engine = Engine(Privacy(settings.secret, params))
@@ -295,7 +302,7 @@ def main() -> None:
     pooled: dict[str, list[pl.DataFrame]] = {}
     per_endpoint: dict[tuple[str, str], list[pl.DataFrame]] = {}
     lines = [f"Accuracy on {args.events:,} events over {args.days} days (seed {args.seed}), as_of {as_of:%Y-%m-%dT%H:%MZ}; "
-             f"privacy parameters: {params}" + (" (pilot_shrink set by --pilot-shrink)" if args.pilot_shrink is not None else " (as served)"), "",
+             f"cap rule: {args.rule}; privacy parameters: {params}" + (" (pilot_shrink set by --pilot-shrink)" if args.pilot_shrink is not None else ""), "",
              "| endpoint | case | measure | size | cells | median | p95 | largest cell |", "|---|---|---|---|---:|---:|---:|---:|"]
     started = time.perf_counter()
     for endpoint, label, fn in cases:
@@ -350,7 +357,7 @@ def main() -> None:
     lines.append(f"\n{len(cases)} cases in {time.perf_counter() - started:.0f} s.")
     text = "\n".join(lines)
     OUT.mkdir(parents=True, exist_ok=True)
-    (OUT / "accuracy.md").write_text(text + "\n")
+    (OUT / f"accuracy-{args.rule}.md").write_text(text + "\n")
     print(text)
 
 

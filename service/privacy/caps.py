@@ -72,32 +72,53 @@ def reachable_rows(per_user: pl.DataFrame, columns: Sequence[str], params: Priva
     return per_user.filter(pl.any_horizontal(pl.col(c) > smallest for c in columns))
 
 
+def family_mean(params: PrivacyParams, measure: str, pilot_noisy: float, users_noisy: float) -> float:
+    """A family's mean per user (pilot sum over user count: each user of each of its cells, capped
+    at pilot_cap), read cautiously from its noisy releases: (P^ - 2 sd) / (N^ + 2 sd) within
+    [1, pilot_cap]. A small family reads 1, which leaves its cells' caps as without a family."""
+    pilot_alpha, users_alpha = params.family_alphas(measure)
+    if pilot_alpha == 0.0:  # exact
+        return 1.0
+    low = pilot_noisy - 2.0 * geometric_std(pilot_alpha)
+    high = users_noisy + 2.0 * geometric_std(users_alpha)
+    return min(max(low / high, 1.0), float(params.pilot_cap)) if high > 0 else 1.0
+
+
 def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
-                noisy_pilot: Callable[[float], pl.Series]) -> pl.Series:
-    """Each cell's cap for a summed measure, from its noisy pilot sum and noisy user count only
-    (so the cap is post-processing of those two releases, docs/privacy.md "What this guarantees").
-    `noisy_pilot(alpha)` draws the pilot sums' noise with that geometric parameter.
+                noisy_pilot: Callable[[float], pl.Series], family: float | None = None) -> pl.Series:
+    """Each cell's cap for a summed measure, from its noisy pilot sum and noisy user count and, for
+    cells in a family (`cells.family_dimension`), the family's mean per user m (`family_mean`);
+    so the cap is post-processing of those releases (docs/privacy.md "What this guarantees").
+    `noisy_pilot(alpha)` draws the pilot sums' noise with that geometric parameter (a cell in a
+    family spends less on its own pilot: `PrivacyParams.pilot_epsilon`).
 
     cap = min(multiplier x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
-    - mean^ = (pilot^ - pilot_shrink x sd) / n^ within [1, pilot_cap] (sd: the pilot noise's), the
-      mean per user read cautiously; growth(n) = 1 + cap_growth x log10(max(n, 100) / 100);
-    - ceiling = cap_fit x max(n^, pilot^ - pilot_low x sd): a share of the cell's sum read low
-      (every user brings at least 1 to it, and the pilot is at most the sum), so that the sum's
-      noise, whose scale is cap / epsilon, stays a fraction of the cell whatever the pilot's own
-      noise drew. Without it a small cell whose pilot noise came out high got a large cap and noise
-      to match, and rankings ordered by noisy sums were led by such cells.
+    - mean^ = (pilot^ - pilot_shrink x sd + w x m) / (n^ + w) within [1, pilot_cap] (sd: the pilot
+      noise's; w = family_weight in a family whose m reads above 1, else 0 and m = 1): the cell's
+      mean per user read cautiously, as if w users at the family's mean were added to its own;
+      growth(n) = 1 + cap_growth x log10(max(n, 100) / 100);
+    - ceiling = cap_fit x max(n^ x max(1, family_low x m), pilot^ - pilot_low x sd): a share of the
+      cell's sum read low (every user brings at least 1 to it, in a family a share of its mean;
+      the pilot is at most the sum), so that the sum's noise, whose scale is cap / epsilon, stays
+      a fraction of the cell whatever the pilot's own noise drew. Without it a small cell whose
+      pilot noise came out high got a large cap and noise to match, and rankings ordered by noisy
+      sums were led by such cells. Without the family's terms, a place of a few dozen heavy users
+      over weeks was capped as if they were light: its pilot cannot tell them apart.
     """
     if math.isinf(params.epsilon(measure)):  # exact: nothing is capped
         return pl.repeat(params.max_cap, users_noisy.len(), dtype=pl.Int64, eager=True)
-    alpha = math.exp(-params.epsilon(measure) * params.pilot_share / params.pilot_cap)
+    alpha = math.exp(-params.pilot_epsilon(measure, in_family=family is not None) / params.pilot_cap)
     sd = geometric_std(alpha)
     pilot_noisy = noisy_pilot(alpha)
+    mean_of_family = family if family is not None and family > 1.0 else 1.0
+    weight = params.family_weight if mean_of_family > 1.0 else 0.0
     users = users_noisy.cast(pl.Float64).clip(lower_bound=1.0)
     frame = pl.DataFrame({"pilot": pilot_noisy.cast(pl.Float64), "users": users})
     pilot, n = pl.col("pilot"), pl.col("users")
-    mean = ((pilot - params.pilot_shrink * sd) / n).clip(1.0, float(params.pilot_cap))
+    mean = ((pilot - params.pilot_shrink * sd + weight * mean_of_family) / (n + weight)).clip(1.0, float(params.pilot_cap))
     growth = 1.0 + params.cap_growth * (n.clip(lower_bound=100.0) / 100.0).log10()
-    ceiling = params.cap_fit * pl.max_horizontal(n, pilot - params.pilot_low * sd)
+    least = n * max(1.0, params.family_low * mean_of_family)
+    ceiling = params.cap_fit * pl.max_horizontal(least, pilot - params.pilot_low * sd)
     cap = pl.min_horizontal(params.cap_multiplier * mean * growth, ceiling).ceil()
     cap = cap.clip(float(params.smallest_cap()), float(params.max_cap)).cast(pl.Int64)
     return frame.select(cap.alias("cap")).to_series()

@@ -9,7 +9,13 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from service.store.schema import GEO_LEVELS
 from service.windows import TimeRange, bucket_step
+
+# A cell's family (`family_dimension`): the places of one geographic level, everything else about
+# them alike, over more than a week.
+FAMILY_DIMENSIONS = GEO_LEVELS
+FAMILY_MIN_SPAN = dt.timedelta(days=7)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -98,3 +104,42 @@ def cell_messages(frame: pl.DataFrame, cell: CellContext, published: Published) 
     for dim in sorted(constraints):
         parts += [pl.lit("|"), constraints[dim]]
     return frame.select(pl.concat_str(parts).alias("m")).get_column("m").to_list()
+
+
+def family_dimension(dims: Sequence[str], fixed: Mapping[str, Sequence[str]], span: TimeRange,
+                     extra: Sequence[tuple[str, str]] = ()) -> str | None:
+    """The dimension along which a cell's family varies, or None when the cell has no family.
+
+    A cell (grouped by `dims`, under the filters `fixed`, over `span`) is in a family when exactly
+    one dimension holds it to a single value (a grouped value, a filter of one value or an `extra`
+    constraint), that dimension is a geographic level, and its range is longer than a week. Its
+    family is every place of that level with everything else alike: the other filters, the range,
+    the data version. The rule reads only the cell's description, so a cell is in the same family
+    in every answer that holds it, and gets the same cap and noise. Over a week or less, no
+    family: a time bucket is a cell of at most a week, and a 24-hour window ending at midnight is a
+    day bucket as well, whose family a series could not afford to compute."""
+    if "ts" in dims or span.end - span.start <= FAMILY_MIN_SPAN:
+        return None
+    single = [*dims, *(dim for dim, _value in extra if dim not in dims)]
+    single += [dim for dim, values in fixed.items() if dim not in single and len(set(values)) == 1]
+    return single[0] if len(single) == 1 and single[0] in FAMILY_DIMENSIONS else None
+
+
+def family_in_frame(dims: Sequence[str], fixed: Mapping[str, Sequence[str]], dimension: str) -> bool:
+    """Whether a frame grouped by `dims` under `fixed` holds the whole family along `dimension`:
+    grouped by it and not filtered on it (an engine groups every place of the range)."""
+    return dimension in dims and dimension not in fixed
+
+
+def family_message(cell: CellContext, published: Published, dimension: str) -> str:
+    """The canonical description of the family of a Published group's cells (`family_dimension`):
+    the cells' own description with `dimension` free, under its own prefix (no cell has it)."""
+    constraints = {dim: f"{dim}={_values_text(values)}" for dim, values in cell.fixed.items()
+                   if dim not in cell.dims and dim != dimension}
+    for dim, value in published.extra:
+        constraints[dim] = f"{dim}={_values_text([value])}"
+    constraints[dimension] = f"{dimension}=*"
+    span = published.period or cell.time_range
+    version = data_version(cell.versions, span.start, span.end)
+    return f"v3f|{cell.table}|{version}|{_iso(span.start)}/{_iso(span.end)}|" + \
+        "|".join(constraints[dim] for dim in sorted(constraints))

@@ -35,6 +35,16 @@ class PrivacyParams:
     cap_fit: float = 0.25
     pilot_low: float = 4.0
     cap_floor: int = 4
+    # A cell in a family (cells.family_dimension: the places of one level over more than a week)
+    # spends these shares of its measure's epsilon, out of pilot_share, on the family's pilot sum
+    # and user count; with the family's mean per user m (caps.family_mean), its mean per user reads
+    # as if family_weight users at m were added to its own, and its ceiling counts each user as
+    # bringing at least family_low x m (at least 1), so a few dozen heavy users are not capped as
+    # light ones.
+    family_pilot_share: float = 0.015
+    family_users_share: float = 0.005
+    family_weight: float = 30.0
+    family_low: float = 0.4
     max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
     min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published
@@ -49,6 +59,11 @@ class PrivacyParams:
             raise ValueError("caps must be at least 1 and min_users at least 0")
         if not (self.cap_multiplier > 0 and self.cap_growth >= 0 and self.cap_fit > 0 and self.pilot_low >= 0):
             raise ValueError("cap_multiplier and cap_fit must be positive, cap_growth and pilot_low not negative")
+        if not (self.family_pilot_share > 0 and self.family_users_share > 0
+                and self.family_pilot_share + self.family_users_share < self.pilot_share):
+            raise ValueError("the family's shares must be positive and leave the cell's pilot a share")
+        if not (self.family_weight >= 0 and 0 <= self.family_low <= 1):
+            raise ValueError("family_weight must not be negative and family_low must be between 0 and 1")
 
     @classmethod
     def exact(cls) -> PrivacyParams:
@@ -70,6 +85,18 @@ class PrivacyParams:
         keyword_count: each user brings at most keyword_rows_per_user rows (engine/polars/geo_heat.py).
         Summed measures have a cap per cell instead (`cap_expr`)."""
         return {KEYWORD_COUNT: self.keyword_rows_per_user}.get(measure, 1)
+
+    def pilot_epsilon(self, measure: str, in_family: bool = False) -> float:
+        """A summed measure's budget for a cell's own pilot sum: pilot_share of it, less what a
+        cell in a family spends on the family's pilot and user count."""
+        family = self.family_pilot_share + self.family_users_share if in_family else 0.0
+        return self.epsilon(measure) * (self.pilot_share - family)
+
+    def family_alphas(self, measure: str) -> tuple[float, float]:
+        """The geometric parameters of a family's pilot sum (each user of each cell capped at
+        pilot_cap, as a cell's pilot) and of its user count (1 per user and cell)."""
+        epsilon = self.epsilon(measure)
+        return math.exp(-epsilon * self.family_pilot_share / self.pilot_cap), math.exp(-epsilon * self.family_users_share)
 
     def summed_epsilon(self, measure: str) -> float:
         """A summed measure's budget for its published sum: what its pilot left. Its noise rate is

@@ -8,8 +8,15 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from service.privacy.caps import Contributions, capped_true, choose_caps
-from service.privacy.cells import CellContext, Published, cell_messages
+from service.privacy.caps import Contributions, capped_true, choose_caps, family_mean
+from service.privacy.cells import (
+    CellContext,
+    Published,
+    cell_messages,
+    family_dimension,
+    family_in_frame,
+    family_message,
+)
 from service.privacy.noise import noise_key, noisy, summed_std, uniforms
 from service.privacy.params import PILOT, SUMMED, UNIQUE_USERS, PrivacyParams
 
@@ -37,14 +44,18 @@ class Privacy:
         return cls("exact", PrivacyParams.exact())
 
     def publish(self, frame: pl.DataFrame, cell: CellContext, contributions: Contributions | None = None,
-                noise_std: bool = False) -> pl.DataFrame:
+                noise_std: bool = False, family: pl.DataFrame | None = None) -> pl.DataFrame:
         """Noisy, non-negative Int64 numbers for every Published column; suppressed cells dropped
         or zeroed. Other columns pass through unchanged (pilot columns are removed).
 
         Summed measures need `contributions` (see the package docstring). With `noise_std`, each
         Published column gets a `<column>_std` column: the standard deviation of the noise that
         was added to it (what trending needs to tell growth from noise; caps are post-processing
-        of DP releases, so showing them reveals nothing more)."""
+        of DP releases, so showing them reveals nothing more).
+
+        `family`: when the frame's cells are in a family (`cells.family_dimension`) that the frame
+        does not hold whole (filtered on the family's dimension), the family's cells: a frame of the
+        same columns grouped by that dimension, without its filter (`family_in_frame`)."""
         summed = [p for p in cell.published if p.measure in SUMMED]
         if summed and contributions is None:
             raise ValueError("summed measures need the contributions behind them")
@@ -54,7 +65,7 @@ class Privacy:
             return empty.with_columns(pl.lit(0.0).alias(f"{p.column}_std") for p in cell.published) \
                 if noise_std else empty
         draws = _Draws(drop=pl.Series([False] * frame.height))
-        self._draw_counts(frame, cell, noise_std, draws)
+        self._draw_counts(frame, cell, noise_std, draws, family)
         if summed:
             assert contributions is not None
             self._draw_sums(frame, summed, contributions, noise_std, draws)
@@ -64,7 +75,8 @@ class Privacy:
             result = result.with_columns(series.alias(f"{name}_std") for name, series in draws.stds.items())
         return result.filter(~draws.drop) if draws.drop.any() else result
 
-    def _draw_counts(self, frame: pl.DataFrame, cell: CellContext, noise_std: bool, draws: _Draws) -> None:
+    def _draw_counts(self, frame: pl.DataFrame, cell: CellContext, noise_std: bool, draws: _Draws,
+                     family: pl.DataFrame | None) -> None:
         """Per group of Published columns that share a cell: the noisy user count that decides
         suppression, the noisy counts, and the caps of the summed columns (their sums come later)."""
         groups: dict[tuple, list[Published]] = {}
@@ -80,7 +92,8 @@ class Privacy:
                     draws.caps[item.column] = choose_caps(
                         self.params, item.measure, users_noisy,
                         lambda alpha, pilot=pilot, item=item, drawn=drawn:
-                            self._noisy(pilot, item.measure + PILOT, drawn, alpha=alpha))
+                            self._noisy(pilot, item.measure + PILOT, drawn, alpha=alpha),
+                        family=self._family_mean(frame, cell, item, family))
                     draws.summed[item.column] = (drawn, below)
                     continue
                 # The cell's own user count was just drawn; any other measure gets its own slot.
@@ -93,6 +106,27 @@ class Privacy:
                     draws.drop = draws.drop | below
                 else:
                     draws.noisy[item.column] = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
+
+    def _family_mean(self, frame: pl.DataFrame, cell: CellContext, item: Published,
+                     family: pl.DataFrame | None) -> float | None:
+        """The mean per user of the family of a summed Published group's cells (`caps.family_mean`),
+        from the family's own releases: its pilot sum and its user count, each with noise drawn
+        from the family's description; None when the cells are in no family."""
+        dimension = family_dimension(cell.dims, cell.fixed, item.period or cell.time_range, item.extra)
+        if dimension is None:
+            return None
+        if family_in_frame(cell.dims, cell.fixed, dimension):
+            members = frame
+        elif family is None:
+            raise ValueError(f"the cells' family (every {dimension}) is not in the frame: pass `family`")
+        else:
+            members = family
+        drawn = uniforms(self._key, [family_message(cell, item, dimension)])
+        pilot_alpha, users_alpha = self.params.family_alphas(item.measure)
+        pilot = self._noisy(pl.Series([members.get_column(f"{item.column}{PILOT}").sum()]), item.measure + PILOT,
+                            drawn, alpha=pilot_alpha)
+        users = self._noisy(pl.Series([members.get_column(item.users).sum()]), UNIQUE_USERS, drawn, alpha=users_alpha)
+        return family_mean(self.params, item.measure, float(pilot[0]), float(users[0]))
 
     def _draw_sums(self, frame: pl.DataFrame, summed: list[Published], contributions: Contributions,
                    noise_std: bool, draws: _Draws) -> None:

@@ -107,6 +107,9 @@ QUERIES = [
     {"window": "90d", "filters": {"keywords": ["late keyword 0", "late keyword 3"]}, "group_by": ["keyword", "domain"]},
     {"window": "24h", "filters": {"domains": ["nothing.example"]}},
     {"window": "30d", "group_by": ["keyword", "domain", "page_context", "time"], "bucket": "hour", "format": "csv"},
+    # Places over more than a week are in a family; filtered on the place, the engine computes it beside.
+    {"window": "30d", "filters": {"countries": ["US"]}},
+    {"window": "90d", "filters": {"countries": ["US", "DE"], "platforms": ["firefox", "chrome"]}, "group_by": ["country"]},
 ]
 
 

@@ -39,9 +39,9 @@ class Recording(Privacy):
         self.rewrite = rewrite
 
     def publish(self, frame: pl.DataFrame, cell: CellContext, contributions: Contributions | None = None,
-                noise_std: bool = False) -> pl.DataFrame:
+                noise_std: bool = False, family: pl.DataFrame | None = None) -> pl.DataFrame:
         self.calls.append((frame, cell))
-        return self.rewrite(super().publish(frame, cell, contributions, noise_std))
+        return self.rewrite(super().publish(frame, cell, contributions, noise_std, family))
 
 
 @pytest.fixture(scope="module")

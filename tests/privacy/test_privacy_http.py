@@ -131,6 +131,27 @@ def test_geo_heat_agrees_with_query_by_country(client, key):
                                                               rows[unit["geo_key"]]["unique_users"])
 
 
+@pytest.mark.parametrize("level", ["country", "city"])
+def test_a_place_over_a_month_is_published_alike_whichever_query_holds_it(client, key, level):
+    """Over more than a week a place's cap reads its family's mean per user (every place of its
+    level): geo-heat, /query by that level, /query by it under a filter of two places, and /query
+    of that one place (for which the engine computes the family beside it) publish the same
+    numbers for it. A week or less has no family and agrees likewise."""
+    for window in ("30d", "7d"):
+        heat = get(client, "/geo-heat", key, {"window": window, "level": level}).json["regions"]
+        assert len(heat) >= 3
+        rows = {r[f"{level}_id"]: r for r in post_query(client, key, {"window": window, "group_by": [level],
+                                                                       "limit": 1000}).json["results"]}
+        plural = {"country": "countries", "city": "cities"}[level]
+        pair = [heat[1]["geo_key"], heat[-1]["geo_key"]]
+        two = {r[f"{level}_id"]: r for r in post_query(client, key, {"window": window, "filters": {plural: pair},
+                                                                      "group_by": [level]}).json["results"]}
+        for unit in (heat[1], heat[-1]):
+            alone = post_query(client, key, {"window": window, "filters": {plural: [unit["geo_key"]]}}).json["results"][0]
+            for other in (rows[unit["geo_key"]], two[unit["geo_key"]], alone):
+                assert (other["suppressions"], other["unique_users"]) == (unit["suppressions"], unit["unique_users"])
+
+
 def test_averaging_hundreds_of_rephrasings_learns_one_value(client, key):
     """Re-ordered parameters, other limits, other spellings and other query shapes all return
     the same noisy number for the cell, so their average is that one published value."""

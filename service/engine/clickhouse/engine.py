@@ -33,7 +33,7 @@ from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.publication.keyword_activity import ACTION_COUNTS, publish_keyword_activity
-from service.engine.publication.query import TIME, publish_query
+from service.engine.publication.query import TIME, family_request, publish_query
 from service.engine.publication.timeseries import publish_timeseries
 from service.engine.publication.top_keywords import publish_top_keywords
 from service.engine.publication.trending import BASELINE, RECENT, publish_trending
@@ -46,7 +46,7 @@ from service.engine.requests import (
     TopKeywords,
     Trending,
 )
-from service.privacy import PILOT, Privacy
+from service.privacy import PILOT, Contributions, Privacy
 from service.store import schema
 from service.windows import TimeRange, trending_periods, window_range
 
@@ -171,6 +171,13 @@ class ClickHouseEngine:
         if TIME in req.group_by and req.bucket is None:
             raise ValueError("a bucket is required to group by time")
         window = window_range(req.window, as_of)
+        found, contributions = self._query_cells(snapshot, window, req)
+        relaxed = family_request(req, window)
+        family = self._query_cells(snapshot, window, relaxed)[0] if relaxed else None
+        return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise, family)
+
+    def _query_cells(self, snapshot: ClickHouseSnapshot, window: TimeRange,
+                     req: FlexibleQuery) -> tuple[pl.DataFrame, Contributions]:
         where, parameters = filter_conditions(req.filters)
         keys: list[Key] = []
         for dim in req.group_by:
@@ -181,6 +188,4 @@ class ClickHouseEngine:
                 # A null in a grouped dimension is not a unit of it (measures.key_guards).
                 where.append(f"isNotNull({dim})")
                 keys.append(dimension(dim, not_null=True))
-        found, contributions = cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters),
-                                     self.privacy.params)
-        return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise)
+        return cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters), self.privacy.params)

@@ -15,11 +15,11 @@ import polars as pl
 from service.engine.measures import bucket_key, cell_contributions, key_guards
 from service.engine.polars.slicing import bucket_parts, time_slice
 from service.engine.polars.user_keys import known_bits
-from service.engine.publication.query import TIME, publish_query
+from service.engine.publication.query import TIME, family_request, publish_query
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
-from service.privacy import Privacy
+from service.privacy import Contributions, Privacy, PrivacyParams
 from service.store.reader import EventFrames
-from service.windows import window_range
+from service.windows import TimeRange, window_range
 
 
 def _filters(filters: Mapping[str, tuple[str, ...]]) -> list[pl.Expr]:
@@ -27,13 +27,10 @@ def _filters(filters: Mapping[str, tuple[str, ...]]) -> list[pl.Expr]:
     return [pl.col(FILTER_COLUMNS[key]).is_in(list(values)) for key, values in filters.items()]
 
 
-def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, privacy: Privacy,
-                   noise: bool = False) -> pl.DataFrame:
-    """Cells of the suppressions in the window matching every filter, grouped by req.group_by (with
-    `noise`, also each measure's noise standard deviation, `<measure>_std`)."""
-    if TIME in req.group_by and req.bucket is None:
-        raise ValueError("a bucket is required to group by time")
-    window = window_range(req.window, as_of)
+def query_cells(frames: EventFrames, window: TimeRange, req: FlexibleQuery,
+                params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
+    """The cells of the suppressions in the window matching every filter, grouped by req.group_by,
+    and the contributions behind them (`measures.cell_contributions`)."""
     categorical = [dimension for dimension in req.group_by if dimension != TIME]
     sliced = time_slice(frames.suppressions, window)
     # A null in a grouped dimension is not a unit of it: those rows are left out of the groups
@@ -44,6 +41,17 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     parts = bucket_parts(sliced, req.bucket) if TIME in req.group_by else [sliced]
     rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]
     keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
-    cells, contributions = cell_contributions(rows, keys, privacy.params,  # no keys: one row of totals
-                                              user_bits=known_bits(frames))
-    return publish_query(cells, contributions, window, frames.versions, req, privacy, noise)
+    return cell_contributions(rows, keys, params, user_bits=known_bits(frames))
+
+
+def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, privacy: Privacy,
+                   noise: bool = False) -> pl.DataFrame:
+    """Cells of the suppressions in the window matching every filter, grouped by req.group_by (with
+    `noise`, also each measure's noise standard deviation, `<measure>_std`)."""
+    if TIME in req.group_by and req.bucket is None:
+        raise ValueError("a bucket is required to group by time")
+    window = window_range(req.window, as_of)
+    cells, contributions = query_cells(frames, window, req, privacy.params)
+    relaxed = family_request(req, window)
+    family = query_cells(frames, window, relaxed, privacy.params)[0] if relaxed else None
+    return publish_query(cells, contributions, window, frames.versions, req, privacy, noise, family)
