@@ -33,7 +33,7 @@ from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.publication.keyword_activity import ACTION_COUNTS, publish_keyword_activity
-from service.engine.publication.query import TIME, family_request, publish_query
+from service.engine.publication.query import TIME, family_cells, publish_query
 from service.engine.publication.timeseries import publish_timeseries
 from service.engine.publication.top_keywords import publish_top_keywords
 from service.engine.publication.trending import BASELINE, RECENT, publish_trending
@@ -172,8 +172,7 @@ class ClickHouseEngine:
             raise ValueError("a bucket is required to group by time")
         window = window_range(req.window, as_of)
         found, contributions = self._query_cells(snapshot, window, req)
-        relaxed = family_request(req, window)
-        family = self._query_cells(snapshot, window, relaxed)[0] if relaxed else None
+        family = family_cells(snapshot, req, window, lambda relaxed: self._query_cells(snapshot, window, relaxed)[0])
         return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise, family)
 
     def _query_cells(self, snapshot: ClickHouseSnapshot, window: TimeRange,

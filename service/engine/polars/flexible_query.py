@@ -15,7 +15,7 @@ import polars as pl
 from service.engine.measures import bucket_key, cell_contributions, key_guards
 from service.engine.polars.slicing import bucket_parts, time_slice
 from service.engine.polars.user_keys import known_bits
-from service.engine.publication.query import TIME, family_request, publish_query
+from service.engine.publication.query import TIME, family_cells, publish_query
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
 from service.privacy import Contributions, Privacy, PrivacyParams
 from service.store.reader import EventFrames
@@ -52,6 +52,5 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
         raise ValueError("a bucket is required to group by time")
     window = window_range(req.window, as_of)
     cells, contributions = query_cells(frames, window, req, privacy.params)
-    relaxed = family_request(req, window)
-    family = query_cells(frames, window, relaxed, privacy.params)[0] if relaxed else None
+    family = family_cells(frames, req, window, lambda relaxed: query_cells(frames, window, relaxed, privacy.params)[0])
     return publish_query(cells, contributions, window, frames.versions, req, privacy, noise, family)

@@ -8,9 +8,13 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
-from collections.abc import Mapping
+import threading
+import weakref
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import polars as pl
+import polars.selectors as cs
 
 from service.engine.geo_labels import label_series
 from service.engine.measures import CELL_MEASURES, as_strings, published
@@ -60,12 +64,41 @@ def family_request(req: FlexibleQuery, window: TimeRange) -> FlexibleQuery | Non
     return dataclasses.replace(req, filters=filters, group_by=(dimension,), bucket=None, compare=None, intervals=False)
 
 
+# Per snapshot (compared by identity; dropped with it): family request -> its cells' totals.
+_FAMILIES: weakref.WeakKeyDictionary[Any, dict[tuple, pl.DataFrame]] = weakref.WeakKeyDictionary()
+_FAMILIES_LOCK = threading.Lock()
+_FAMILIES_KEPT = 256  # families kept per snapshot (a few hundred bytes each)
+
+
+def family_cells(snapshot: Any, req: FlexibleQuery, window: TimeRange,
+                 compute: Callable[[FlexibleQuery], pl.DataFrame]) -> pl.DataFrame | None:
+    """What `publish_query` takes as `family`: None when req needs none (`family_request`), else the
+    totals of the family's cells (one row, each count summed), from `compute(family request)` (the
+    engine's cells of that request) once per snapshot and family. A sheet that asks for one place
+    a cell asks for the same family in every cell: the level's cells are grouped once, not each
+    time (a city over 90 days alone: 15 ms; with its family, 0.7 s the first time, at 10M events)."""
+    relaxed = family_request(req, window)
+    if relaxed is None:
+        return None
+    key = (window.start, window.end, tuple(sorted(relaxed.filters.items())), relaxed.group_by)
+    with _FAMILIES_LOCK:
+        found = _FAMILIES.get(snapshot, {}).get(key)
+    if found is None:
+        found = compute(relaxed).select(cs.numeric().sum())
+        with _FAMILIES_LOCK:
+            kept = _FAMILIES.setdefault(snapshot, {})
+            if len(kept) >= _FAMILIES_KEPT:
+                kept.pop(next(iter(kept)))
+            kept[key] = found
+    return found
+
+
 def publish_query(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,
                   versions: Mapping[str, Mapping[dt.date, int]], req: FlexibleQuery,
                   privacy: Privacy, noise: bool = False, family: pl.DataFrame | None = None) -> pl.DataFrame:
     """The publication stage of any engine: the cells of req.group_by (`cell_contributions`' shape;
     with no group_by one row, which may carry a key column of its own) -> the endpoint's frame.
-    `family`: the cells of `family_request(req, window)` when it is not None."""
+    `family`: `family_cells(...)`, the family's cells when req's are not all of it."""
     dims = tuple(_cell_column(dimension) for dimension in req.group_by)
     categorical = [dimension for dimension in req.group_by if dimension != TIME]
     shown = privacy.publish(
