@@ -23,10 +23,9 @@ from service.store import schema
 _LARGEST_SORTED = 2**24 - 1  # a bound at least this large (the exact stage's) is no bound
 
 # Time in microseconds as an unsigned number in the same order (the sign bit flipped), shifted
-# into the high half; the keyword's hash in the low half.
+# into the high half; the keyword's hash in the low half (`toUInt64` of the packed number).
 _PACKED = ("bitOr(bitShiftLeft(toUInt128(bitXor(reinterpretAsUInt64(toUnixTimestamp64Micro(ts)), "
            f"9223372036854775808)), 64), toUInt128({dictionaries.hashed('keyword')}))")
-_LOW_HALF = "toUInt64(bitAnd(x, toUInt128('18446744073709551615')))"
 
 
 def hashes_distinct(snapshot: ClickHouseSnapshot) -> bool:
@@ -34,11 +33,16 @@ def hashes_distinct(snapshot: ClickHouseSnapshot) -> bool:
     return dictionaries.values(snapshot, schema.SUPPRESSIONS, "keyword") is not None
 
 
-def first_keywords(snapshot: ClickHouseSnapshot, first: int) -> str:
-    """The per-user aggregate: an array of the user's first `first` rows' keywords (as hashes, or as
-    strings where hashes would not do), for `uniqExactArray` per unit."""
+def keyword_count(snapshot: ClickHouseSnapshot, first: int, per_user: str) -> tuple[str, str]:
+    """The per-user aggregate (named `per_user`): the user's first `first` rows' keywords (as
+    packed numbers, or strings where hashes would not do), and the per-cell count of distinct
+    keywords over them. The packed numbers' low halves are taken per cell, once over the arrays
+    the cell gathers, not per user (one `arrayMap` per (unit, user) measured a quarter of
+    geo-heat's time)."""
     if first >= _LARGEST_SORTED:  # no bound: every row's keyword
-        return "groupArray(keyword)"
+        return f"groupArray(keyword) AS {per_user}", f"uniqExactArray({per_user})"
     if hashes_distinct(snapshot):
-        return f"arrayMap(x -> {_LOW_HALF}, groupArraySorted({int(first)})({_PACKED}))"
-    return f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)}))"
+        return (f"groupArraySorted({int(first)})({_PACKED}) AS {per_user}",
+                f"uniqExactArray(arrayMap(x -> toUInt64(x), {per_user}))")
+    return (f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)})) AS {per_user}",
+            f"uniqExactArray({per_user})")
