@@ -12,8 +12,12 @@ per summed column the histogram of the users' totals above the smallest cap the 
 choose (`PrivacyParams.smallest_cap`; the rule of `privacy.reachable_rows`): each such total and how
 many of the cell's users have it. That is all a capped sum needs besides the exact sum
 (`contributions.HeavyTotals`), so what crosses the wire grows with the cells and the range of the
-totals, not with the users; as Arrow. Cells that need their users only (no sums) are one level,
-`uniqExact(user_id)` per cell. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
+totals, not with the users; as Arrow. Cells that need their users only (no sums) count their
+(cell, user) pairs. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
+
+The keys are grouped as one UInt64 where they fit (packing.py), else each by its hash where the
+column's dictionary allows (dictionaries.py), else as they are. A window's bound beyond which the
+snapshot has no row is not a condition (`time_bounds`).
 """
 
 from __future__ import annotations
@@ -135,9 +139,10 @@ class Query:
         where = [f"generation <= {int(generation)}", *window, *self.where]
         rows = f"FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}"
         if not (self.measures or self.per_user_extra or self.per_cell_extra):
-            # Users only: one level, the distinct users of each cell.
-            return (f"SELECT {', '.join(outer_keys)}, toInt64(uniqExact(user_id)) AS {UNIQUE_USERS}\n"
-                    f"FROM (SELECT {', '.join(inner_keys)}, user_id {rows})\n"
+            # Users only: the (cell, user) pairs, counted per cell (a third faster than a
+            # uniqExact(user_id) set per cell: trending by unique users, 10M events).
+            return (f"SELECT {', '.join(outer_keys)}, toInt64(count()) AS {UNIQUE_USERS}\n"
+                    f"FROM (SELECT {', '.join(inner_keys)}, user_id {rows} GROUP BY {', '.join(inner_names)}, user_id)\n"
                     f"GROUP BY {', '.join(inner_names)}")
         per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
         per_cell = [f"toInt64(count()) AS {UNIQUE_USERS}"]

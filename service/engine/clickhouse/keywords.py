@@ -2,10 +2,12 @@
 
 As in the polars engine (engine/polars/geo_heat.py), each user brings the keywords of their first
 `keyword_rows_per_user` rows (by time) in the unit and window, so that one person moves the count
-by at most that much. Keeping a user's first N rows needs no array sort: `groupArraySorted(N)` over
-one number per row keeps the N smallest as the rows go by, and the number packs the row's time
-(high 64 bits, order-preserving) with its keyword's 64-bit hash (low 64 bits), so that the
-distinct count is over numbers, not strings (`uniqExactArray` of the low halves).
+by at most that much. Each row is one number that packs its time (high 64 bits, order-preserving)
+with its keyword's 64-bit hash (low 64 bits): the user's numbers gathered, sorted, the first N kept
+(`arraySlice(arraySort(groupArray(...)), 1, N)`), and the distinct count is over numbers, not
+strings (`uniqExactArray` of the low halves, taken per unit). That measured 8 to 23 % faster at
+10M events than `groupArraySorted(N)`, which keeps only N per (unit, user) as the rows go by but
+costs more per group; most (unit, user) groups hold fewer than N rows.
 
 Counting hashes is counting keywords only when no two keywords of the snapshot share a hash: the
 keyword dictionary (dictionaries.py) checks that, and where it fails the engine falls back to
@@ -42,7 +44,7 @@ def keyword_count(snapshot: ClickHouseSnapshot, first: int, per_user: str) -> tu
     if first >= _LARGEST_SORTED:  # no bound: every row's keyword
         return f"groupArray(keyword) AS {per_user}", f"uniqExactArray({per_user})"
     if hashes_distinct(snapshot):
-        return (f"groupArraySorted({int(first)})({_PACKED}) AS {per_user}",
+        return (f"arraySlice(arraySort(groupArray({_PACKED})), 1, {int(first)}) AS {per_user}",
                 f"uniqExactArray(arrayMap(x -> toUInt64(x), {per_user}))")
     return (f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)})) AS {per_user}",
             f"uniqExactArray({per_user})")
