@@ -94,3 +94,14 @@ def test_keys_that_do_not_fit_are_not_packed(fixture_snapshot, monkeypatch) -> N
     monkeypatch.setattr(dictionaries, "values", lambda *_args: None)
     assert packing.plan(snapshot, schema.SUPPRESSIONS, keys, window) is None
     assert packing.plan(snapshot, schema.SUPPRESSIONS, [time_bucket("day")], window) is not None
+
+
+def test_a_dictionary_s_bits_are_fitted_once_per_frame(fixture_snapshot, monkeypatch) -> None:
+    _, snapshot = fixture_snapshot
+    known = dictionaries.values(snapshot, schema.SUPPRESSIONS, "city")
+    assert known is not None
+    first = packing._dimension_bits(known, True, 64)
+    assert first is not None and packing._dimension_bits(known, True, 64) is first
+    copy = known.clone()  # another generation's dictionary: another frame, fitted again
+    again = packing._dimension_bits(copy, True, 64)
+    assert again is not None and again is not first and again[0] == first[0]
