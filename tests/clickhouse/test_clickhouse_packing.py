@@ -35,16 +35,19 @@ def fixture_snapshot(chdb_dir):
 
 
 REQUESTS = [
-    ("top_keywords", TopKeywords("30d", 50)),
-    ("keyword_timeseries", KeywordTimeseries("crypto", "30d", "hour")),
-    ("domain_timeseries", DomainTimeseries("reddit.com", "90d", "week")),
     ("trending", Trending("7d", "domain", "suppressions", 50, 0.0)),
     ("trending", Trending("24h", "keyword", "unique_users", 50, 0.0)),
-    ("geo_heat", GeoHeat("30d", "city")),
-    ("keyword_activity", KeywordActivity("30d", "all", 50)),
     ("query", FlexibleQuery("30d", {"countries": ("US", "DE")}, ("city", "platform"), None)),
     ("query", FlexibleQuery("90d", {}, ("keyword", "time"), "week")),
     ("query", FlexibleQuery("7d", {}, ("region", "time", "platform"), "hour")),
+    ("query", FlexibleQuery("30d", {}, ("page_context", "time"), "day")),
+]
+ONE_KEY = [
+    ("top_keywords", TopKeywords("30d", 50)),
+    ("keyword_timeseries", KeywordTimeseries("crypto", "30d", "hour")),
+    ("domain_timeseries", DomainTimeseries("reddit.com", "90d", "week")),
+    ("geo_heat", GeoHeat("30d", "city")),
+    ("keyword_activity", KeywordActivity("30d", "all", 50)),
 ]
 
 
@@ -64,6 +67,18 @@ def test_packed_keys_answer_as_the_keys_unpacked_and_as_polars(fixture_snapshot,
     assert_frame_equal(packed, unpacked)
     polars_engine = engines.PolarsEngine(Privacy.exact(), trending_confidence=0.0)
     assert_frame_equal(packed, getattr(polars_engine, endpoint)(frames, fx.FIXTURE_AS_OF, request_))
+
+
+@pytest.mark.parametrize(("endpoint", "request_"), ONE_KEY)
+def test_one_key_is_not_packed(fixture_snapshot, monkeypatch, endpoint, request_) -> None:
+    """One key and `user_id` fit ClickHouse's fastest table as they are."""
+    frames, snapshot = fixture_snapshot
+    engine = engines.ClickHouseEngine(Privacy.exact())
+    monkeypatch.setattr(packing, "plan", lambda *_args: pytest.fail("one key packed"))
+    answer = getattr(engine, endpoint)(snapshot, fx.FIXTURE_AS_OF, request_)
+    assert answer.height > 0
+    assert_frame_equal(answer, getattr(engines.PolarsEngine(Privacy.exact()), endpoint)(frames, fx.FIXTURE_AS_OF,
+                                                                                         request_))
 
 
 def test_a_nullable_dimension_keeps_its_nulls_packed(fixture_snapshot, monkeypatch) -> None:

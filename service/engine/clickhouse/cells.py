@@ -15,8 +15,9 @@ many of the cell's users have it. That is all a capped sum needs besides the exa
 totals, not with the users; as Arrow. Cells that need their users only (no sums) count their
 (cell, user) pairs. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
 
-The keys are grouped as one UInt64 where they fit (packing.py), else each by its hash where the
-column's dictionary allows (dictionaries.py), else as they are. A window's bound beyond which the
+Two or more keys are grouped as one UInt64 where they fit (packing.py; one key and `user_id` take
+ClickHouse's fastest table as they are), else each by its hash where the column's dictionary
+allows (dictionaries.py), else as they are. A window's bound beyond which the
 snapshot has no row is not a condition (`time_bounds`).
 """
 
@@ -183,7 +184,7 @@ def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> 
     nothing matched) keyed by a constant column `_cell`, which the publication stages pass through
     and leave out. With no measures: the users per cell only."""
     bounds = time_bounds(snapshot, query.time_range)
-    packed = packing.plan(snapshot, query.table, query.keys, query.time_range) if query.keys else None
+    packed = packing.plan(snapshot, query.table, query.keys, query.time_range) if len(query.keys) > 1 else None
     if packed is not None:  # the keys as one UInt64 (packing.py), unpacked here
         one_key = dataclasses.replace(query, keys=[Key(packing.PACKED, packed.sql, string=False)])
         sql = one_key.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap, bounds)
