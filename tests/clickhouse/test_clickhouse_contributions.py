@@ -139,7 +139,7 @@ def test_split_periods_equal_both_periods(landed) -> None:
 
 @pytest.mark.parametrize("first", [1, 7, 20])
 def test_keyword_count_by_hashes_equals_the_count_by_strings(landed, monkeypatch, first: int) -> None:
-    """The same keyword counts whether each user's first rows are kept as hashes (groupArraySorted)
+    """The same keyword counts whether each user's first rows are kept as hashes (packed numbers)
     or sorted as (time, keyword) strings (the path taken where two keywords share a hash)."""
     frames, snapshot = landed
     privacy = Privacy("exact", dataclasses.replace(PrivacyParams.exact(), keyword_rows_per_user=first))

@@ -59,7 +59,7 @@ def land(frames: EventFrames, directory: Path) -> ClickHouseSnapshot:
     # The frames' own data versions (a fixture has none): the noise is keyed on them.
     snapshot = _landed[frames] = ClickHouseSnapshot(ch, loaded.generation, loaded.last_event,
                                                     {t: dict(frames.versions.get(t, {})) for t in schema.TABLES},
-                                                    loaded.rows)
+                                                    loaded.rows, loaded.first_event)
     return snapshot
 
 

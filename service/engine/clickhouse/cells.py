@@ -12,8 +12,13 @@ per summed column the histogram of the users' totals above the smallest cap the 
 choose (`PrivacyParams.smallest_cap`; the rule of `privacy.reachable_rows`): each such total and how
 many of the cell's users have it. That is all a capped sum needs besides the exact sum
 (`contributions.HeavyTotals`), so what crosses the wire grows with the cells and the range of the
-totals, not with the users; as Arrow. Cells that need their users only (no sums) are one level,
-`uniqExact(user_id)` per cell. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
+totals, not with the users; as Arrow. Cells that need their users only (no sums) count their
+(cell, user) pairs. Filters, windows and buckets are SQL; no event row leaves ClickHouse.
+
+Two or more keys are grouped as one UInt64 where they fit (packing.py; one key and `user_id` take
+ClickHouse's fastest table as they are), else each by its hash where the column's dictionary
+allows (dictionaries.py), else as they are. A window's bound beyond which the
+snapshot has no row is not a condition (`time_bounds`).
 """
 
 from __future__ import annotations
@@ -26,7 +31,7 @@ from typing import Any
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
-from service.engine.clickhouse import dictionaries
+from service.engine.clickhouse import dictionaries, packing
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
 from service.engine.requests import FILTER_COLUMNS
@@ -79,11 +84,23 @@ class Key:
     string: bool = True  # a dimension (String in the frame); else a bucket start (kept as is)
     column: str | None = None  # a dimension's column: grouped by its hash where that is exact
     not_null: bool = False  # the query keeps only rows where the column is not null
+    bucket: str | None = None  # a time bucket's name ("hour", "day", "week")
+    bits: int | None = None  # a small unsigned number below 2**bits (a flag: 1)
 
 
 def dimension(column: str, not_null: bool = False) -> Key:
     """A dimension as a key; `not_null` when the query's conditions leave out its nulls."""
     return Key(column, f"CAST({column} AS String)", column=column, not_null=not_null)
+
+
+def time_bucket(bucket: str) -> Key:
+    """The start of each row's time bucket as the key `ts` (`bucket_sql`)."""
+    return Key("ts", bucket_sql(bucket), string=False, bucket=bucket)
+
+
+def flag(name: str, condition: str) -> Key:
+    """A condition on the row as a key (UInt8, 1 where it holds)."""
+    return Key(name, f"toUInt8({condition})", string=False, bits=1)
 
 
 def _hashed_keys(snapshot: ClickHouseSnapshot, query: Query) -> tuple[Query, dict[str, pl.DataFrame]]:
@@ -113,17 +130,20 @@ class Query:
     per_user_extra: Sequence[str] = ()     # "<sql> AS <name>" in the per-user stage (not contributions)
     per_cell_extra: Sequence[str] = ()     # "<sql> AS <name>" in the per-cell stage (columns of the cells)
 
-    def sql(self, generation: int, smallest_cap: int, pilot_cap: int) -> str:
+    def sql(self, generation: int, smallest_cap: int, pilot_cap: int, bounds: Sequence[str] | None = None) -> str:
+        """`bounds`: the window's conditions on the rows (`time_bounds`; default: both bounds)."""
         keys = list(self.keys) or [Key(NO_KEYS, "toUInt8(0)", string=False)]
         inner_keys = [f"{key.sql} AS _k{i}" for i, key in enumerate(keys)]
         inner_names = [f"_k{i}" for i in range(len(keys))]
         outer_keys = [f"_k{i} AS `{key.name}`" for i, key in enumerate(keys)]
-        where = [f"generation <= {int(generation)}", in_range(self.time_range), *self.where]
+        window = [in_range(self.time_range)] if bounds is None else bounds
+        where = [f"generation <= {int(generation)}", *window, *self.where]
         rows = f"FROM {self.table} WHERE {' AND '.join(f'({c})' for c in where)}"
         if not (self.measures or self.per_user_extra or self.per_cell_extra):
-            # Users only: one level, the distinct users of each cell.
-            return (f"SELECT {', '.join(outer_keys)}, toInt64(uniqExact(user_id)) AS {UNIQUE_USERS}\n"
-                    f"FROM (SELECT {', '.join(inner_keys)}, user_id {rows})\n"
+            # Users only: the (cell, user) pairs, counted per cell (a third faster than a
+            # uniqExact(user_id) set per cell: trending by unique users, 10M events).
+            return (f"SELECT {', '.join(outer_keys)}, toInt64(count()) AS {UNIQUE_USERS}\n"
+                    f"FROM (SELECT {', '.join(inner_keys)}, user_id {rows} GROUP BY {', '.join(inner_names)}, user_id)\n"
                     f"GROUP BY {', '.join(inner_names)}")
         per_user = [f"{sql} AS _m_{name}" for name, sql in self.measures.items()]
         per_cell = [f"toInt64(count()) AS {UNIQUE_USERS}"]
@@ -144,18 +164,39 @@ class Query:
         )
 
 
+def time_bounds(snapshot: ClickHouseSnapshot, time_range: TimeRange) -> list[str]:
+    """The window as conditions on the rows, each bound left out where no row of the snapshot lies
+    beyond it (its first and last events, over both tables, say). Reading each row's time and
+    comparing it measured a sixth of a 90-day /query at 10M events, for conditions that every row
+    meets when the window starts before the first event and the data ends on the hour of `as_of`."""
+    first, last = snapshot.first_event, snapshot.last_event
+    bounds = []
+    if first is None or first < time_range.start:
+        bounds.append(f"ts >= {time_literal(time_range.start)}")
+    if last is None or last >= time_range.end:
+        bounds.append(f"ts < {time_literal(time_range.end)}")
+    return bounds
+
+
 def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
     """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them
     (`HeavyTotals`), in `measures.cell_contributions`' shape. With no keys: one row (zeros when
     nothing matched) keyed by a constant column `_cell`, which the publication stages pass through
     and leave out. With no measures: the users per cell only."""
-    hashed, mapped = _hashed_keys(snapshot, query)
-    sql = hashed.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap)
-    result = snapshot.ch.frame(sql, query.parameters)
-    for name, known in mapped.items():  # each hash back to its value (left join: row order kept)
-        values = result.select(pl.col(name).alias(dictionaries.HASH)).join(
-            known, on=dictionaries.HASH, how="left", maintain_order="left").get_column(dictionaries.VALUE)
-        result = result.with_columns(values.alias(name))
+    bounds = time_bounds(snapshot, query.time_range)
+    packed = packing.plan(snapshot, query.table, query.keys, query.time_range) if len(query.keys) > 1 else None
+    if packed is not None:  # the keys as one UInt64 (packing.py), unpacked here
+        one_key = dataclasses.replace(query, keys=[Key(packing.PACKED, packed.sql, string=False)])
+        sql = one_key.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap, bounds)
+        result = packed.unpack(snapshot.ch.frame(sql, query.parameters))
+    else:
+        hashed, mapped = _hashed_keys(snapshot, query)
+        sql = hashed.sql(snapshot.generation, params.smallest_cap(), params.pilot_cap, bounds)
+        result = snapshot.ch.frame(sql, query.parameters)
+        for name, known in mapped.items():  # each hash back to its value (left join: row order kept)
+            values = result.select(pl.col(name).alias(dictionaries.HASH)).join(
+                known, on=dictionaries.HASH, how="left", maintain_order="left").get_column(dictionaries.VALUE)
+            result = result.with_columns(values.alias(name))
     names = [key.name for key in query.keys] or [NO_KEYS]
     measures = list(query.measures)
     result = result.with_columns(

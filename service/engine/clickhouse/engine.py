@@ -19,15 +19,16 @@ from service.engine.clickhouse.cells import (
     SUPPRESSION_MEASURES,
     Key,
     Query,
-    bucket_sql,
     cells,
     dimension,
     filter_conditions,
+    flag,
+    time_bucket,
     time_literal,
 )
 from service.engine.clickhouse.contributions import HeavyTotals
 from service.engine.clickhouse.counts import ClickHouseCounts
-from service.engine.clickhouse.keywords import first_keywords
+from service.engine.clickhouse.keywords import keyword_count
 from service.engine.extras import records
 from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS
@@ -107,7 +108,7 @@ class ClickHouseEngine:
     def _timeseries(self, snapshot: ClickHouseSnapshot, as_of: dt.datetime, column: str, value: str,
                     window_name: str, bucket: str, noise: bool = False) -> pl.DataFrame:
         window = window_range(window_name, as_of)
-        query = Query(schema.SUPPRESSIONS, [Key("ts", bucket_sql(bucket), string=False)], window,
+        query = Query(schema.SUPPRESSIONS, [time_bucket(bucket)], window,
                       where=[f"{column} = {{value:String}}"], parameters={"value": value})
         counts, contributions = cells(snapshot, query, self.privacy.params)
         return publish_timeseries(counts, contributions, column, value, window, bucket, snapshot.versions,
@@ -119,11 +120,10 @@ class ClickHouseEngine:
         level = req.level
         # Each user's first keyword_rows_per_user rows (by time) bring their keywords, as in the
         # polars engine (engine/polars/geo_heat.py): distinct keywords counted over those (keywords.py).
-        keywords = first_keywords(snapshot, self.privacy.params.keyword_rows_per_user)
+        per_user, per_cell = keyword_count(snapshot, self.privacy.params.keyword_rows_per_user, "_keywords")
         query = Query(
             schema.SUPPRESSIONS, [dimension(level, not_null=True)], window, where=[f"isNotNull({level})"],
-            per_user_extra=[f"{keywords} AS _keywords"],
-            per_cell_extra=[f"toInt64(uniqExactArray(_keywords)) AS {KEYWORD_COUNT}"],
+            per_user_extra=[per_user], per_cell_extra=[f"toInt64({per_cell}) AS {KEYWORD_COUNT}"],
         )
         found, contributions = cells(snapshot, query, self.privacy.params)
         return publish_geo_heat(found, contributions, level, window, snapshot.versions, self.privacy, noise)
@@ -132,11 +132,10 @@ class ClickHouseEngine:
         periods = trending_periods(req.window, as_of)
         split = periods.recent.start
         whole = TimeRange(periods.baseline.start, periods.recent.end)
-        # unique_users needs no sums: the users per cell are all it takes.
-        measures = {} if req.metric == UNIQUE_USERS else dict(SUPPRESSION_MEASURES)
-        query = Query(schema.SUPPRESSIONS,
-                      [dimension(req.dimension), Key(RECENT_KEY, f"ts >= {time_literal(split)}", string=False)], whole,
-                      measures=measures)
+        # unique_users needs no sums: the users per cell are all it takes; otherwise the one summed.
+        measures = {} if req.metric == UNIQUE_USERS else {req.metric: SUPPRESSION_MEASURES[req.metric]}
+        query = Query(schema.SUPPRESSIONS, [dimension(req.dimension), flag(RECENT_KEY, f"ts >= {time_literal(split)}")],
+                      whole, measures=measures)
         found, contributions = cells(snapshot, query, self.privacy.params)
         recent = self._period(found, req, True, RECENT)
         baseline = self._period(found, req, False, BASELINE)
@@ -182,7 +181,7 @@ class ClickHouseEngine:
         for dim in req.group_by:
             if dim == TIME:
                 assert req.bucket is not None
-                keys.append(Key("ts", bucket_sql(req.bucket), string=False))
+                keys.append(time_bucket(req.bucket))
             else:
                 # A null in a grouped dimension is not a unit of it (measures.key_guards).
                 where.append(f"isNotNull({dim})")

@@ -2,10 +2,12 @@
 
 As in the polars engine (engine/polars/geo_heat.py), each user brings the keywords of their first
 `keyword_rows_per_user` rows (by time) in the unit and window, so that one person moves the count
-by at most that much. Keeping a user's first N rows needs no array sort: `groupArraySorted(N)` over
-one number per row keeps the N smallest as the rows go by, and the number packs the row's time
-(high 64 bits, order-preserving) with its keyword's 64-bit hash (low 64 bits), so that the
-distinct count is over numbers, not strings (`uniqExactArray` of the low halves).
+by at most that much. Each row is one number that packs its time (high 64 bits, order-preserving)
+with its keyword's 64-bit hash (low 64 bits): the user's numbers gathered, sorted, the first N kept
+(`arraySlice(arraySort(groupArray(...)), 1, N)`), and the distinct count is over numbers, not
+strings (`uniqExactArray` of the low halves, taken per unit). That measured 8 to 23 % faster at
+10M events than `groupArraySorted(N)`, which keeps only N per (unit, user) as the rows go by but
+costs more per group; most (unit, user) groups hold fewer than N rows.
 
 Counting hashes is counting keywords only when no two keywords of the snapshot share a hash: the
 keyword dictionary (dictionaries.py) checks that, and where it fails the engine falls back to
@@ -23,10 +25,9 @@ from service.store import schema
 _LARGEST_SORTED = 2**24 - 1  # a bound at least this large (the exact stage's) is no bound
 
 # Time in microseconds as an unsigned number in the same order (the sign bit flipped), shifted
-# into the high half; the keyword's hash in the low half.
+# into the high half; the keyword's hash in the low half (`toUInt64` of the packed number).
 _PACKED = ("bitOr(bitShiftLeft(toUInt128(bitXor(reinterpretAsUInt64(toUnixTimestamp64Micro(ts)), "
            f"9223372036854775808)), 64), toUInt128({dictionaries.hashed('keyword')}))")
-_LOW_HALF = "toUInt64(bitAnd(x, toUInt128('18446744073709551615')))"
 
 
 def hashes_distinct(snapshot: ClickHouseSnapshot) -> bool:
@@ -34,11 +35,16 @@ def hashes_distinct(snapshot: ClickHouseSnapshot) -> bool:
     return dictionaries.values(snapshot, schema.SUPPRESSIONS, "keyword") is not None
 
 
-def first_keywords(snapshot: ClickHouseSnapshot, first: int) -> str:
-    """The per-user aggregate: an array of the user's first `first` rows' keywords (as hashes, or as
-    strings where hashes would not do), for `uniqExactArray` per unit."""
+def keyword_count(snapshot: ClickHouseSnapshot, first: int, per_user: str) -> tuple[str, str]:
+    """The per-user aggregate (named `per_user`): the user's first `first` rows' keywords (as
+    packed numbers, or strings where hashes would not do), and the per-cell count of distinct
+    keywords over them. The packed numbers' low halves are taken per cell, once over the arrays
+    the cell gathers, not per user (one `arrayMap` per (unit, user) measured a quarter of
+    geo-heat's time)."""
     if first >= _LARGEST_SORTED:  # no bound: every row's keyword
-        return "groupArray(keyword)"
+        return f"groupArray(keyword) AS {per_user}", f"uniqExactArray({per_user})"
     if hashes_distinct(snapshot):
-        return f"arrayMap(x -> {_LOW_HALF}, groupArraySorted({int(first)})({_PACKED}))"
-    return f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)}))"
+        return (f"arraySlice(arraySort(groupArray({_PACKED})), 1, {int(first)}) AS {per_user}",
+                f"uniqExactArray(arrayMap(x -> toUInt64(x), {per_user}))")
+    return (f"arrayMap(x -> x.2, arraySlice(arraySort(groupArray((ts, keyword))), 1, {int(first)})) AS {per_user}",
+            f"uniqExactArray({per_user})")
