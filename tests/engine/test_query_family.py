@@ -62,3 +62,30 @@ def test_the_family_is_computed_once_per_snapshot_and_family():
     assert len(asked) == 4
     assert family_cells(one, FlexibleQuery("30d", {}, ("city",), None), MONTH, compute) is None
     assert len(asked) == 4
+
+
+def test_requests_arriving_together_compute_their_family_once():
+    """Forty one-place queries of one level and window at once (a sheet refreshing at the hour
+    turn): one computes the family, the others wait for it and use it."""
+    import threading
+    import time
+
+    calls: list[int] = []
+
+    def compute(relaxed: FlexibleQuery) -> pl.DataFrame:
+        calls.append(1)
+        time.sleep(0.2)
+        return pl.DataFrame({"city": ["a", "b"], "suppressions_pilot": [10, 20], "unique_users": [1, 2]})
+
+    snapshot = Snapshot()
+    found: list[pl.DataFrame | None] = []
+    threads = [threading.Thread(target=lambda i=i: found.append(
+        family_cells(snapshot, FlexibleQuery("30d", {"cities": (f"c{i}",)}, (), None), MONTH, compute)))
+        for i in range(40)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(calls) == 1
+    assert len(found) == 40 and all(f is not None and f.to_dicts() == [{"suppressions_pilot": 30, "unique_users": 3}]
+                                    for f in found)
