@@ -2,7 +2,8 @@
 it: the one wording the dashboard (a mark with a tooltip) and the Sheets output (a cell note) show.
 
 A record's counts are noised and suppressed one by one, so a row may read oddly: a count of 0 beside
-others that are not (that count alone had too few users to be published), a change of −100 % (this
+others that are not (that count alone had too few users to be published, or its noise took it
+below 0), a change of −100 % (this
 period's count was suppressed, not necessarily a fall to none), no percentage because the previous
 period shows 0, or, with intervals, an interval wider than the number itself (few users: the
 noise can be as large as the number). `marks(record, counts)` finds them; nothing here computes
@@ -35,7 +36,8 @@ NOW_ZERO = "now 0"
 
 def suppressed_zero(count: str) -> Mark:
     return Mark(SUPPRESSED, f"{_words(count)} shows 0 while this row's other counts do not: privacy suppression "
-                            "hides a count that too few users contributed to, so the true value may be above 0.")
+                            "hides a count that too few users contributed to, or the privacy noise of a small "
+                            "count took it below 0 (shown as 0), so the true value may be above 0.")
 
 
 def few_users(count: str, low: Any, high: Any, level: str = "") -> Mark:
