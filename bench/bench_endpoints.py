@@ -209,7 +209,9 @@ def ensure_clickhouse(data_dir: Path, events: int, days: int, seed: int) -> tupl
     marker = OUT / f"chdb-{events}-{days}-{seed}.json"
     ch = ClickHouse(f"chdb://{directory}")
     seconds = 0.0
-    if not (marker.is_file() and json.loads(marker.read_text()).get("data_dir") == str(data_dir)):
+    data_dir = data_dir.resolve()
+    wanted = {"data_dir": str(data_dir), "at_rest": True}  # at_rest: loaded and merged (below)
+    if not (marker.is_file() and wanted.items() <= json.loads(marker.read_text()).items()):
         print(f"Loading the events into ClickHouse (chdb) in {directory} ...", file=sys.stderr)
         started = time.perf_counter()
         for table in ("suppressions", "keyword_changes", ch_schema.LANDINGS):
@@ -221,8 +223,12 @@ def ensure_clickhouse(data_dir: Path, events: int, days: int, seed: int) -> tupl
                 f"FROM file('{data_dir / table}/date=*/*.parquet', Parquet)")
         generation = int(ch.frame("SELECT max(generation) AS g FROM suppressions").item())
         ch.command(f"INSERT INTO {ch_schema.LANDINGS} VALUES ({generation}, 1, '', '[]', [])")
+        # A store at rest, as between landings: its parts merged, so that no background merge
+        # competes with the timed queries for the two cores.
+        for table in ("suppressions", "keyword_changes"):
+            ch.command(f"OPTIMIZE TABLE {table} FINAL")
         seconds = time.perf_counter() - started
-        marker.write_text(json.dumps({"data_dir": str(data_dir), "load_seconds": seconds}) + "\n")
+        marker.write_text(json.dumps({**wanted, "load_seconds": seconds}) + "\n")
     store = ClickHouseStore(ch)
     return store.snapshot(), seconds
 
