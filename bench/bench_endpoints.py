@@ -121,6 +121,8 @@ from service.engine.requests import (  # noqa: E402
 from service.engine.shapes import SHAPES  # noqa: E402
 from service.periods import previous_as_of  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
+from service.privacy.cells import FAMILY_MIN_SPAN  # noqa: E402
+from service.privacy.params import geometric_std  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
 from service.windows import (  # noqa: E402
@@ -284,21 +286,35 @@ class Sources:
 
         return cls(scan("suppressions"), scan("keyword_changes"), params)
 
-    def cap(self, pilot: str, users: str, measure: str) -> str:
+    def cap(self, pilot: str, users: str, measure: str, family: str | None = None) -> str:
         """A cell's cap for a summed measure as `privacy.caps.choose_caps` computes it, from the cell's TRUE pilot
         sum and user count (the engine's are noisy): ceil(least(multiplier x mean x (1 + growth x
-        log10(max(n, 100) / 100)), cap_fit x greatest(n, pilot - pilot_low x sd))) in
-        [smallest_cap, max_cap], mean = (pilot - pilot_shrink x sd) / n in [1, pilot_cap], sd the
-        pilot noise's standard deviation."""
+        log10(max(n, 100) / 100)), cap_fit x greatest(n x greatest(1, family_low x m), pilot - pilot_low x sd)))
+        in [smallest_cap, max_cap], mean = (pilot - pilot_shrink x sd + w x m) / (n + w) in [1, pilot_cap],
+        sd the pilot noise's standard deviation. `family`: the SQL of the cell's family's mean per user
+        (`family_mean`), for cells in a family (a place over more than a week: its pilot then spends
+        less, `PrivacyParams.pilot_epsilon`); w = family_weight where it is above 1, else w = 0 and m = 1."""
         p = self.params
-        pilot_alpha = math.exp(-p.epsilon(measure) * p.pilot_share / p.pilot_cap)
-        sd = math.sqrt(2 * pilot_alpha) / (1 - pilot_alpha)
+        pilot_alpha = math.exp(-p.pilot_epsilon(measure, in_family=family is not None) / p.pilot_cap)
+        sd = geometric_std(pilot_alpha)
         n = f"greatest({users}, 1)::DOUBLE"
-        mean = f"greatest(least(({pilot}::DOUBLE - {num(p.pilot_shrink * sd)}) / {n}, {num(p.pilot_cap)}), 1.0::DOUBLE)"
+        m = "1.0::DOUBLE" if family is None else f"greatest({family}, 1.0::DOUBLE)"
+        w = "0.0::DOUBLE" if family is None else f"(CASE WHEN {family} > 1.0 THEN {num(p.family_weight)} ELSE 0.0 END)::DOUBLE"
+        mean = (f"greatest(least(({pilot}::DOUBLE - {num(p.pilot_shrink * sd)} + {w} * {m}) / ({n} + {w}), "
+                f"{num(p.pilot_cap)}), 1.0::DOUBLE)")
         growth = f"(1.0::DOUBLE + {num(p.cap_growth)} * log10(greatest({n}, 100.0::DOUBLE) / 100.0::DOUBLE))"
-        ceiling = f"({num(p.cap_fit)} * greatest({n}, {pilot}::DOUBLE - {num(p.pilot_low * sd)}))"
+        least_sum = f"({n} * greatest(1.0::DOUBLE, {num(p.family_low)} * {m}))"
+        ceiling = f"({num(p.cap_fit)} * greatest({least_sum}, {pilot}::DOUBLE - {num(p.pilot_low * sd)}))"
         rule = f"least({num(p.cap_multiplier)} * {mean} * {growth}, {ceiling})"
         return f"least(greatest(ceil({rule}), {num(p.smallest_cap())}), {num(p.max_cap)})::BIGINT"
+
+    def family_mean(self, pilot_total: str, users_total: str, measure: str) -> str:
+        """A family's mean per user as `privacy.caps.family_mean` reads it from its releases, here
+        from the TRUE sums over its cells: (P - 2 sd) / (N + 2 sd) in [1, pilot_cap]."""
+        pilot_alpha, users_alpha = self.params.family_alphas(measure)
+        return (f"least(greatest(({pilot_total}::DOUBLE - {num(2 * geometric_std(pilot_alpha))}) / "
+                f"({users_total}::DOUBLE + {num(2 * geometric_std(users_alpha))}), 1.0::DOUBLE), "
+                f"{num(self.params.pilot_cap)})")
 
     def std(self, measure: str, cap: str | None = None) -> str:
         """The standard deviation of the noise the engine adds to a published number (`<column>_std`):
@@ -314,7 +330,7 @@ SUMMED_SQL = {"suppressions": "sum(suppressions)::BIGINT", "events": "count(*)"}
 
 
 def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[str, ...],
-                     only_published: bool = True) -> str:
+                     only_published: bool = True, family: bool = False) -> str:
     """Per cell, the engine's capped aggregate (`measures.cell_contributions` + `Privacy.publish`):
 
     1. per_user: one row per (cell, user) of the suppressions matching `where` (the window first,
@@ -322,7 +338,9 @@ def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[
     2. cells: per cell the number of users and each summed measure's pilot sum, sum(least(total,
        pilot_cap)); with `only_published`, only the cells with at least k users (the engine's
        publication test, on the true count here);
-    3. caps: each summed measure's cap from its pilot sum and the user count (`Sources.cap`);
+    3. caps: each summed measure's cap from its pilot sum and the user count (`Sources.cap`); with
+       `family` (the cells are one family: every place of a level, over more than a week), also
+       from the family's mean per user, read from the sums over every cell found (`Sources.family_mean`);
     4. the capped sums, sum(least(total, cap)), of those cells: per_user joined with the caps.
 
     `keys` are SELECT items (`expression AS name`) identifying a cell; none: one cell, every row
@@ -333,8 +351,14 @@ def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[
     per_user = ", ".join([*keys, "user_id", *(f"{SUMMED_SQL[m]} AS {m}" for m in measures)])
     pilots = ", ".join(["count(*) AS unique_users",
                         *(f"sum(least({m}, {p.pilot_cap}))::BIGINT AS {m}_pilot" for m in measures)])
-    published = f" HAVING count(*) >= {p.min_users}" if only_published else ""
-    caps = ", ".join([*names, "unique_users", *(f"{src.cap(f'{m}_pilot', 'unique_users', m)} AS {m}_cap" for m in measures)])
+    published = f" WHERE unique_users >= {p.min_users}" if only_published else ""
+
+    def family_of(m: str) -> str | None:
+        return src.family_mean(f"family.{m}_pilot", "family.unique_users", m) if family else None
+
+    caps = ", ".join([*(f"cells.{n}" for n in names), "cells.unique_users",
+                      *(f"{src.cap(f'cells.{m}_pilot', 'cells.unique_users', m, family_of(m))} AS {m}_cap" for m in measures)])
+    family_sums = ", ".join(["sum(unique_users) AS unique_users", *(f"sum({m}_pilot) AS {m}_pilot" for m in measures)])
     sums = ", ".join([*(f"per_user.{n}" for n in names), "any_value(unique_users) AS unique_users",
                       *(f"coalesce(sum(least(per_user.{m}, {m}_cap)), 0)::BIGINT AS {m}" for m in measures),
                       *(f"any_value({m}_cap) AS {m}_cap" for m in measures)])
@@ -343,10 +367,14 @@ def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[
     return f"""
         WITH per_user AS (
             SELECT {per_user} FROM {src.suppressions} WHERE {where} GROUP BY ALL
+        ), found AS (
+            SELECT {', '.join([*names, pilots])} FROM per_user{' GROUP BY ALL' if names else ''}
+        ), family AS (
+            SELECT {family_sums} FROM found
         ), cells AS (
-            SELECT {', '.join([*names, pilots])} FROM per_user{' GROUP BY ALL' if names else ''}{published}
+            SELECT * FROM found{published}
         ), caps AS (
-            SELECT {caps} FROM cells
+            SELECT {caps} FROM cells CROSS JOIN family
         )
         SELECT {sums} FROM per_user {join}{group}"""
 
@@ -380,8 +408,11 @@ def sql_timeseries(src: Sources, as_of: dt.datetime, column: str, value: str, wi
 def sql_geo_heat(src: Sources, as_of: dt.datetime, req: GeoHeat) -> str:
     # keyword_count: distinct keywords among each user's first keyword_rows_per_user rows (by ts) in
     # the unit, as the engine does (its rows are in ts order; no two rows of a user share a ts).
-    where = f"{in_range(window_range(req.window, as_of))} AND {req.level} IS NOT NULL"
-    cells = capped_cells_sql(src, [f"{req.level} AS geo_key"], where, ("suppressions",))
+    span = window_range(req.window, as_of)
+    where = f"{in_range(span)} AND {req.level} IS NOT NULL"
+    # Over more than a week the places of a level are a family (privacy/cells.py, family_dimension).
+    cells = capped_cells_sql(src, [f"{req.level} AS geo_key"], where, ("suppressions",),
+                             family=span.end - span.start > FAMILY_MIN_SPAN)
     return f"""
         WITH keywords AS (
             SELECT geo_key, count(DISTINCT keyword) AS keyword_count
