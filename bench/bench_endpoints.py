@@ -20,7 +20,8 @@ a few representative variants) four things are timed:
   with at least k users (those the engine publishes), each summed measure's cap as
   `privacy.caps.choose_caps` computes it: ceil(min(multiplier x mean x (1 + growth x log10(max(n, 100) / 100)),
   cap_fit x max(n, pilot - pilot_low x sd))) in [smallest_cap, max_cap], mean = (pilot - pilot_shrink x sd) / n
-  in [1, pilot_cap], sd the pilot noise's;
+  in [1, pilot_cap], sd the pilot noise's, and for a place over more than a week (geo-heat at 30 days)
+  its family's terms as well (`Sources.cap`: the mean per user of every place of the level);
   then the per-user rows joined with those caps and sum(LEAST(total, cap)) per cell. DuckDB cannot
   reproduce our keyed noise (HMAC-SHA512 of each cell's description under the secret), so its
   caps and its k test use the TRUE pilot sums and user counts where the engine uses noisy ones:
