@@ -359,7 +359,11 @@ def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[
 
     caps = ", ".join([*(f"cells.{n}" for n in names), "cells.unique_users",
                       *(f"{src.cap(f'cells.{m}_pilot', 'cells.unique_users', m, family_of(m))} AS {m}_cap" for m in measures)])
+    # The family's sums over every cell found (published or not), beside each cell's, only where
+    # the cells are a family: the other cases' SQL is as it was.
     family_sums = ", ".join(["sum(unique_users) AS unique_users", *(f"sum({m}_pilot) AS {m}_pilot" for m in measures)])
+    family_cte = f"family AS (SELECT {family_sums} FROM found), " if family else ""
+    with_family = " CROSS JOIN family" if family else ""
     sums = ", ".join([*(f"per_user.{n}" for n in names), "any_value(unique_users) AS unique_users",
                       *(f"coalesce(sum(least(per_user.{m}, {m}_cap)), 0)::BIGINT AS {m}" for m in measures),
                       *(f"any_value({m}_cap) AS {m}_cap" for m in measures)])
@@ -370,12 +374,10 @@ def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[
             SELECT {per_user} FROM {src.suppressions} WHERE {where} GROUP BY ALL
         ), found AS (
             SELECT {', '.join([*names, pilots])} FROM per_user{' GROUP BY ALL' if names else ''}
-        ), family AS (
-            SELECT {family_sums} FROM found
-        ), cells AS (
+        ), {family_cte}cells AS (
             SELECT * FROM found{published}
         ), caps AS (
-            SELECT {caps} FROM cells CROSS JOIN family
+            SELECT {caps} FROM cells{with_family}
         )
         SELECT {sums} FROM per_user {join}{group}"""
 
