@@ -20,8 +20,10 @@ Redis key prefix and a fresh process (so every cache is empty) for each phase:
    answers allowed, as a refresh at the turn would see) and once more when precompute is done.
 
 For each phase: wall time, p50 / p95 / p99 / max of the final answers, their statuses, the 503s on
-the way, client timeouts, X-Cache outcomes, and the engine's computations per distinct request
-(signals_computations_total from the metrics port).
+the way, client timeouts, X-Cache outcomes, the engine's computations per distinct request
+(signals_computations_total from the metrics port), the computations stopped at their work limit
+(signals_computations_stopped_total) and repeated (computed more than once), and how often a client
+that came back after a 503's `Retry-After` found its answer (the next answer was not a 503).
 
     .venv/bin/python bench/bench_storm.py [--events 10000000 30000000 ...] [--days 90] [--clients 40]
         [--subscriptions 20] [--client-timeout 120] [--turn] [--threads N]
@@ -142,6 +144,11 @@ class Server:
         return sum(sample.value for family in text_string_to_metric_families(text) for sample in family.samples
                    if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()))
 
+    def counters(self) -> dict[str, float]:
+        """The computations done and stopped so far (every worker's, from the metrics port)."""
+        return {"computed": self.metric("signals_computations_total"),
+                "stopped": self.metric("signals_computations_stopped_total")}
+
     def key(self, subscription: str) -> str:
         done = subprocess.run([sys.executable, "-m", "service", "keys", "create", "--tier", "professional",
                                "--subscription", subscription], cwd=ROOT, env=self.env, capture_output=True,
@@ -150,10 +157,11 @@ class Server:
 
 
 class Answer:
-    __slots__ = ("status", "seconds", "refused", "timed_out", "cache")
+    __slots__ = ("status", "seconds", "refused", "timed_out", "cache", "found")
 
     def __init__(self) -> None:
         self.status, self.seconds, self.refused, self.timed_out, self.cache = 0, 0.0, 0, False, ""
+        self.found = 0  # come-backs after a Retry-After whose answer was not a 503
 
 
 def ask(client: httpx.Client, method: str, path: str, body: dict | None, timeout: float) -> Answer:
@@ -171,6 +179,7 @@ def ask(client: httpx.Client, method: str, path: str, body: dict | None, timeout
             break
         answer.status, answer.cache = response.status_code, response.headers.get("x-cache", "")
         if response.status_code != 503:
+            answer.found += answer.refused > 0  # came back after a Retry-After, and found it
             break
         answer.refused += 1
         wait = float(response.headers.get("retry-after", "1"))
@@ -209,15 +218,22 @@ def quantile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, max(0, round(q * (len(ordered) - 1))))]
 
 
-def summary(label: str, wall: float, answers: list[Answer], computations: float, distinct: int) -> str:
+def summary(label: str, wall: float, answers: list[Answer], server: Server, since: dict[str, float],
+            distinct: int) -> str:
+    """One row of the table; `since`: the counters before the phase (Server.counters)."""
+    now = server.counters()
+    computations, stopped = (now[name] - since.get(name, 0.0) for name in ("computed", "stopped"))
     seconds = [a.seconds for a in answers if not a.timed_out]
     statuses = Counter(a.status for a in answers if not a.timed_out)
     caches = Counter(a.cache for a in answers if not a.timed_out and a.cache)
+    refused = sum(a.refused for a in answers)
+    found = sum(a.found for a in answers)
     return (f"| {label} | {wall:.1f} | {quantile(seconds, 0.5):.2f} | {quantile(seconds, 0.95):.2f} | "
             f"{quantile(seconds, 0.99):.2f} | {max(seconds):.2f} | "
-            f"{', '.join(f'{n} x {s}' for s, n in sorted(statuses.items()))} | {sum(a.refused for a in answers)} | "
+            f"{', '.join(f'{n} x {s}' for s, n in sorted(statuses.items()))} | {refused} | "
+            f"{f'{found} of {refused}' if refused else '-'} | "
             f"{sum(a.timed_out for a in answers)} | {', '.join(f'{n} {c}' for c, n in sorted(caches.items()))} | "
-            f"{computations / distinct:.2f} |")
+            f"{computations / distinct:.2f} | {stopped:.0f} | {max(0.0, computations - distinct):.0f} |")
 
 
 def a_domain(server: Server, key: str) -> str:
@@ -250,31 +266,33 @@ def run(events: int, args: argparse.Namespace, redis_url: str) -> list[str]:
                   f"({requests[took.index(max(took))][1]}); statuses {Counter(a.status for a in single)}",
                   file=sys.stderr)
             rows.append(f"| {events:,}: the 16 one at a time | sum {sum(took):.1f}, largest {max(took):.1f} | | | | | "
-                        f"{', '.join(f'{n} x {s}' for s, n in Counter(a.status for a in single).items())} | | | | |")
+                        f"{', '.join(f'{n} x {s}' for s, n in Counter(a.status for a in single).items())} "
+                        f"| | | | | | | |")
 
         with Server(data_dir, redis_url, clock, args.threads) as server:  # 2. the storm on an emptied cache
             keys = [server.key(f"storm-{uuid.uuid4().hex[:6]}") for _ in range(args.subscriptions)]
+            since = server.counters()
             wall, answers = storm(server, keys, requests, args.clients, args.client_timeout)
-            rows.append(summary(f"{events:,}: storm, emptied cache", wall, answers,
-                                server.metric("signals_computations_total"), distinct))
+            rows.append(summary(f"{events:,}: storm, emptied cache", wall, answers, server, since, distinct))
             print(rows[-1], file=sys.stderr)
             if args.turn:  # 3. the hour turns with precompute
                 server.start_precompute(Path(scratch) / "precompute.log")
                 time.sleep(3)  # its first round: nothing new to compute (the storm computed as_of H)
                 clock.write_text(end.isoformat())  # the hour turns (the clock then stands still)
-                before = server.metric("signals_computations_total")
+                since = server.counters()
                 wall, answers = storm(server, keys, requests, args.clients, args.client_timeout, seed=2)
-                rows.append(summary(f"{events:,}: storm right at the turn (stale allowed)", wall, answers,
-                                    server.metric("signals_computations_total") - before, distinct))
+                rows.append(summary(f"{events:,}: storm right at the turn (stale allowed)", wall, answers, server,
+                                    since, distinct))
                 print(rows[-1], file=sys.stderr)
                 deadline = time.monotonic() + 900
                 while server.metric("signals_precomputed_total") < 2 * distinct and time.monotonic() < deadline:
                     time.sleep(1)
                 lag = server.metric("signals_precompute_lag_seconds")
                 print((Path(scratch) / "precompute.log").read_text()[-2000:], file=sys.stderr)
+                since = server.counters()
                 wall, answers = storm(server, keys, requests, args.clients, args.client_timeout, seed=3)
-                rows.append(summary(f"{events:,}: storm after precompute (lag {lag:.1f} s)", wall, answers,
-                                    0.0, distinct))
+                rows.append(summary(f"{events:,}: storm after precompute (lag {lag:.1f} s)", wall, answers, server,
+                                    since, distinct))
                 print(rows[-1], file=sys.stderr)
     return rows
 
@@ -291,8 +309,9 @@ def main() -> None:
     parser.add_argument("--turn", action="store_true", help="also the hour turn with precompute")
     args = parser.parse_args()
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
-    rows = ["| phase | wall s | p50 s | p95 s | p99 s | max s | statuses | 503s on the way | client timeouts | "
-            "X-Cache | computations per distinct request |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+    rows = ["| phase | wall s | p50 s | p95 s | p99 s | max s | statuses | 503s on the way | come-backs that found it | "
+            "client timeouts | X-Cache | computations per distinct request | stopped | repeated |",
+            "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for events in args.events:
         rows += run(events, args, redis_url)
     print(f"\n{' '.join(sys.argv)}  (load average {os.getloadavg()[0]:.2f})")

@@ -43,12 +43,15 @@ def web_workers_refusal(settings: Settings, workers: int) -> str | None:
 
 
 def clickhouse(settings: Settings, *, deadline: bool = True) -> ClickHouse:
-    """The ClickHouse connection of SIGNALS_CLICKHOUSE_URL; queries carry the compute deadline
-    (max_execution_time) unless `deadline` is off (landing and `data clickhouse-init` have none)."""
+    """The ClickHouse connection of SIGNALS_CLICKHOUSE_URL; queries carry the compute deadline's wall-clock
+    backstop (max_execution_time: deadline.WALL_FACTOR x SIGNALS_COMPUTE_DEADLINE_SECONDS; a query slowed by
+    its neighbours is not stopped sooner) unless `deadline` is off (landing and `data clickhouse-init`
+    have none)."""
     from service.clickhouse.connection import ClickHouse
+    from service.deadline import WALL_FACTOR
 
     return ClickHouse(settings.clickhouse_url,
-                      deadline_seconds=settings.compute_deadline_seconds if deadline else None)
+                      deadline_seconds=settings.compute_deadline_seconds * WALL_FACTOR if deadline else None)
 
 
 class ParquetBackend:

@@ -13,10 +13,12 @@ when it joined (so the names sort in arrival order), held with `flock` while it 
 lock can be taken belongs to a process that died and is removed by whoever finds it.
 
 How long a computation of each endpoint takes is kept beside them (`durations/<endpoint>`: the
-last one measured on this machine, by any process), and each ticket and held slot records how
-long its computation is expected to take, so
-`estimate()` can say when a computation queued now would start (list scheduling over the
-running and the queued ones): what a request's `Retry-After` and its decision to wait are made of.
+last one measured on this machine, by any process: its wall seconds and its CPU seconds), and each
+ticket and held slot records how long its computation is expected to take, so `estimate()` can say
+when a computation queued now would start (list scheduling over the running and the queued ones):
+what a request's `Retry-After` and its decision to wait are made of. A running computation's
+holder keeps its slot's expectation current (`report`: the seconds it is now expected to need,
+from its pace), so a computation slowed by its neighbours makes the queue's estimate later too.
 """
 
 from __future__ import annotations
@@ -51,40 +53,54 @@ class ComputeSlots:
             path.touch(exist_ok=True)
         self._durations = self._dir / "durations"
         self._durations.mkdir(exist_ok=True)
-        self._known: dict[str, tuple[float, float]] = {}  # endpoint -> (read at, seconds)
+        self._known: dict[str, tuple[float, float, float | None]] = {}  # endpoint -> (read at, seconds, CPU s)
         self._local = threading.Lock()
+        self._named: dict[str, tuple[int, float]] = {}  # name -> (slot fd, taken at) of the slots held by name
 
     # -- how long computations take ----------------------------------------------------------------
 
     def expected(self, endpoint: str, default: float | None = 1.0) -> float | None:
         """How long a computation of `endpoint` is expected to take: the last one measured on this
         machine (read at most once a second), else `default`."""
+        known = self._measured(endpoint)
+        return default if known is None else known[0]
+
+    def expected_cpu(self, endpoint: str) -> float | None:
+        """The CPU seconds the last computation of `endpoint` on this machine used (None: unknown)."""
+        known = self._measured(endpoint)
+        return None if known is None else known[1]
+
+    def _measured(self, endpoint: str) -> tuple[float, float | None] | None:
         known = self._known.get(endpoint)
         now = time.monotonic()
         if known is not None and now - known[0] < 1.0:
-            return known[1]
+            return known[1], known[2]
         try:
-            seconds = float((self._durations / endpoint).read_text())
-        except (FileNotFoundError, ValueError):
-            return default
-        self._known[endpoint] = (now, seconds)
-        return seconds
+            fields = (self._durations / endpoint).read_text().split()
+            seconds = float(fields[0])
+            cpu = float(fields[1]) if len(fields) > 1 else None
+        except (FileNotFoundError, ValueError, IndexError):
+            return None
+        self._known[endpoint] = (now, seconds, cpu)
+        return seconds, cpu
 
-    def record(self, endpoint: str, seconds: float) -> None:
-        """A computation of `endpoint` took `seconds` (written whole: a rename, never half a number)."""
+    def record(self, endpoint: str, seconds: float, cpu: float | None = None) -> None:
+        """A computation of `endpoint` took `seconds` and used `cpu` CPU seconds (written whole: a
+        rename, never half a number)."""
         staged = self._durations / f".{endpoint}.{os.getpid()}.{threading.get_ident()}"
-        staged.write_text(f"{seconds:.3f}")
+        staged.write_text(f"{seconds:.3f}" + ("" if cpu is None else f" {cpu:.3f}"))
         os.replace(staged, self._durations / endpoint)
-        self._known[endpoint] = (time.monotonic(), seconds)
+        self._known[endpoint] = (time.monotonic(), seconds, cpu)
 
     # -- taking a slot -------------------------------------------------------------------------
 
     @contextlib.contextmanager
     def slot(self, expected_seconds: float, *, leave_free: int = 0,
-             on_queued: Callable[[float], None] | None = None) -> Iterator[float]:
+             on_queued: Callable[[float], None] | None = None, name: str | None = None) -> Iterator[float]:
         """Hold a slot for the block; yields the seconds spent waiting for it. `leave_free`: take a
         slot only while at least that many others stay free (background work leaves room for
-        requests). `on_queued(start_estimate)` is called once if the computation has to wait."""
+        requests). `on_queued(start_estimate)` is called once if the computation has to wait.
+        `name`: what `report` knows the held slot by."""
         joined = time.monotonic()
         # A free slot is taken at once only when nobody waits: no jumping the queue.
         held = None if self._tickets() else self._take(expected_seconds, leave_free)
@@ -98,10 +114,28 @@ class ComputeSlots:
         finally:
             if ticket is not None:
                 self._leave(ticket)
+        if name is not None:
+            with self._local:
+                self._named[name] = (held, time.time())
         try:
             yield time.monotonic() - joined
         finally:
+            if name is not None:
+                with self._local:
+                    self._named.pop(name, None)
             self._release(held)
+
+    def report(self, name: str, seconds_left: float) -> None:
+        """The computation holding the slot named `name` now expects to need `seconds_left` more
+        (what `estimate` reads of it; nothing when no slot is held by that name)."""
+        with self._local:
+            found = self._named.get(name)
+            if found is None:
+                return
+            fd, taken = found
+            expected = time.time() - taken + seconds_left
+            with contextlib.suppress(OSError):
+                os.pwrite(fd, f"{taken:.3f} {expected:.3f}".ljust(40).encode(), 0)
 
     def _take(self, expected_seconds: float, leave_free: int) -> int | None:
         """A free slot's file descriptor, locked, or None. With `leave_free`, only while that many

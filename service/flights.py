@@ -15,9 +15,15 @@ the answer (wall-clock seconds), so a request can decide at once whether to wait
 A holder computes only while it holds one of the machine's compute slots (compute_slots.py): the
 queue in front of them is what makes an answer's expected time. A request whose answer is not
 expected within its patience is answered at once (`Busy`: 503 with a `Retry-After` from the
-queue); the flight goes on, so the retry finds the answer. A computation that fails (its
-deadline, a refusal) stores its problem for a few seconds, so the requests waiting for it get
-the same answer instead of each trying again.
+queue); the flight goes on, so the retry finds the answer. A computation that fails (its work
+limit, a refusal) stores its problem for a few seconds, so the requests waiting for it get the
+same answer instead of each trying again.
+
+**When the answer will be there** (the note, hence every waiter's `Retry-After`) is kept true
+while the computation runs: the holder measures its work (deadline.metered: its share of the
+process's CPU time, and how fast it is going now) and, at every heartbeat, turns what the last
+computation of the endpoint used into the seconds left at the present pace. A computation slowed
+by its neighbours says so, instead of a time that passes without the answer.
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import time
 from collections.abc import Callable
 
 from cache import Gate
-from service import metrics
+from service import deadline, metrics
 from service.cache_entry import CacheEntry, DecodedEntries
 from service.compute_slots import ComputeSlots
 from service.errors import Problem
@@ -54,6 +60,26 @@ class Busy(Exception):
     def __init__(self, retry_after: float) -> None:
         super().__init__(retry_after)
         self.retry_after = max(1, math.ceil(retry_after))
+
+
+class _Held:
+    """A fill lock this process holds: its token and note, and, once it computes, its work so far."""
+
+    __slots__ = ("token", "note", "usage", "expected", "expected_cpu")
+
+    def __init__(self, token: str, note: str, expected: float, expected_cpu: float | None) -> None:
+        self.token, self.note = token, note
+        self.usage: deadline.Usage | None = None  # set while the computation runs
+        self.expected, self.expected_cpu = expected, expected_cpu
+
+    def seconds_left(self) -> float:
+        """Wall seconds until the running computation is expected to be done."""
+        assert self.usage is not None
+        left = self.usage.remaining_seconds(self.expected_cpu)
+        if left is None:  # its work not measured yet: the expected wall time, half the time so far once past it
+            elapsed = self.usage.elapsed
+            left = self.expected - elapsed if elapsed < self.expected else max(0.5 * elapsed, 0.25 * self.expected)
+        return left
 
 
 class _Flight:
@@ -82,7 +108,7 @@ class Flights:
         self._renew_every = renew_seconds
         self._background = background
         self._flights: dict[str, _Flight] = {}
-        self._held: dict[str, tuple[str, str]] = {}  # key -> (token, note) of the locks this process holds
+        self._held: dict[str, _Held] = {}  # the fill locks this process holds, by key
         self._lock = threading.Lock()
         self._pool: concurrent.futures.ThreadPoolExecutor | None = None
         self._heartbeat: threading.Thread | None = None
@@ -190,8 +216,9 @@ class Flights:
 
     def _hold(self, flight: _Flight, token: str, note: str, compute: Callable[[], CacheEntry], endpoint: str,
               ttl: int, expected: float) -> CacheEntry:
+        held = _Held(token, note, expected, self._slots.expected_cpu(endpoint))
         with self._lock:
-            self._held[flight.key] = (token, note)
+            self._held[flight.key] = held
         try:
             found = self._stored(flight.key)  # stored and unlocked between our two calls?
             if found is not None:
@@ -203,17 +230,17 @@ class Flights:
             with contextlib.ExitStack() as stack:
                 with metrics.gauge_up(metrics.QUEUED):
                     stack.enter_context(self._slots.slot(expected, leave_free=1 if self._background else 0,
-                                                         on_queued=queued))
+                                                         on_queued=queued, name=flight.key))
                 self._set_note(flight, time.time() + expected)
-                started = time.monotonic()
-                with metrics.gauge_up(metrics.RUNNING):
+                with metrics.gauge_up(metrics.RUNNING), deadline.metered() as usage:
+                    held.usage = usage
                     try:
                         entry = compute()
                     except Problem as problem:
                         self._gate.put(_FAILED + flight.key, _problem_bytes(problem), FAILURE_SECONDS)
                         raise
-                seconds = time.monotonic() - started
-            self._slots.record(endpoint, seconds)
+                    seconds, cpu = usage.elapsed, usage.cpu
+            self._slots.record(endpoint, seconds, cpu)
             metrics.COMPUTATIONS.labels(endpoint, "precompute" if self._background else "request").inc()
             metrics.COMPUTE_SECONDS.labels(endpoint).observe(seconds)
             flight.computed = True
@@ -230,18 +257,27 @@ class Flights:
             held = self._held.get(flight.key)
             if held is None:
                 return
-            self._held[flight.key] = (held[0], _note(eta))
-        self._gate.renew(flight.key, held[0], self._lease, _note(eta))
+            held.note = _note(eta)
+        self._gate.renew(flight.key, held.token, self._lease, held.note)
 
     def _renew_held(self) -> None:
-        """Keep this process's locks alive while it computes (a dead process stops renewing)."""
+        """Keep this process's locks alive while it computes (a dead process stops renewing), each
+        note saying when its answer is now expected."""
         while True:
             time.sleep(self._renew_every)
             with self._lock:
                 held = list(self._held.items())
-            for key, (token, note) in held:
+            for key, lock in held:
+                if lock.usage is not None:  # computing: when it will be done, at its present pace
+                    left = lock.seconds_left()
+                    lock.note = _note(time.time() + left)
+                    with self._lock:
+                        flight = self._flights.get(key)
+                    if flight is not None:
+                        flight.eta = time.time() + left
+                    self._slots.report(key, left)
                 try:
-                    if not self._gate.renew(key, token, self._lease, note):
+                    if not self._gate.renew(key, lock.token, self._lease, lock.note):
                         log.warning("the fill lock of a computation in progress was lost; it goes on")
                 except Exception:  # noqa: BLE001 -- a failed renewal is retried at the next beat
                     log.exception("renewing a fill lock failed")

@@ -33,6 +33,9 @@ COMPUTATIONS = Counter("signals_computations",
                        ["endpoint", "origin"])
 COMPUTE_SECONDS = Histogram("signals_compute_seconds", "Seconds the engine took to compute an answer, by endpoint",
                             ["endpoint"], buckets=_SECONDS)
+STOPPED = Counter("signals_computations_stopped",
+                  "Computations stopped at their work limit (SIGNALS_COMPUTE_DEADLINE_SECONDS of the machine's "
+                  "CPU time), by endpoint", ["endpoint"])
 RUNNING = Gauge("signals_computations_running", "Computations holding a compute slot now",
                 multiprocess_mode="livesum")
 QUEUED = Gauge("signals_computations_queued", "Computations waiting for a compute slot now",

@@ -8,7 +8,7 @@ from connectors.columns import document_entry, flat_columns, schema_shape
 from service import __version__
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ACCOUNT_SCHEMA, INTERVAL_LEVEL, Endpoint
-from service.errors import COMPUTATION_TIMEOUT, problem_type
+from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
 from service.operations import OPERATIONS, Operation
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
@@ -23,9 +23,11 @@ _ERRORS = {
     "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
            "address). Carries `Retry-After` in whole seconds.",
     "500": "Internal server error. Quote `request_id` to support.",
-    "503": "A dependency (the accounts database) is unavailable, or computing the answer took longer than "
-           "{deadline:g} seconds and was stopped (type " + problem_type(503, COMPUTATION_TIMEOUT) + "); retry after "
-           "`Retry-After` seconds.",
+    "503": "The answer is being computed and will not be ready within the request's wait (type "
+           + problem_type(503, ANSWER_NOT_READY) + ": the usual 503 when the hour turns; `Retry-After` says when it "
+           "will be ready), a dependency (the accounts database) is unavailable, or computing the answer took more "
+           "work than {deadline:g} seconds of the machine and was stopped (type "
+           + problem_type(503, COMPUTATION_TIMEOUT) + "). Retry after `Retry-After` seconds.",
 }
 
 _QUERY_TOO_LARGE = (
@@ -43,7 +45,7 @@ _QUERY_COST_NOTE = (
     "computing: the bound is (time buckets) x (values of each grouped dimension in the window and filters), "
     "and at most the events matched. Narrow a refused query with a shorter window, a coarser bucket, fewer "
     "group_by dimensions or filters; the 422 problem lists the changes that fit. A computation that still "
-    "takes longer than {deadline:g} seconds is stopped with 503."
+    "takes more work than {deadline:g} seconds of the machine (its CPU time on every core) is stopped with 503."
 )
 
 QUERY_TOO_LARGE_SCHEMA: dict[str, Any] = {

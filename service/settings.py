@@ -82,7 +82,8 @@ class Settings:
     trusted_proxies: tuple[Network, ...] = _env("SIGNALS_TRUSTED_PROXIES", ())
     # /query cost (engine/cost.py): the most cells (groups) a query may aggregate, by its upper bound.
     query_max_cells: int = _env("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS)
-    # Seconds a computation may run before it is stopped with 503 (service/deadline.py).
+    # The work a computation may do before it is stopped with 503: the CPU time of this many seconds on
+    # every core, or five times this on the clock (service/deadline.py).
     compute_deadline_seconds: float = _env("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS)
     # Answers computed at once on this machine, across all its processes (0 = one per core;
     # service/compute_slots.py); the rest wait in a queue in front of them.
@@ -173,7 +174,8 @@ class Settings:
     @property
     def patience(self) -> float:
         """Seconds a request waits for its answer (SIGNALS_WAIT_SECONDS; 0 = the compute deadline and
-        a second more, so a computation that starts at once ends, answered or stopped, first)."""
+        a second more: a computation alone on the machine that starts at once ends, answered or stopped,
+        first; one slowed by its neighbours goes on, and its waiters are told when it will be there)."""
         return self.wait_seconds or self.compute_deadline_seconds + 1.0
 
     @property

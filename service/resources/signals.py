@@ -32,7 +32,7 @@ from service.cache_entry import (
     seconds_until_next_hour,
 )
 from service.clock import Clock
-from service.deadline import DeadlineExceeded, time_limit
+from service.deadline import DeadlineExceeded, cores, metered, work_limit
 from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
 from service.engine import cost as query_cost
@@ -341,21 +341,22 @@ class SignalsResource:
             }) from None
 
     def _compute(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
-        started = time.monotonic()
-        try:
-            with time_limit(self._deadline_seconds):
-                return self._computed(prepared, frames)
-        except DeadlineExceeded:
-            seconds = time.monotonic() - started
-            log.warning("%s stopped after %.1f s (deadline %s s): %r", self.endpoint.name, seconds,
-                        self._deadline_seconds, prepared.request)
-            raise Problem(
-                503,
-                f"Computing this answer took longer than the {self._deadline_seconds:g} seconds a request may "
-                f"take, and was stopped. Retry later; for /query, a narrower query (a shorter window, a coarser "
-                f"bucket, fewer group_by dimensions, filters) computes faster.",
-                headers={"Retry-After": str(RETRY_AFTER_TIMEOUT)}, kind=COMPUTATION_TIMEOUT,
-            ) from None
+        with metered() as usage:  # the flight's own measure when a flight computes it
+            try:
+                with work_limit(self._deadline_seconds):
+                    return self._computed(prepared, frames)
+            except DeadlineExceeded:
+                metrics.STOPPED.labels(self.endpoint.name).inc()
+                log.warning("%s stopped after %.1f s (its work: %.1f CPU s; the limit: %g s x %d cores): %r",
+                            self.endpoint.name, usage.elapsed, usage.cpu, self._deadline_seconds, cores(),
+                            prepared.request)
+        raise Problem(
+            503,
+            f"Computing this answer took more work than {self._deadline_seconds:g} seconds of this machine allow, "
+            f"and was stopped. Retry later; for /query, a narrower query (a shorter window, a coarser bucket, "
+            f"fewer group_by dimensions, filters) computes faster.",
+            headers={"Retry-After": str(RETRY_AFTER_TIMEOUT)}, kind=COMPUTATION_TIMEOUT,
+        )
 
     def _computed(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
         request, as_of = prepared.request, prepared.as_of

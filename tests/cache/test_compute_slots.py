@@ -195,3 +195,24 @@ def test_a_held_slot_is_an_flock_others_see(tmp_path):
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         finally:
             os.close(fd)
+
+
+def test_a_running_computation_keeps_its_expectation_current(tmp_path):
+    """A holder slowed by its neighbours says so (`report`), and the queue's estimate follows."""
+    slots = ComputeSlots(tmp_path, 1)
+    with slots.slot(1.0, name="k"):
+        assert 0.5 < slots.estimate() <= 1.0
+        slots.report("k", 10.0)
+        assert 9.0 < slots.estimate() <= 10.0
+        assert 9.0 < ComputeSlots(tmp_path, 1).estimate() <= 10.0  # other processes read it too
+        slots.report("nobody", 99.0)  # no slot held by that name: nothing changes
+        assert slots.estimate() <= 10.0
+    assert slots.estimate() == 0.0
+    slots.report("k", 5.0)  # released: nothing to report
+    assert slots.estimate() == 0.0
+
+
+def test_durations_written_before_the_work_was_measured_still_read(tmp_path):
+    slots = ComputeSlots(tmp_path, 1)
+    (tmp_path / "durations" / "geo_heat").write_text("2.500")  # a file of an earlier version: no CPU seconds
+    assert slots.expected("geo_heat") == 2.5 and slots.expected_cpu("geo_heat") is None

@@ -163,3 +163,52 @@ def test_a_request_that_outwaits_its_patience_is_busy(gate, tmp_path):
         flights.answer("k", compute, endpoint="query", ttl=60, patience=0.3)
     answer, _ = flights.answer("k", compute, endpoint="query", ttl=60, patience=5)
     assert answer.body == b"answer" and compute.calls == 1
+
+
+class Working(Counting):
+    """A computation that does `cpu` seconds of Python work (its time on the clock grows with its
+    neighbours)."""
+
+    def __init__(self, cpu: float) -> None:
+        super().__init__()
+        self.cpu = cpu
+
+    def __call__(self) -> CacheEntry:
+        with self.lock:
+            self.calls += 1
+        until = time.thread_time() + self.cpu
+        while time.thread_time() < until:
+            sum(range(1000))
+        return entry("answer")
+
+
+def test_a_slower_computation_than_expected_moves_its_eta_on_instead_of_letting_it_pass(gate, tmp_path):
+    """The note (every waiter's Retry-After) says when the answer will be there at the pace the
+    computation is going, not when a computation of its kind last ended: one that was expected to take
+    0.1 s and is still going after 0.8 s says it will be done later than now."""
+    slots = ComputeSlots(tmp_path, 1)
+    slots.record("query", 0.1, 0.1)
+    flights = Flights(gate, slots, lease_seconds=2.0, renew_seconds=0.1)
+    compute = Working(1.5)
+    done = threading.Thread(target=lambda: flights.answer("k", compute, endpoint="query", ttl=60, patience=30))
+    done.start()
+    try:
+        time.sleep(0.8)
+        eta = float(gate.lock_note("k").split()[0])
+        assert eta > time.time()
+        with pytest.raises(Busy) as busy:  # a waiter told when to come back: not "now"
+            flights.answer("k", compute, endpoint="query", ttl=60, patience=0.01)
+        assert busy.value.retry_after >= 1
+        assert slots.estimate() > 0  # the queue's estimate reads the same from the slot
+    finally:
+        done.join()
+    assert compute.calls == 1
+
+
+def test_a_computation_records_its_time_and_its_work(gate, tmp_path):
+    slots = ComputeSlots(tmp_path, 1)
+    flights = Flights(gate, slots)
+    flights.answer("k", Working(0.4), endpoint="trending", ttl=60, patience=30)
+    other = ComputeSlots(tmp_path, 1)  # another process reads what this one measured
+    assert other.expected("trending") >= 0.3
+    assert 0.2 <= other.expected_cpu("trending") <= 2.0

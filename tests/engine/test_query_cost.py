@@ -17,7 +17,7 @@ import pytest
 from cache import LocalGate
 from service.app import create_app
 from service.clock import FixedClock
-from service.deadline import DeadlineExceeded, time_limit
+from service.deadline import DeadlineExceeded, Usage, metered, work_limit
 from service.engine import cost as query_cost
 from service.engine.cost import QueryTooLarge
 from service.engine.measures import bucket_key, key_guards
@@ -273,26 +273,26 @@ def _spin() -> None:
             pytest.fail("DeadlineExceeded is not an Exception")
 
 
-def test_time_limit_interrupts_python_work_and_nothing_after_it():
+def test_the_work_limit_interrupts_python_work_and_nothing_after_it():
     started = time.monotonic()
-    with pytest.raises(DeadlineExceeded), time_limit(0.05):
+    with pytest.raises(DeadlineExceeded), work_limit(0.05):
         _spin()
     assert time.monotonic() - started < 1
-    with time_limit(0.05):  # finishing in time: nothing raised
+    with work_limit(0.05):  # finishing in time: nothing raised
         pass
     deadline = time.monotonic() + 0.15
     while time.monotonic() < deadline:  # no late exception once the block is left
         sum(range(1000))
 
 
-def test_time_limit_applies_in_any_thread_and_only_to_it():
+def test_the_work_limit_applies_in_any_thread_and_only_to_it():
     """The web workers compute in a thread pool: the deadline interrupts the thread that set it,
     and no other."""
     outcome = []
 
     def run() -> None:
         try:
-            with time_limit(0.05):
+            with work_limit(0.05):
                 _spin()
         except DeadlineExceeded:
             outcome.append("stopped")
@@ -305,22 +305,87 @@ def test_time_limit_applies_in_any_thread_and_only_to_it():
     assert outcome == ["stopped"] and time.monotonic() - started < 1
 
 
+def _work(seconds_of_cpu: float) -> None:
+    """Python work that uses about `seconds_of_cpu` of one core's time, however long the clock takes."""
+    until = time.thread_time() + seconds_of_cpu
+    while time.thread_time() < until:
+        sum(range(1000))
+
+
+def test_a_computation_slowed_by_its_neighbours_is_not_stopped():
+    """Four computations of 0.2 CPU seconds each share one core (the GIL): each takes some 0.8 s on
+    the clock, more than its 0.5 s limit, but none does more work than the limit allows (0.5 s x
+    the cores), so none is stopped. A wall-clock deadline would have stopped them all."""
+    outcome, walls = [], []
+    start = threading.Barrier(4)
+
+    def computation() -> None:
+        start.wait()
+        began = time.monotonic()
+        try:
+            with work_limit(0.5):
+                _work(0.2)
+            outcome.append("done")
+        except DeadlineExceeded:
+            outcome.append("stopped")
+        walls.append(time.monotonic() - began)
+
+    threads = [threading.Thread(target=computation) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcome == ["done"] * 4
+    assert max(walls) > 0.5  # they did run past the limit's seconds on the clock
+
+
+def test_work_that_uses_no_cpu_here_is_stopped_by_the_wall_clock_backstop():
+    """A computation waiting on something outside the process (a remote database) uses no CPU of it:
+    the backstop, five times the limit on the clock, stops it."""
+    started = time.monotonic()
+    with pytest.raises(DeadlineExceeded), work_limit(0.1):
+        while True:
+            time.sleep(0.01)
+    assert 0.5 <= time.monotonic() - started < 2
+
+
+def test_a_computation_says_when_it_will_be_done_from_its_pace():
+    usage = Usage(threading.get_ident())
+    assert usage.remaining_seconds(4.0) is None  # no pace measured yet
+    usage.cpu, usage.rate = 1.0, 0.5  # a quarter of its expected work done, at half a core
+    assert usage.remaining_seconds(4.0) == pytest.approx(6.0)
+    assert usage.remaining_seconds(None) is None  # never measured: nothing to say
+    usage.cpu = 5.0  # past what was expected: half of what it has done again
+    assert usage.remaining_seconds(4.0) == pytest.approx(5.0)
+    usage.cpu = 3.5  # nearly done: at least a quarter of what was expected
+    assert usage.remaining_seconds(4.0) == pytest.approx(2.0)
+
+
+def test_the_meter_shares_the_process_cpu_among_its_computations():
+    with metered() as usage:
+        _work(0.3)
+        assert 0.15 < usage.cpu < 1.0 and usage.rate > 0
+        with metered() as inner:  # nested: one measure
+            assert inner is usage
+
+
 class SlowEngine(Engine):
     """An engine whose /query runs until it is stopped (Python work, as the privacy stage's)."""
 
     def query(self, frames, as_of, req):
-        while True:
-            time.sleep(0.005)
+        _spin()
 
 
 def test_an_overrun_ends_with_503_and_the_next_request_is_served(accounts, keys, fixture_data_dir, fixture_store):
     client = make_client(accounts, engine=SlowEngine(Privacy.exact()), fixture_data_dir=fixture_data_dir,
-                         fixture_store=fixture_store, compute_deadline_seconds=1.0)
+                         fixture_store=fixture_store, compute_deadline_seconds=1.0, wait_seconds=6.0)
     started = time.monotonic()
     result = post_query(client, keys["analyst"], {"window": "24h", "group_by": ["keyword"]})
     elapsed = time.monotonic() - started
     body = assert_problem(result, 503)
-    assert 1.0 <= elapsed < 3, elapsed
+    # 1 s of work on every core: 2 CPU seconds on this machine's 2 cores, which one Python thread
+    # needs 2 s for (the wall-clock backstop: 5 s)
+    assert 1.0 <= elapsed < 6, elapsed
     assert body["type"] == "urn:signals:problem:computation-timeout"
     assert "1 second" in body["detail"] and "narrower" in body["detail"]
     assert result.headers["Retry-After"] == "60"
@@ -329,6 +394,27 @@ def test_an_overrun_ends_with_503_and_the_next_request_is_served(accounts, keys,
     assert client.simulate_get("/api/v1/signals/top-keywords",
                                headers={"Authorization": f"Bearer {keys['analyst']}"}).status_code == 200
     assert_problem(post_query(client, keys["analyst"], {"window": "24h", "group_by": ["keyword"]}), 503)
+
+
+def test_a_waiter_told_to_come_back_gets_the_overrun_problem(accounts, keys, fixture_data_dir, fixture_store):
+    """A request whose wait ends before a runaway computation is stopped is told when to come back
+    (answer-not-ready); coming back, it gets the stopped computation's problem, not a new try."""
+    engine = SlowEngine(Privacy.exact())
+    client = make_client(accounts, engine=engine, fixture_data_dir=fixture_data_dir, fixture_store=fixture_store,
+                         compute_deadline_seconds=1.0, wait_seconds=0.3)
+    body = {"window": "24h", "group_by": ["domain"]}
+    first = post_query(client, keys["analyst"], body)
+    assert assert_problem(first, 503)["type"] == "urn:signals:problem:answer-not-ready"
+    give_up = time.monotonic() + 15
+    while True:
+        time.sleep(float(first.headers["Retry-After"]))
+        again = post_query(client, keys["analyst"], body)
+        kind = assert_problem(again, 503)["type"]
+        if kind == "urn:signals:problem:computation-timeout" or time.monotonic() > give_up:
+            break
+        first = again
+    assert kind == "urn:signals:problem:computation-timeout"
+    assert again.headers["Retry-After"] == "60"
 
 
 def test_the_real_engine_is_stopped_at_the_deadline(big, accounts, keys):
