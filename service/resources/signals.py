@@ -14,7 +14,6 @@ import dataclasses
 import datetime as dt
 import json
 import logging
-import time
 from collections.abc import Callable
 from email.utils import format_datetime
 from typing import Any
