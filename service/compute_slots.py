@@ -56,6 +56,7 @@ class ComputeSlots:
         self._known: dict[str, tuple[float, float, float | None]] = {}  # endpoint -> (read at, seconds, CPU s)
         self._local = threading.Lock()
         self._named: dict[str, tuple[int, float]] = {}  # name -> (slot fd, taken at) of the slots held by name
+        self._waiting: dict[str, str] = {}  # name -> ticket of the computations queued by name
 
     # -- how long computations take ----------------------------------------------------------------
 
@@ -108,11 +109,15 @@ class ComputeSlots:
         try:
             if held is None:
                 ticket = self._join(expected_seconds, background=leave_free > 0)
+                if name is not None:
+                    self._waiting[name] = ticket[0].name
                 if on_queued is not None:
                     on_queued(self.estimate(before=ticket[0].name))
                 held = self._wait(ticket, expected_seconds, leave_free)
         finally:
             if ticket is not None:
+                if name is not None:
+                    self._waiting.pop(name, None)
                 self._leave(ticket)
         if name is not None:
             with self._local:
@@ -124,6 +129,11 @@ class ComputeSlots:
                 with self._local:
                     self._named.pop(name, None)
             self._release(held)
+
+    def starts_in(self, name: str) -> float | None:
+        """Seconds until the computation queued by `name` is expected to start (None: not queued)."""
+        ticket = self._waiting.get(name)
+        return None if ticket is None else self.estimate(before=ticket)
 
     def report(self, name: str, seconds_left: float) -> None:
         """The computation holding the slot named `name` now expects to need `seconds_left` more

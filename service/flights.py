@@ -269,13 +269,17 @@ class Flights:
                 held = list(self._held.items())
             for key, lock in held:
                 if lock.usage is not None:  # computing: when it will be done, at its present pace
-                    left = lock.seconds_left()
+                    left: float | None = lock.seconds_left()
+                    self._slots.report(key, left)
+                else:  # queued: when its turn comes (the computations ahead move on), and its own time
+                    start_in = self._slots.starts_in(key)
+                    left = None if start_in is None else start_in + lock.expected
+                if left is not None:
                     lock.note = _note(time.time() + left)
                     with self._lock:
                         flight = self._flights.get(key)
                     if flight is not None:
                         flight.eta = time.time() + left
-                    self._slots.report(key, left)
                 try:
                     if not self._gate.renew(key, lock.token, self._lease, lock.note):
                         log.warning("the fill lock of a computation in progress was lost; it goes on")

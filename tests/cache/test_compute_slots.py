@@ -216,3 +216,25 @@ def test_durations_written_before_the_work_was_measured_still_read(tmp_path):
     slots = ComputeSlots(tmp_path, 1)
     (tmp_path / "durations" / "geo_heat").write_text("2.500")  # a file of an earlier version: no CPU seconds
     assert slots.expected("geo_heat") == 2.5 and slots.expected_cpu("geo_heat") is None
+
+
+def test_a_queued_computation_knows_when_its_turn_comes(tmp_path):
+    slots = ComputeSlots(tmp_path, 1)
+    assert slots.starts_in("k") is None  # not queued
+    with slots.slot(2.0, name="first"):
+        seen: list[float | None] = []
+
+        def wait_for_turn() -> None:
+            with slots.slot(1.0, name="k", on_queued=lambda _start_in: seen.append(slots.starts_in("k"))):
+                pass
+
+        waiter = threading.Thread(target=wait_for_turn)
+        waiter.start()
+        deadline = time.monotonic() + 10
+        while not seen and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert seen and 1.0 < seen[0] <= 2.0  # behind the running one's 2 s
+        slots.report("first", 6.0)  # the running one slowed down: the turn comes later
+        assert 5.0 < slots.starts_in("k") <= 6.0
+    waiter.join()
+    assert slots.starts_in("k") is None  # its turn came
