@@ -54,7 +54,7 @@ class ProcessBodies:
     @property
     def size(self) -> int:
         """Bytes counted against the budget (expired entries included until they are dropped)."""
-        return self._bodies.currsize
+        return int(self._bodies.currsize)  # sizes are ints (getsizeof); the stub says float
 
     def __len__(self) -> int:
         return len(self._bodies)

@@ -73,7 +73,14 @@ def _admission(limit: int, allowed: int, remaining: int, reset_us: int, blocked_
 
 
 _forget_after_fork: weakref.WeakSet[RedisGate] = weakref.WeakSet()
-os.register_at_fork(after_in_child=lambda: [gate._forget_connection() for gate in list(_forget_after_fork)])
+
+
+def _forget_all_after_fork() -> None:
+    for gate in list(_forget_after_fork):
+        gate._forget_connection()
+
+
+os.register_at_fork(after_in_child=_forget_all_after_fork)
 
 
 class RedisGate:
@@ -152,7 +159,7 @@ class RedisGate:
         else:
             replay = [*args, "replay"]  # a request already counted by the lost first send is not refused
         allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(_ADMIT, keys, args, replay)
-        if body:
+        if body and cache_key:  # a body is fetched only under a cache key
             self._bodies.put(cache_key, body, ttl_ms / 1000)
         return _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
 

@@ -35,7 +35,14 @@ from redis.connection import parse_url
 _BUFFER_BYTES = 64 * 1024
 
 _open_after_fork: weakref.WeakSet[Wire] = weakref.WeakSet()
-os.register_at_fork(after_in_child=lambda: [wire._forget_after_fork() for wire in list(_open_after_fork)])
+
+
+def _forget_all_after_fork() -> None:
+    for wire in list(_open_after_fork):
+        wire._forget_after_fork()
+
+
+os.register_at_fork(after_in_child=_forget_all_after_fork)
 
 
 class ReplyWait:
@@ -220,14 +227,16 @@ class Wire:
         if self._sock is None:
             self.connect()
         sock, reader, buffer = self._sock, self._reader, self._buffer
+        assert sock is not None and reader is not None  # connected
         try:
-            sock.sendall(hiredis.pack_command(args))
+            # hiredis's stub types the command as a 1-tuple (it takes any length)
+            sock.sendall(hiredis.pack_command(args))  # type: ignore[arg-type]
             received = self.reply_wait.first_bytes(sock, buffer)
             deadline = None  # a long answer may take several receives, all within one timeout
             while True:
                 if not received:
                     raise redis.ConnectionError("Redis closed the connection")
-                reader.feed(buffer, 0, received)
+                reader.feed(buffer, 0, received)  # type: ignore[arg-type]  # hiredis's stub: it takes any buffer
                 answer = reader.gets()
                 if answer is not False:
                     break

@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Run the whole test suite. Installs the test dependencies into .venv, then runs pytest.
+# Run the whole test suite. Installs the test dependencies into .venv, type-checks service/ and
+# cache/ with mypy (pyproject.toml [tool.mypy]; a type error fails the command before any test
+# runs), then runs pytest.
 # Tests use the real Redis (REDIS on 127.0.0.1:6379, or a throwaway redis-server the suite
 # starts itself) and the real PostgreSQL (SIGNALS_TEST_POSTGRES_URL, default the local `test` db).
 # The Apps Script functions run under Node's test runner (node --test, Node 18+), started by
@@ -15,6 +17,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements-dev.txt
+echo "==> mypy (service/, cache/)" >&2
+.venv/bin/mypy
 if [ "${1:-}" = "--quick" ]; then
   shift
   exec .venv/bin/python -m pytest -m "not process and not slow" -n 2 "$@"

@@ -95,7 +95,7 @@ def create_app(
     # URL too long (414) -> query string not UTF-8 (400) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)
     # -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
-    middleware = [
+    middleware = (
         MetricsMiddleware(gate),
         RequestIdMiddleware(),
         AllowHeaderMiddleware(),
@@ -105,8 +105,8 @@ def create_app(
                                                      stale_seconds=settings.auth_stale_seconds), gate, client_address),
         TierMiddleware(gate),
         RateLimitMiddleware(gate),
-    ]
-    app = falcon.App(middleware=middleware)
+    )
+    app: falcon.App[falcon.Request, falcon.Response] = falcon.App(middleware=middleware)
     app.req_options.keep_blank_qs_values = True  # '?limit=' is an error, not "use the default"
     app.req_options.strip_url_path_trailing_slash = True
     app.resp_options.secure_cookies_by_default = True

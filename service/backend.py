@@ -155,3 +155,11 @@ BACKENDS: dict[str, type[ParquetBackend] | type[ClickHouseBackend]] = {
 def choose(settings: Settings) -> Backend:
     """The backend SIGNALS_ENGINE names (one of `service.settings.ENGINES`, checked by Settings)."""
     return BACKENDS[settings.engine](settings)
+
+
+if TYPE_CHECKING:  # the type checker holds each backend, and through it its engine, to the seam
+    from service.clickhouse.store import ClickHouseSnapshot
+    from service.store.reader import EventFrames
+
+    _PARQUET: type[Backend[EventFrames, EventStore]] = ParquetBackend
+    _CLICKHOUSE: type[Backend[ClickHouseSnapshot, ClickHouseStore]] = ClickHouseBackend

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypedDict
 
 from connectors.columns import level_text
 from paramcheck import FieldError, reason
@@ -91,7 +91,21 @@ def query_domain(raw: str) -> str:
     return registrable_domain(raw) or normalise_domain(raw)
 
 
-_KEYWORD_TEXT = dict(normalise=normalise_keyword, min_length=1, max_length=KEYWORD_MAX_CHARS, not_blank=True)
+class _Lengths(TypedDict):
+    """`Param` keywords of a string's length (passed as **lengths)."""
+
+    min_length: int
+    max_length: int
+
+
+class _TextRules(_Lengths):
+    """`Param` keywords a keyword parameter's rules share (passed as **rules)."""
+
+    normalise: Callable[[str], str]
+    not_blank: bool
+
+
+_KEYWORD_TEXT = _TextRules(normalise=normalise_keyword, min_length=1, max_length=KEYWORD_MAX_CHARS, not_blank=True)
 _FILTER_VALUES = 50
 
 
@@ -100,7 +114,7 @@ def _filter(name: str, what: str, item: Param) -> Param:
                  min_items=1, max_items=_FILTER_VALUES, items=item)
 
 
-_ID = dict(min_length=1, max_length=100)
+_ID = _Lengths(min_length=1, max_length=100)
 
 QUERY_FILTERS = Param(
     "filters", "object",
@@ -426,7 +440,7 @@ BY_NAME = {endpoint.name: endpoint for endpoint in ENDPOINTS}
 # ---- GET /api/v1/account (service/resources/account.py) ------------------------------------
 
 ACCOUNT_PATH = "/api/v1/account"
-ACCOUNT_SCHEMA = {
+ACCOUNT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
         "subscription": {"type": "string", "description": "Name of the key's subscription."},

@@ -268,8 +268,9 @@ class Flights:
             with self._lock:
                 held = list(self._held.items())
             for key, lock in held:
+                left: float | None
                 if lock.usage is not None:  # computing: when it will be done, at its present pace
-                    left: float | None = lock.seconds_left()
+                    left = lock.seconds_left()
                     self._slots.report(key, left)
                 else:  # queued: when its turn comes (the computations ahead move on), and its own time
                     start_in = self._slots.starts_in(key)
@@ -296,7 +297,8 @@ def _again(error: BaseException) -> BaseException:
     """The failure to raise in one more request: a Problem anew (each request its own exception,
     headers and all), anything else as it is."""
     if isinstance(error, Problem):
-        return Problem(int(error.status_code), error.description, errors=error.errors,
+        # A Problem's description is its detail (never None); "" would be shown as its title.
+        return Problem(int(error.status_code), error.description or "", errors=error.errors,
                        headers=dict(error.headers or {}) or None, title=error.title, kind=error.kind,
                        extensions=error.extensions)
     return error

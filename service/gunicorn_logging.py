@@ -10,6 +10,7 @@ it was sent (the request itself is refused: keys are read from the header only).
 from __future__ import annotations
 
 import re
+from typing import Any, cast
 
 from gunicorn.glogging import Logger as GunicornLogger
 
@@ -21,7 +22,7 @@ _CREDENTIAL = re.compile(
 _URL_ATOMS = ("r", "q", "f", "U")
 
 
-def redact(text: str) -> str:
+def redact(text: str | None) -> str | None:
     """`text` with credential parameters' values and anything shaped like a key replaced."""
     if not isinstance(text, str) or not text:
         return text
@@ -32,7 +33,8 @@ class Logger(GunicornLogger):
     """gunicorn's logger with the URL atoms of the access log redacted."""
 
     def atoms(self, resp, req, environ, request_time):
-        atoms = super().atoms(resp, req, environ, request_time)
+        # A dict whose keys include ones made per header ("{name}i"): the stub's TypedDict has only the fixed ones.
+        atoms = cast(dict[str, Any], super().atoms(resp, req, environ, request_time))
         for name in _URL_ATOMS:
             atoms[name] = redact(atoms.get(name))
         for name in ("{authorization}i", "{cookie}i"):

@@ -134,4 +134,4 @@ class Worker(ThreadWorker):
         # hold this thread for another timeout), the connection is closed.
         if isinstance(conn.sock, TimedSocket) and conn.sock.stalled:
             return False
-        return super()._keepalive_after(conn, keepalive)
+        return super()._keepalive_after(conn, keepalive)  # type: ignore[misc]  # gthread.py has it; its stub does not

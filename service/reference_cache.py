@@ -25,8 +25,12 @@ import os
 import tempfile
 from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType  # a data type or its class (pl.String)
 
 log = logging.getLogger(__name__)
 
@@ -44,7 +48,7 @@ def cache_dir() -> Path | None:
     return Path(base) / "signals" / "reference"
 
 
-def cached_frame(name: str, depends_on: Mapping[str, str], schema: Mapping[str, pl.DataType],
+def cached_frame(name: str, depends_on: Mapping[str, str], schema: Mapping[str, PolarsDataType],
                  build: Callable[[], pl.DataFrame]) -> pl.DataFrame:
     """The table `build()` derives (with exactly `schema`), read from the cache when it holds it
     for `depends_on`. A kept file with other columns is derived again, like an unreadable one."""

@@ -6,9 +6,12 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import polars as pl
+
+if TYPE_CHECKING:
+    from polars._typing import PolarsDataType  # a data type or its class (pl.String)
 
 from connectors.columns import PAIR, flat_columns
 from service.disclaimer import DISCLAIMER
@@ -33,7 +36,7 @@ def json_envelope(head: Mapping[str, Any], records_field: str, frame: pl.DataFra
     return ("{" + ",".join(parts) + "}").encode()
 
 
-def _shape(dtype: pl.DataType) -> Any:
+def _shape(dtype: PolarsDataType) -> Any:
     """A column's shape for connectors.columns: a struct's members, a list as a pair."""
     if isinstance(dtype, pl.Struct):
         return {f.name: _shape(f.dtype) for f in dtype.fields}

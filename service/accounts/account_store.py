@@ -13,7 +13,7 @@ import secrets
 import string
 from collections.abc import Collection
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
 from sqlalchemy import event, exc
@@ -241,7 +241,9 @@ class AccountStore:
         else:
             name = _generated_subscription_name()
         result = connection.execute(subscriptions.insert().values(name=name, tier=tier.slug, created_at=now))
-        (subscription_id,) = result.inserted_primary_key
+        key = result.inserted_primary_key
+        assert key is not None  # an INSERT's result has it
+        (subscription_id,) = key
         return subscription_id, name
 
     # -- listing and revoking ------------------------------------------------------------
@@ -375,8 +377,9 @@ def _clean_subscription_name(name: str) -> str:
     cleaned = name.strip()
     if not cleaned:
         raise ValueError("the subscription name is empty")
-    if len(cleaned) > subscriptions.c.name.type.length:
-        raise ValueError(f"the subscription name is longer than {subscriptions.c.name.type.length} characters")
+    longest = cast(sa.String, subscriptions.c.name.type).length  # sa.String(100) in tables.py
+    if longest is not None and len(cleaned) > longest:
+        raise ValueError(f"the subscription name is longer than {longest} characters")
     if not cleaned.isprintable():
         raise ValueError("the subscription name contains control characters")
     return cleaned

@@ -132,7 +132,9 @@ def _open_store(settings: Settings) -> Iterator[AccountStore | None]:
     except exc.SQLAlchemyError as error:
         # Never print a password that the URL may carry.
         shown = sa.make_url(settings.accounts_url).render_as_string(hide_password=True)
-        print(f"error: cannot open the accounts database {shown}: {error.orig or error}", file=sys.stderr)
+        # The driver's own error when there is one (a DBAPIError's); an unknown dialect has none.
+        reason = error.orig if isinstance(error, exc.DBAPIError) and error.orig is not None else error
+        print(f"error: cannot open the accounts database {shown}: {reason}", file=sys.stderr)
         yield None
         return
     try:

@@ -29,6 +29,7 @@ import os
 import tempfile
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -83,7 +84,7 @@ class ClickHouseTarget:
                     path.unlink()
                     other += 1
             self.ch.command(f"DELETE FROM {LANDINGS} WHERE generation = {int(generation)}", settings=_MUTATION)
-        swept = writer.Swept(int(pending.get_column("generation").max()), partitions=partitions, other_files=other,
+        swept = writer.Swept(cast(int, pending.get_column("generation").max()), partitions=partitions, other_files=other,
                              manifests=pending.height)
         log.warning("removed the leftovers of an unfinished ingest in ClickHouse %s: generation %d (never "
                     "published): %d rows, %d quarantine files", self.ch.describe(), swept.generation, partitions,

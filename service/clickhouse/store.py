@@ -15,6 +15,7 @@ import threading
 import time
 from collections.abc import Mapping
 from datetime import date, datetime
+from typing import cast
 
 from service.clickhouse import schema as ch_schema
 from service.clickhouse.connection import ClickHouse
@@ -40,7 +41,8 @@ class ClickHouseSnapshot:
 def load_snapshot(ch: ClickHouse, generation: int) -> ClickHouseSnapshot:
     versions: dict[str, dict[date, int]] = {}
     rows: dict[str, int] = {}
-    ends, starts = [], []
+    ends: list[datetime] = []  # a DateTime column's max and min: datetimes (the stubs say any value)
+    starts: list[datetime] = []
     for table in schema.TABLES:
         days = ch.frame(
             f"SELECT toDate(ts) AS day, max(generation) AS version, count() AS n, min(ts) AS first, max(ts) AS last "
@@ -48,8 +50,8 @@ def load_snapshot(ch: ClickHouse, generation: int) -> ClickHouseSnapshot:
         versions[table] = dict(zip(days.get_column("day").to_list(), days.get_column("version").to_list(), strict=True))
         rows[table] = int(days.get_column("n").sum())
         if days.height:
-            ends.append(days.get_column("last").max())
-            starts.append(days.get_column("first").min())
+            ends.append(cast(datetime, days.get_column("last").max()))
+            starts.append(cast(datetime, days.get_column("first").min()))
     return ClickHouseSnapshot(ch, generation, max(ends) if ends else None, versions, rows,
                               min(starts) if starts else None)
 

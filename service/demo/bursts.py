@@ -98,7 +98,8 @@ def _value_counts(rows: pl.DataFrame, dimension: str, index: int, periods: tuple
         return 0, 0
     t, is_value = rows["t"], rows[dimension] == index
     baseline_start, recent_start = periods
-    return (is_value & (t >= baseline_start) & (t < recent_start)).sum(), (is_value & (t >= recent_start)).sum()
+    # A Boolean Series sums to an int (the stubs say any number).
+    return int((is_value & (t >= baseline_start) & (t < recent_start)).sum()), int((is_value & (t >= recent_start)).sum())
 
 
 def _needed(

@@ -59,3 +59,11 @@ def values(dimension: str) -> pl.Series:
     """The values of a fixed-list dimension, in the order its weights use."""
     pairs = {"domain": DOMAINS, "platform": PLATFORMS, "page_context": PAGE_CONTEXTS, "action": ACTIONS}[dimension]
     return weights(pairs)[0]
+
+
+def index_of(values: pl.Series, value: str) -> int:
+    """The index of `value` in `values` (one of this catalogue's lists, which holds it)."""
+    index = values.index_of(value)
+    if index is None:
+        raise ValueError(f"{value!r} is not in {values.name or 'the list'}")
+    return index

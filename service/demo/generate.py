@@ -144,8 +144,11 @@ def generate_demo(
         n_files = sum(f.get_column("ts").dt.date().n_unique() for f in frames.values())
         bar.total = 4 + n_files
         bar.refresh()
+        def file_written() -> None:
+            bar.update(1)
+
         with target.replacing() if replace else contextlib.nullcontext():
-            result = target.write_tables(frames, on_file=lambda: bar.update(1))
+            result = target.write_tables(frames, on_file=file_written)
 
     return DemoReport(
         suppressions=frames[schema.SUPPRESSIONS].height,

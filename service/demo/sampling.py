@@ -30,7 +30,7 @@ SUPPRESSED_ITEMS_P = 0.45  # geometric: 1 + Geometric(p) suppressed items per ev
 
 def _value_index(world: World, dimension: str, value: str) -> int:
     values = world.vocabulary if dimension == "keyword" else catalogue.values(dimension)
-    return int(values.index_of(value))
+    return catalogue.index_of(values, value)
 
 
 def _platforms(rnd: Random, world: World, user: pl.Series) -> pl.Series:
@@ -98,7 +98,7 @@ def keyword_changes(rnd: Random, world: World, clock: Clock, n: int, bursts: Seq
     rows = _change_rows(rnd, world, clock, n)
     plan = [("keyword", _value_index(world, "keyword", b.value), b) for b in bursts if b.dimension == "keyword"]
     # People mute what is suddenly everywhere: a keyword burst shows as extra adds.
-    add = {"action": int(catalogue.values("action").index_of("add"))}
+    add = {"action": catalogue.index_of(catalogue.values("action"), "add")}
     return with_bursts(rnd, rows, clock, plan, lambda k, placed: _change_rows(rnd, world, clock, k, placed), add)
 
 

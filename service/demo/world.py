@@ -75,7 +75,7 @@ class World:
 
         places = _places()
         shares = {country: float(share) for country, share in COUNTRY_SHARES}
-        rest = places.filter(pl.col("country").is_in(list(shares)).not_())["population"].sum()
+        rest = float(places.filter(pl.col("country").is_in(list(shares)).not_())["population"].sum())
         country_totals = places.group_by("country").agg(pl.col("population").sum().alias("total"))
         weights = (
             places.join(country_totals, on="country", how="left", maintain_order="left")
@@ -118,7 +118,7 @@ class World:
 def _keyword_ranks(vocabulary: pl.Series, shuffled: pl.Series) -> pl.Series:
     """Vocabulary index of each popularity rank (item i = rank i + 1): `shuffled`, except that each
     burst keyword sits at its `BURST_KEYWORD_RANKS` rank."""
-    pinned = {int(vocabulary.index_of(word)): rank for word, rank in BURST_KEYWORD_RANKS.items()}
+    pinned = {catalogue.index_of(vocabulary, word): rank for word, rank in BURST_KEYWORD_RANKS.items()}
     order = [index for index in shuffled.to_list() if index not in pinned]
     for index, rank in sorted(pinned.items(), key=lambda item: item[1]):
         order.insert(rank - 1, index)

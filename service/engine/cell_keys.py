@@ -40,10 +40,10 @@ class Packing:
         if not keys or bits <= 0 or not all(isinstance(k, str) for k in keys):
             return None
         names = [str(k) for k in keys]
-        dtypes = [schema_of[name] for name in names]
-        if not all(isinstance(dtype, pl.Enum) for dtype in dtypes):
+        dtypes = [dtype for name in names if isinstance(dtype := schema_of[name], pl.Enum)]
+        if len(dtypes) < len(names):
             return None
-        sizes = [dtype.categories.len() for dtype in dtypes]  # type: ignore[union-attr]
+        sizes = [dtype.categories.len() for dtype in dtypes]
         widths = [max(1, size.bit_length()) for size in sizes]  # codes 0..size-1, and size for null
         if sum(widths) > bits:
             return None

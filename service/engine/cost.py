@@ -163,9 +163,8 @@ def estimate(counts: EventCounts, as_of: dt.datetime, req: FlexibleQuery, enough
     count = counts.grouped_rows(window, req.filters, grouped)
     if not req.group_by:
         return QueryCost(cells=1, rows=count)
-    timed = TIME in req.group_by and req.bucket is not None
-    buckets = len(bucket_starts(window, req.bucket)) if timed else 1
-    bucket = req.bucket if timed else None
+    bucket = req.bucket if TIME in req.group_by else None
+    buckets = len(bucket_starts(window, bucket)) if bucket is not None else 1
     if count == 0 or (enough is not None and count <= enough):
         return QueryCost(cells=count, rows=count, buckets=buckets, bucket=bucket)
     days = _days(window)
@@ -188,25 +187,25 @@ def check(counts: EventCounts, as_of: dt.datetime, req: FlexibleQuery, max_cells
 
 def _narrowings(counts: EventCounts, as_of: dt.datetime, req: FlexibleQuery, max_cells: int) -> Iterator[Narrowing]:
     """Single changes that fit: a coarser bucket, the longest shorter window, each dimension left out."""
-    def fits(**change: object) -> int | None:
-        cells = estimate(counts, as_of, dataclasses.replace(req, **change), enough=max_cells).cells
+    def fits(changed: FlexibleQuery) -> int | None:
+        cells = estimate(counts, as_of, changed, enough=max_cells).cells
         return cells if cells <= max_cells else None
 
     if TIME in req.group_by and req.bucket in BUCKETS:
         for bucket in BUCKETS[BUCKETS.index(req.bucket) + 1:]:
-            if (cells := fits(bucket=bucket)) is not None:
+            if (cells := fits(dataclasses.replace(req, bucket=bucket))) is not None:
                 yield Narrowing({"bucket": bucket}, cells,
                                 f"a coarser bucket: \"bucket\": \"{bucket}\" (at most {cells:,} cells)")
                 break
     if req.window in _WINDOWS:
         for window in _WINDOWS[_WINDOWS.index(req.window) + 1:]:
-            if (cells := fits(window=window)) is not None:
+            if (cells := fits(dataclasses.replace(req, window=window))) is not None:
                 yield Narrowing({"window": window}, cells,
                                 f"a shorter window: \"window\": \"{window}\" (at most {cells:,} cells)")
                 break
     for dimension in req.group_by:
         rest = tuple(d for d in req.group_by if d != dimension)
-        if (cells := fits(group_by=rest)) is not None:
+        if (cells := fits(dataclasses.replace(req, group_by=rest))) is not None:
             yield Narrowing({"group_by": list(rest)}, cells,
                             f"fewer dimensions: \"group_by\": {_json_list(rest)} (at most {cells:,} cells)")
 

@@ -97,25 +97,30 @@ class EventSource(Protocol[SnapshotT_co]):
         """The current snapshot; the first call opens the store."""
 
 
-class Backend(Protocol):
+SourceT = TypeVar("SourceT", bound="EventSource[Snapshot]")
+
+
+class Backend(Protocol[SnapshotT, SourceT]):
     """Where the events are and what computes on them: one per value of SIGNALS_ENGINE
-    (service/backend.py `BACKENDS`). Creating one opens nothing."""
+    (service/backend.py `BACKENDS`). Creating one opens nothing. Generic in the snapshot its store
+    gives and its engine reads (`SnapshotT`), and in its store's own type (`SourceT`: `check` and
+    `warm` take the store that `event_store` made)."""
 
     name: str  # the SIGNALS_ENGINE value
 
-    def engine_class(self) -> type[QueryEngine]:
+    def engine_class(self) -> type[QueryEngine[SnapshotT]]:
         """The engine's class (imported on call)."""
 
-    def event_store(self) -> EventSource:
+    def event_store(self) -> SourceT:
         """The store readers take snapshots from (opens nothing yet)."""
 
-    def engine(self, privacy: Privacy) -> QueryEngine:
+    def engine(self, privacy: Privacy) -> QueryEngine[SnapshotT]:
         """The engine for the store's snapshots."""
 
-    def check(self, store: EventSource) -> None:
+    def check(self, store: SourceT) -> None:
         """Raise `BackendUnavailable` if the store cannot be read now (a command checks before it starts)."""
 
-    def warm(self, store: EventSource) -> None:
+    def warm(self, store: SourceT) -> None:
         """Make a web worker ready before its first request (open the store, build what the first
         answers need); raises `BackendUnavailable`."""
 

@@ -61,7 +61,7 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
         pl.len().cast(pl.Int64).alias(UNIQUE_USERS),
         *per_cell_extra,
     ]
-    parts = list(rows) if isinstance(rows, (list, tuple)) else [rows]
+    parts = [rows] if isinstance(rows, (pl.DataFrame, pl.LazyFrame)) else list(rows)
     if len(parts) > 1 and "ts" not in names:
         raise ValueError("parts need disjoint cells: a time bucket among the keys")
     cell_parts, user_parts = [], []

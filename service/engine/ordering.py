@@ -17,7 +17,7 @@ def first_rows(frame: pl.DataFrame, by: Sequence[str], descending: Sequence[bool
     Dimension columns must be strings here (`measures.as_strings`), never stored Enums: their
     codes do not follow string order.
     """
-    order = dict(by=list(by), descending=list(descending))
+    columns, order = list(by), list(descending)
     if frame.height <= limit:
-        return frame.sort(**order)
-    return frame.top_k(limit, by=list(by), reverse=[not d for d in descending]).sort(**order)
+        return frame.sort(columns, descending=order)
+    return frame.top_k(limit, by=columns, reverse=[not d for d in descending]).sort(columns, descending=order)

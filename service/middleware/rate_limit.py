@@ -10,10 +10,23 @@ computed per request, here, and so are never part of a cached body.
 
 from __future__ import annotations
 
+from typing import Protocol, cast
+
 import falcon
 
 from cache import Admission, Gate
 from service.errors import Problem
+
+
+class _Prepared(Protocol):
+    @property
+    def key(self) -> str | None: ...
+
+
+class _RateLimited(Protocol):
+    """A resource whose `rate_limited` is true (service/resources/signals.py `SignalsResource`)."""
+
+    def prepare(self, req: falcon.Request) -> _Prepared: ...
 
 
 def rate_limit_headers(admission: Admission, policy: str) -> list[tuple[str, str]]:
@@ -36,7 +49,7 @@ class RateLimitMiddleware:
         principal = getattr(req.context, "principal", None)
         if principal is None or not getattr(resource, "rate_limited", False):
             return
-        prepared = resource.prepare(req)
+        prepared = cast(_RateLimited, resource).prepare(req)
         admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, prepared.key,
                                      getattr(prepared, "identity", None))
         req.context.admission = admission

@@ -89,10 +89,13 @@ class Privacy:
             for item in items:
                 if item.measure in SUMMED:
                     pilot = frame.get_column(f"{item.column}{PILOT}")
+
+                    def noisy_pilot(alpha: float, pilot: pl.Series = pilot, measure: str = item.measure + PILOT,
+                                    drawn: Sequence[pl.Series] = drawn) -> pl.Series:
+                        return self._noisy(pilot, measure, drawn, alpha=alpha)
+
                     draws.caps[item.column] = choose_caps(
-                        self.params, item.measure, users_noisy,
-                        lambda alpha, pilot=pilot, item=item, drawn=drawn:
-                            self._noisy(pilot, item.measure + PILOT, drawn, alpha=alpha),
+                        self.params, item.measure, users_noisy, noisy_pilot,
                         family=self._family_mean(frame, cell, item, family))
                     draws.summed[item.column] = (drawn, below)
                     continue

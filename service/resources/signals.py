@@ -36,7 +36,7 @@ from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
 from service.engine import cost as query_cost
 from service.engine.interface import EventSource, QueryEngine, Snapshot
-from service.engine.requests import Request
+from service.engine.requests import FlexibleQuery, Request
 from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
 from service.etags import etag_for, if_none_match
 from service.flights import Busy, Flights
@@ -292,6 +292,7 @@ class SignalsResource:
         def compute() -> CacheEntry:
             entry = self._compute(prepared, frames)
             if self._stale is not None and prepared.identity is not None:
+                assert prepared.as_of is not None  # prepared without a problem: it has an as_of
                 self._stale.keep(self._gate, prepared.identity, entry, prepared.as_of, prepared.generation,
                                  self._ttl(prepared))
             return entry
@@ -317,7 +318,7 @@ class SignalsResource:
         return computed
 
     def _stale_answer(self, req: falcon.Request, prepared: PreparedRequest) -> StaleAnswer | None:
-        if self._stale is None or prepared.identity is None or not prepared.stale_ok:
+        if self._stale is None or prepared.identity is None or not prepared.stale_ok or prepared.as_of is None:
             return None
         return self._stale.find(self._gate, prepared.identity, prepared.as_of, prepared.generation,
                                 req.get_header("Cache-Control"))
@@ -326,12 +327,14 @@ class SignalsResource:
         """422 for a /query that could aggregate more cells than allowed, before any computing."""
         if self._max_cells is None:
             return
+        request, as_of = prepared.request, prepared.as_of
+        # Only /query is cost bounded (`Endpoint.cost_bounded`), and a prepared request has its as_of.
+        assert isinstance(request, FlexibleQuery) and as_of is not None
         counts = self._engine.counts(frames)
         try:
-            query_cost.check(counts, prepared.as_of, prepared.request, self._max_cells)
-            if prepared.request.compare:  # the period before is computed too
-                query_cost.check(counts, previous_as_of(prepared.request.window, prepared.as_of), prepared.request,
-                                 self._max_cells)
+            query_cost.check(counts, as_of, request, self._max_cells)
+            if request.compare:  # the period before is computed too
+                query_cost.check(counts, previous_as_of(request.window, as_of), request, self._max_cells)
         except query_cost.QueryTooLarge as exc:
             raise Problem(422, exc.detail(), extensions={
                 "estimated_cells": exc.cost.cells,
@@ -359,6 +362,7 @@ class SignalsResource:
 
     def _computed(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
         request, as_of = prepared.request, prepared.as_of
+        assert request is not None and as_of is not None  # prepared without a problem: it has both
         frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
         if getattr(request, "format", "json") == "csv":
             body = csv_body(frame)

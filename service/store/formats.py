@@ -33,6 +33,7 @@ import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 import pyarrow as pa
@@ -146,7 +147,8 @@ def read_ndjson_plain(data: bytes) -> RawFile | None:
     # (built in polars: pyarrow's `pa.array` would import pandas, a third of a second)
     offsets = pl.concat([pl.Series([0], dtype=pl.Int64), starts, *tail]).rechunk().to_arrow()
     count = len(offsets) - 1
-    lines = pa.LargeStringArray.from_buffers(count, offsets.buffers()[1], buffer)
+    # An Int64 array's values buffer is always there (only its validity buffer may be None).
+    lines = pa.LargeStringArray.from_buffers(count, cast(pa.Buffer, offsets.buffers()[1]), buffer)
     try:
         lines.validate(full=True)  # UTF-8
     except pa.ArrowInvalid:
@@ -245,7 +247,8 @@ def _read_ndjson_by_line(numbers: list[int], texts: list[bytes]) -> RawFile:
         types = set(map(type, values))
         if types <= {str, type(None)}:  # the usual column: nothing but strings
             frame_columns[name] = pl.Series(name, values, dtype=pl.String)
-        elif types <= {int, type(None)} and all(v is None or -(2**63) <= v < 2**63 for v in values):
+        elif types <= {int, type(None)} and all(
+                v is None or -(2**63) <= v < 2**63 for v in cast("Sequence[int | None]", values)):
             frame_columns[name] = pl.Series(name, values, dtype=pl.Int64)  # one type: the dtype says it
         else:  # mixed: text, with each value's kind beside it
             odd = [i for i, v in enumerate(values) if v is not None and type(v) is not str]
@@ -281,7 +284,7 @@ def _columns(records: list[dict[str, object]], keys: list[str], same_keys: bool)
             for column in columns.values():
                 if len(column) <= row:
                     column.append(None)
-    return columns
+    return dict(columns)  # as dict[str, Sequence] (dict is invariant): a copy of the keys, not of the lists
 
 
 @contextlib.contextmanager

@@ -39,6 +39,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 from tqdm import tqdm
@@ -264,9 +265,10 @@ def _land(
     current_hour = floor_hour(now)
     return IngestReport(
         files=tuple(reports), generation=generation, written=landed.paths, swept=swept, landed=published,
-        newest_event=max((f.get_column("ts").max() for f in frames.values() if f.height), default=None)
+        newest_event=max((cast(dt.datetime, f.get_column("ts").max()) for f in frames.values() if f.height),
+                         default=None)
         if published else None,
-        rows_in_current_hour=sum(f.get_column("ts").ge(current_hour).sum() for f in frames.values())
+        rows_in_current_hour=sum(int(f.get_column("ts").ge(current_hour).sum()) for f in frames.values())
         if published else 0,
     )
 

@@ -100,9 +100,8 @@ def as_text(
         text = series.cast(pl.String)
         if zero_pad:
             text = pl.select(pl.when(kinds == INTEGER).then(text.str.zfill(zero_pad)).otherwise(text)).to_series()
-        bad: BadKinds = pl.select(pl.when(kinds.is_in(sorted(accepts)).not_()).then(kinds)).to_series()
-        if bad.null_count() == bad.len():
-            bad = None
+        found = pl.select(pl.when(kinds.is_in(sorted(accepts)).not_()).then(kinds)).to_series()
+        bad: BadKinds = None if found.null_count() == found.len() else found
     else:
         dtype = series.dtype
         kind = dtype_kind(dtype)

@@ -31,6 +31,7 @@ import time
 from collections.abc import Mapping
 from datetime import date, datetime
 from pathlib import Path
+from typing import cast
 
 import polars as pl
 
@@ -57,7 +58,9 @@ class EventFrames:
     @functools.cached_property
     def first_event(self) -> datetime | None:
         """The first event over both tables (None without data): where the earliest window may start."""
-        firsts = [frame.get_column("ts").min() for frame in (self.suppressions, self.keyword_changes) if frame.height]
+        # A Datetime column's min is a datetime (the stubs say any value).
+        firsts = [cast(datetime, frame.get_column("ts").min())
+                  for frame in (self.suppressions, self.keyword_changes) if frame.height]
         return min(firsts) if firsts else None
 
 

@@ -51,7 +51,7 @@ import shutil
 from collections.abc import Callable, Mapping
 from datetime import date
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import polars as pl
 import pyarrow as pa
@@ -267,7 +267,7 @@ def map_segment(path: Path) -> pa.Table:
 
 def _single(chunked: pa.ChunkedArray) -> pa.Array:
     if chunked.num_chunks == 1:
-        return chunked.chunk(0)
+        return chunked.chunk(0)  # type: ignore[return-value]  # pyarrow-stubs: chunk() gives an Array
     if chunked.num_chunks == 0:
         return pa.array([], type=chunked.type)
     return chunked.combine_chunks()  # not written by this module (one record batch per file)
@@ -287,7 +287,7 @@ def last_ts(mapped: pa.Table) -> Any:
 
 def _labelled(array: pa.Array, enum: pl.Enum, column: str) -> pl.Series:
     """A mapped dictionary column's indices declared `enum` (the same buffer, relabelled)."""
-    indices = pl.Series(column, array.indices)
+    indices = pl.Series(column, cast(pa.DictionaryArray, array).indices)  # an Enum column: dictionary-encoded
     width = code_width(enum.categories.len())
     if indices.dtype != width:  # not written by this module: a copy, but still correct
         log.warning("snapshot column %s holds %s codes for %d values; converting", column, indices.dtype,

@@ -460,8 +460,8 @@ class _Rows:
         country = pl.col("country")
 
         region_raw = self.text("region")
-        self.columns["region"] = region = region_raw.str.to_uppercase()
-        self.columns["region__country"] = region.replace_strict(
+        self.columns["region"] = region_text = region_raw.str.to_uppercase()
+        self.columns["region__country"] = region_text.replace_strict(
             geo.region_countries(), default=None, return_dtype=pl.String
         )
         region, region_country = pl.col("region"), pl.col("region__country")
@@ -535,20 +535,20 @@ class _Rows:
         if self.text_cells:
             # CSV: every cell is text; an integer is written in digits, as in a query string.
             text, _ = as_text(raw, frozenset({STRING}))
-            kind = nulls
+            kind_text = nulls
             digits = text.str.contains(r"^-?[0-9]+$")
         else:
             text, bad = as_text(raw, ACCEPTS[INTEGER_FIELD], kinds=self.kinds.get("suppressions"))
             if isinstance(bad, str):
-                kind = pl.select(pl.when(raw.is_not_null()).then(pl.lit(bad))).to_series()
+                kind_text = pl.select(pl.when(raw.is_not_null()).then(pl.lit(bad))).to_series()
             else:
-                kind = nulls if bad is None else bad
-            digits = kind.is_null()  # integers already written in digits
-        count = pl.select(pl.when(digits).then(text.cast(pl.Int64, strict=False))).to_series()
-        self.columns["suppressions"] = count.rename("suppressions")
+                kind_text = nulls if bad is None else bad
+            digits = kind_text.is_null()  # integers already written in digits
+        count_values = pl.select(pl.when(digits).then(text.cast(pl.Int64, strict=False))).to_series()
+        self.columns["suppressions"] = count_values.rename("suppressions")
         self.columns["suppressions__raw"] = text
-        self.columns["suppressions__kind"] = kind
-        self.columns["suppressions__huge"] = digits & text.is_not_null() & count.is_null()  # beyond Int64
+        self.columns["suppressions__kind"] = kind_text
+        self.columns["suppressions__huge"] = digits & text.is_not_null() & count_values.is_null()  # beyond Int64
         kind, count, shown = pl.col("suppressions__kind"), pl.col("suppressions"), _shown(pl.col("suppressions__raw"))
         self.add(
             pl.when(kind == NUMBER)

@@ -44,6 +44,7 @@ import threading
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Final
 
 import polars as pl
 
@@ -51,7 +52,7 @@ from service.store import consolidate, layout, schema, snapshot
 
 log = logging.getLogger(__name__)
 
-COMPRESSION = "zstd"
+COMPRESSION: Final = "zstd"
 # `replacing` moves the old tables into the staging directory under names with this prefix;
 # `sweep` never removes those (they may be the only copy of the old data).
 REPLACED_PREFIX = "replaced-"

@@ -13,6 +13,7 @@ import datetime as dt
 import json
 import logging
 from collections import defaultdict
+from collections.abc import Sequence
 from typing import Any
 
 import polars as pl
@@ -30,6 +31,7 @@ SOURCE = "signals"
 EVENT = "trending_alert"
 CLAIM_BATCH = 500  # cooldown claims per transaction (short enough not to hold the writer lock long)
 # GET /trending's largest limit: every alerted value is one /trending can show.
+assert TRENDING_LIMIT.maximum is not None
 ALERT_LIMIT = int(TRENDING_LIMIT.maximum)
 
 
@@ -85,7 +87,7 @@ class TrendingMemo:
 
 
 def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.datetime,
-             hooks: list[Any] | None = None, memo: TrendingMemo | None = None) -> RoundReport:
+             hooks: Sequence[Any] | None = None, memo: TrendingMemo | None = None) -> RoundReport:
     import time
 
     report = RoundReport()

@@ -95,7 +95,7 @@ def webhook_operation(operation: Operation) -> dict[str, Any]:
                           "responses": dict(sorted(RESPONSES[operation.name].items()))}
     if operation.params and operation.in_body:
         op["requestBody"] = _body(operation.params)
-    query = [] if operation.in_body else [
+    query: list[dict[str, Any]] = [] if operation.in_body else [
         {"name": p.name, "in": "query", "schema": p.json_schema()} for p in operation.params]
     if "{webhook_id}" in operation.path:
         query = [*_ID, *query]

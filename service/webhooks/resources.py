@@ -7,7 +7,7 @@ paths and parameters are the operation table's (service/operations.py), which se
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, TypeGuard
 
 import falcon
 
@@ -125,6 +125,8 @@ class WebhookResource(_Base):
         _json(resp, {"delivery_id": delivery_id, "attempt": None}, falcon.HTTP_202)
 
     def on_get_deliveries(self, req: falcon.Request, resp: falcon.Response, webhook_id: str) -> None:
+        assert DELIVERIES_LIMIT.minimum is not None and DELIVERIES_LIMIT.maximum is not None
+        assert DELIVERIES_BEFORE.maximum is not None
         low, high, default = int(DELIVERIES_LIMIT.minimum), int(DELIVERIES_LIMIT.maximum), DELIVERIES_LIMIT.default
         errors = [FieldError(n, "is not a parameter of this endpoint (limit, before)")
                   for n in req.params if n not in ("limit", "before")]
@@ -158,7 +160,7 @@ class WebhookResource(_Base):
         _json(resp, body)
 
 
-def _is_digits(raw: object) -> bool:
+def _is_digits(raw: object) -> TypeGuard[str]:
     """ASCII digits only ('１' and '١' are digits to str.isdigit, and int() takes them)."""
     return isinstance(raw, str) and raw.isascii() and raw.isdigit()
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import socket
+from typing import cast
 from urllib.parse import urlsplit
 
 Address = ipaddress.IPv4Address | ipaddress.IPv6Address
@@ -120,7 +121,8 @@ def resolve(host: str, port: int) -> tuple[Address, ...]:
         raise UrlRefused(f"host {host!r} does not resolve ({exc})") from None
     addresses: list[Address] = []
     for info in infos:
-        text = info[4][0].split("%", 1)[0]  # drop an IPv6 zone
+        # An AF_INET/AF_INET6 address: its host is text (the stubs allow the int of other families).
+        text = cast(str, info[4][0]).split("%", 1)[0]  # drop an IPv6 zone
         address = ipaddress.ip_address(text)
         if address not in addresses:
             addresses.append(address)

@@ -14,9 +14,11 @@ clause of an UPDATE that waited for a row lock):
 from __future__ import annotations
 
 import base64
+import builtins
 import dataclasses
 import datetime as dt
 import secrets
+from collections.abc import Sequence
 from typing import Any
 
 import sqlalchemy as sa
@@ -77,7 +79,7 @@ class WebhookStore:
 
     # -- management ---------------------------------------------------------------------
 
-    def list(self, subscription_id: int) -> list[Any]:
+    def list(self, subscription_id: int) -> Sequence[Any]:
         with self.db_engine.connect() as c:
             return c.execute(sa.select(webhooks).where(webhooks.c.subscription_id == subscription_id)
                              .order_by(webhooks.c.created_at, webhooks.c.id)).all()
@@ -141,7 +143,7 @@ class WebhookStore:
                 return None
             return c.execute(sa.select(webhooks).where(webhooks.c.id == webhook_id)).one()
 
-    def attempts(self, subscription_id: int, webhook_id: str, limit: int, before: int | None) -> list[Any]:
+    def attempts(self, subscription_id: int, webhook_id: str, limit: int, before: int | None) -> Sequence[Any]:
         """Attempts of one webhook, newest first; `before` = the id of the last one already seen."""
         query = (sa.select(webhook_attempts, webhook_deliveries.c.event)
                  .join(webhook_deliveries, webhook_attempts.c.delivery_id == webhook_deliveries.c.id)
@@ -155,7 +157,7 @@ class WebhookStore:
 
     # -- the worker ---------------------------------------------------------------------
 
-    def enabled_webhooks(self) -> list[Any]:
+    def enabled_webhooks(self) -> Sequence[Any]:
         with self.db_engine.connect() as c:
             return c.execute(sa.select(webhooks).where(webhooks.c.enabled.is_(True))).all()
 
@@ -176,7 +178,7 @@ class WebhookStore:
                 return None
             return self._insert_delivery(c, webhook_id, event, payload_for, now)
 
-    def claim_cooldowns_and_enqueue(self, claims: list[tuple[Any, Any]], event: str, now: dt.datetime) -> int:
+    def claim_cooldowns_and_enqueue(self, claims: builtins.list[tuple[Any, Any]], event: str, now: dt.datetime) -> int:
         """`claim_cooldown_and_enqueue` for many webhooks (each (row, payload_for)) in one transaction:
         each claim is still its own conditional UPDATE, so each webhook alerts at most once per
         cooldown; one commit instead of one per webhook. The number queued."""
@@ -205,7 +207,7 @@ class WebhookStore:
             status=PENDING, attempts=0, next_attempt_at=now))
         return delivery_id
 
-    def due(self, now: dt.datetime, limit: int) -> list[str]:
+    def due(self, now: dt.datetime, limit: int) -> builtins.list[str]:  # `list` is a method here
         d = webhook_deliveries
         with self.db_engine.connect() as c:
             return list(c.execute(

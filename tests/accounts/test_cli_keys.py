@@ -178,3 +178,15 @@ def test_an_unreachable_database_is_an_error_without_the_password(capsys: pytest
     assert (code, out) == (1, "")
     assert "cannot open the accounts database" in err
     assert "hunter2" not in err and "***" in err
+
+
+
+def test_an_unknown_dialect_is_an_error_without_the_password(capsys: pytest.CaptureFixture[str]) -> None:
+    # An SQLAlchemyError that is not the driver's (no `orig`): once a traceback (found by mypy).
+    settings = Settings(accounts_url="nosuchdialect://signals:hunter2@127.0.0.1/accounts")
+
+    code, out, err = run(["keys", "list"], settings, capsys)
+
+    assert (code, out) == (1, "")
+    assert "cannot open the accounts database" in err and "nosuchdialect" in err
+    assert "hunter2" not in err

@@ -108,8 +108,7 @@ def _hashed_keys(snapshot: ClickHouseSnapshot, query: Query) -> tuple[Query, dic
     (dictionaries.py), and those dictionaries by key name, to map the hashes back."""
     keys, mapped = [], {}
     for key in query.keys:
-        known = dictionaries.values(snapshot, query.table, key.column) if key.column else None
-        if known is None:
+        if not key.column or (known := dictionaries.values(snapshot, query.table, key.column)) is None:
             keys.append(key)
             continue
         keys.append(dataclasses.replace(key, sql=dictionaries.hashed(key.column, key.not_null)))

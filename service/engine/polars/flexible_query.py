@@ -38,9 +38,13 @@ def query_cells(frames: EventFrames, window: TimeRange, req: FlexibleQuery,
     conditions = _filters(req.filters) + key_guards(sliced, categorical)
     # Grouped by time, the window is taken a few million rows at a time, cut between buckets:
     # no cell spans two parts, and the per-(cell, user) temporaries stay a part's size.
-    parts = bucket_parts(sliced, req.bucket) if TIME in req.group_by else [sliced]
+    parts = [sliced]
+    keys: list[str | pl.Expr] = list(req.group_by)
+    if TIME in req.group_by:
+        assert req.bucket is not None, "grouped by time: a bucket (service/endpoints.py _check_query)"
+        parts = bucket_parts(sliced, req.bucket)
+        keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]
-    keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     return cell_contributions(rows, keys, params, user_bits=known_bits(frames))
 
 

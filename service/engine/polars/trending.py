@@ -39,10 +39,10 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
                      .group_by(dimension).agg(pl.len().cast(pl.Int64).alias(name)))
         return users.drop_nulls(dimension).with_columns(pl.col(name).alias(f"{name}_users")).collect(), None
     cells, contributions = cell_contributions(rows, [dimension], privacy.params, user_bits=bits)
-    users = pl.col(UNIQUE_USERS).alias(f"{name}_users")
+    users_column = pl.col(UNIQUE_USERS).alias(f"{name}_users")
     assert contributions.totals is not None
     return (
-        cells.drop_nulls(dimension).select(dimension, pl.col(f"{metric}{PILOT}").alias(f"{name}{PILOT}"), users),
+        cells.drop_nulls(dimension).select(dimension, pl.col(f"{metric}{PILOT}").alias(f"{name}{PILOT}"), users_column),
         Contributions(contributions.per_user.select(dimension, pl.col(metric).alias(name)), (dimension,),
                       contributions.totals.select(dimension, pl.col(metric).alias(name))),
     )

@@ -52,10 +52,10 @@ def spare_bits(users: pl.Series) -> int:
     distinct = pl.Series(users.name, [], dtype=users.dtype)
     for start in range(0, users.len(), CHUNK_ROWS):
         distinct = pl.concat([distinct, users.slice(start, CHUNK_ROWS).unique()]).unique()
-    distinct = distinct.sort().to_numpy()
-    if len(distinct) < 2:
+    ordered = distinct.sort().to_numpy()
+    if len(ordered) < 2:
         return 63
-    smallest = int(np.bitwise_xor(distinct[1:], distinct[:-1]).min())
+    smallest = int(np.bitwise_xor(ordered[1:], ordered[:-1]).min())
     return smallest.bit_length() - 1
 
 
