@@ -81,7 +81,6 @@ def check_body(body: bytes, *, now: dt.datetime, secret: str, late_hours: int) -
     frame = read.frame
     if not frame.width or not frame.height:
         return CheckedBody(frames, _sorted(rejected), lines=lines)
-    n = frame.height
     numbers = read.row_numbers.cast(pl.Int64)
     kinds = read.value_kinds
 
