@@ -93,7 +93,7 @@ class EventSender:
         self.compress = compress
         self.max_wait = max_wait
         self._sleep = sleep
-        self._backoff = tenacity.wait_exponential_jitter(initial=backoff, max=10.0, jitter=backoff)
+        self._backoff = tenacity.wait_exponential_jitter(multiplier=backoff, max=10.0, jitter=backoff)
         self._http = httpx.Client(base_url=self.base_url, timeout=timeout, transport=transport,
                                   headers={"Authorization": f"Bearer {key}", "User-Agent": "signals-sender/1"})
         self.retries = 0

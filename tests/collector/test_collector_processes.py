@@ -1,0 +1,69 @@
+"""The Procfile's `collector` and `lander`, really started (gunicorn; `python -m service lander`):
+events sent with the sender land once; the sender's retries on 429 and 503 against the real
+collector; and both processes killed with SIGKILL at random moments while events are sent, with
+10 % of the acknowledged batches sent again: every event lands exactly once."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import pytest
+
+from connectors.sender import EventSender, SendError
+from tests.collector.conftest import suppression
+from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack, wait_landed
+
+pytestmark = pytest.mark.process
+
+
+def _events(count_: int, prefix: str) -> list[dict]:
+    return [suppression(f"{prefix}{i}", user_id=f"u{i % 40}") for i in range(count_)]
+
+
+def test_events_sent_through_the_procfile_collector_land_once(tmp_path):
+    data = tmp_path / "data"
+    key = ingest_key(data)
+    with stack(data) as (base, _collector, lander):
+        with EventSender(base, key, batch_size=700) as sender:
+            events = _events(2000, "a")
+            without_ids = [{k: v for k, v in e.items() if k != "event_id"} for e in _events(300, "b")]
+            report = sender.send([*events, *without_ids])
+            assert (report.accepted, report.duplicates, report.rejected) == (2300, 0, [])
+            again = sender.send(events)  # every acknowledged event sent again
+            assert (again.accepted, again.duplicates) == (0, 2000)
+            with EventSender(base, "sig_live_" + "A" * 40) as wrong, pytest.raises(SendError) as refused:
+                wrong.send(events[:1])
+            assert refused.value.status == 403
+        assert wait_landed(data, 2300, lander) == {"suppressions": 2300, "keyword_changes": 0}
+
+
+def test_the_sender_waits_out_429_and_503_from_the_real_collector(tmp_path):
+    data = tmp_path / "data"
+    key = ingest_key(data)
+    # 6 requests per minute: the 7th waits for its token (Retry-After); a backlog of 50 events:
+    # posts wait (503, Retry-After) until the lander has landed the ones before.
+    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="6", SIGNALS_COLLECTOR_MAX_BACKLOG="50") as (
+            base, collector, lander):
+        with EventSender(base, key, batch_size=40, backoff=0.1) as sender:
+            report = sender.send(_events(280, "r"))
+        assert report.accepted == 280 and report.batches == 7
+        assert report.retries >= 1
+        assert wait_landed(data, 280, lander)["suppressions"] == 280
+        served = collector.log()
+        assert '"POST /api/v1/events HTTP/1.1" 429' in served and '"POST /api/v1/events HTTP/1.1" 503' in served
+
+
+def test_killed_at_random_moments_every_event_lands_exactly_once(tmp_path):
+    data = tmp_path / "data"
+    now = dt.datetime.now(dt.UTC)
+    report = chaos(data, events=30_000, batch=1000, kill_between=(1.0, 3.0), seed=5,
+                   start=now - dt.timedelta(hours=2), end=now - dt.timedelta(minutes=1))
+    assert report.collector_kills + report.lander_kills >= 2, report
+    assert report.counts == {"suppressions": 27_000, "keyword_changes": 3_000}, report
+    assert count(data) == report.counts  # and no more come later: the log is empty
+
+
+def test_bodies_cover_both_tables():
+    now = dt.datetime.now(dt.UTC)
+    body = next(bodies(20, 20, start=now - dt.timedelta(hours=1), end=now))
+    assert body.count(b'"type":"keyword_change"') == 2 and body.count(b"\n") == 20
