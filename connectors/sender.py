@@ -116,11 +116,12 @@ class EventSender:
         """One batch (ids added where absent), retried as the module docstring says; the 202's body."""
         return self.post_body(encode(with_ids(batch)))
 
-    def post_body(self, ndjson: bytes) -> dict[str, Any]:
-        """An already encoded NDJSON body whose events carry their ids (the bench's)."""
-        content = gzip.compress(ndjson, compresslevel=1) if self.compress else ndjson
+    def post_body(self, ndjson: bytes, *, gzipped: bool = False) -> dict[str, Any]:
+        """An already encoded NDJSON body whose events carry their ids (the bench's); `gzipped`: it
+        is compressed already (sent as it is)."""
+        content = ndjson if gzipped or not self.compress else gzip.compress(ndjson, compresslevel=1)
         headers = {"Content-Type": "application/x-ndjson"}
-        if self.compress:
+        if gzipped or self.compress:
             headers["Content-Encoding"] = "gzip"
 
         def attempt() -> httpx.Response:

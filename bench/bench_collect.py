@@ -1,0 +1,249 @@
+"""The event collector (issue 43): throughput, time to 202, kill -9, freshness.
+
+    nice .venv/bin/python bench/bench_collect.py throughput [--events 1000000] [--batches 1000 5000 10000] [--senders 4] [--workers 1]
+    nice .venv/bin/python bench/bench_collect.py latency [--rate 50000] [--batch 5000] [--seconds 30]
+    nice .venv/bin/python bench/bench_collect.py kill [--events 5000000] [--batch 5000]
+    nice .venv/bin/python bench/bench_collect.py freshness [--rate 20000] [--samples 10]
+
+Each runs the Procfile's `collector` (gunicorn) and `lander` (`python -m service lander`, every
+SIGNALS_LANDER_INTERVAL_SECONDS=1 here) on an empty data directory in bench/out/collect/, with an
+ingest key made by the command line, and sends with connectors/sender.py. Bodies are generated and
+gzip-compressed before the clock starts (tests/support/collector_stack.py `bodies`: suppressions
+and one in ten keyword changes, times over the last two hours), so the figures are the
+collector's and the lander's, not the client's.
+
+- throughput: `--senders` threads post the bodies as fast as the collector answers; events/s =
+  events acknowledged / seconds from the first post to the last 202; "landed" adds the time until
+  `data count` shows every event (the lander running all along).
+- latency: batches posted open-loop at `--rate` events/s (one every batch/rate seconds, each on a
+  thread of a pool, whatever the answers before), for `--seconds`; each post's time to its 202:
+  median, p99, max; and whether the collector kept up (acknowledged rate).
+- kill: tests/support/collector_stack.py `chaos`: SIGKILL to the collector or the lander (at random,
+  every 2-6 s) while `--events` are sent, 10 % of acknowledged batches sent again; then `data count`
+  against the events sent.
+- freshness: a background load at `--rate`; every few seconds one marked batch is posted and the
+  seconds from its 202 until `data count --since` shows it are measured (what bounds how long after
+  an hour ends its events are in the answers: the answers follow a published generation within a
+  second, service/store/reader.py).
+
+Results are printed and appended as JSON lines to bench/out/collect.jsonl.
+"""
+
+from __future__ import annotations
+
+import argparse
+import concurrent.futures
+import datetime as dt
+import gzip
+import json
+import os
+import platform
+import shutil
+import statistics
+import sys
+import threading
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from connectors.sender import EventSender  # noqa: E402
+from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack  # noqa: E402
+
+OUT = ROOT / "bench" / "out"
+
+
+def _fresh(name: str) -> Path:
+    directory = OUT / "collect" / name
+    shutil.rmtree(directory, ignore_errors=True)
+    directory.mkdir(parents=True)
+    return directory
+
+
+def _window() -> tuple[dt.datetime, dt.datetime]:
+    now = dt.datetime.now(dt.UTC)
+    return now - dt.timedelta(hours=2), now - dt.timedelta(seconds=30)
+
+
+def _gzipped(total: int, batch: int, prefix: str) -> list[bytes]:
+    start, end = _window()
+    return [gzip.compress(body, compresslevel=1) for body in bodies(total, batch, start=start, end=end, prefix=prefix)]
+
+
+def _record(result: dict) -> None:
+    result = {"at": dt.datetime.now(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ"), "host": platform.node(),
+              "cores": os.cpu_count(), **result}
+    print(json.dumps(result))
+    OUT.mkdir(exist_ok=True)
+    with open(OUT / "collect.jsonl", "a") as handle:
+        handle.write(json.dumps(result) + "\n")
+
+
+def _workers_env(workers: int) -> dict[str, str]:
+    return {"GUNICORN_CMD_ARGS": f"--workers {workers}"} if workers > 1 else {}
+
+
+def throughput(args: argparse.Namespace) -> None:
+    for batch in args.batches:
+        data = _fresh(f"throughput-{batch}")
+        key = ingest_key(data)
+        payloads = _gzipped(args.events, batch, f"t{batch}-")
+        with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", **_workers_env(args.workers)) as (
+                base, _collector, lander):
+            queue = list(payloads)
+            lock = threading.Lock()
+            accepted = [0]
+
+            def send() -> None:
+                with EventSender(base, key, timeout=120) as sender:
+                    while True:
+                        with lock:
+                            if not queue:
+                                return
+                            body = queue.pop()
+                        answer = sender.post_body(body, gzipped=True)
+                        with lock:
+                            accepted[0] += answer["accepted"]
+
+            started = time.perf_counter()
+            threads = [threading.Thread(target=send) for _ in range(args.senders)]
+            for thread in threads:
+                thread.start()
+            for thread in threads:
+                thread.join()
+            acknowledged = time.perf_counter() - started
+            while sum(count(data).values()) < args.events:
+                time.sleep(0.25)
+            landed = time.perf_counter() - started
+        _record({"bench": "throughput", "batch": batch, "events": args.events, "senders": args.senders,
+                 "workers": args.workers, "accepted": accepted[0],
+                 "acknowledged_seconds": round(acknowledged, 2),
+                 "events_per_second": round(accepted[0] / acknowledged),
+                 "landed_seconds": round(landed, 2), "landed_events_per_second": round(args.events / landed)})
+
+
+def latency(args: argparse.Namespace) -> None:
+    data = _fresh("latency")
+    key = ingest_key(data)
+    total = int(args.rate * args.seconds)
+    payloads = _gzipped(total, args.batch, "l-")
+    interval = args.batch / args.rate
+    times: list[float] = []
+    lock = threading.Lock()
+    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", **_workers_env(args.workers)) as (
+            base, _collector, _lander):
+        local = threading.local()
+
+        def post(body: bytes) -> None:
+            sender = getattr(local, "sender", None)
+            if sender is None:
+                sender = local.sender = EventSender(base, key, timeout=120)
+            began = time.perf_counter()
+            sender.post_body(body, gzipped=True)
+            with lock:
+                times.append(time.perf_counter() - began)
+
+        started = time.perf_counter()
+        with concurrent.futures.ThreadPoolExecutor(max_workers=32) as pool:
+            futures = []
+            for index, body in enumerate(payloads):
+                delay = started + index * interval - time.perf_counter()
+                if delay > 0:
+                    time.sleep(delay)
+                futures.append(pool.submit(post, body))
+            for future in futures:
+                future.result()
+        elapsed = time.perf_counter() - started
+    times.sort()
+    _record({"bench": "latency", "rate": args.rate, "batch": args.batch, "seconds": args.seconds,
+             "workers": args.workers, "posts": len(times), "achieved_events_per_second": round(total / elapsed),
+             "median_ms": round(statistics.median(times) * 1000, 1),
+             "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1000, 1),
+             "max_ms": round(times[-1] * 1000, 1)})
+
+
+def kill(args: argparse.Namespace) -> None:
+    data = _fresh("kill")
+    start, end = _window()
+    report = chaos(data, events=args.events, batch=args.batch, start=start, end=end, kill_between=(2, 6))
+    landed = sum(report.counts.values())
+    _record({"bench": "kill", "events": args.events, "batch": args.batch, "batches": report.batches,
+             "resent_batches": report.resent_batches, "collector_kills": report.collector_kills,
+             "lander_kills": report.lander_kills, "sender_retries": report.sender_retries,
+             "answered_accepted": report.answered_accepted, "answered_duplicates": report.answered_duplicates,
+             "landed": landed, "exactly_once": landed == args.events, "counts": report.counts,
+             "seconds": round(report.seconds, 1)})
+
+
+def freshness(args: argparse.Namespace) -> None:
+    data = _fresh("freshness")
+    key = ingest_key(data)
+    load = _gzipped(int(args.rate * (args.samples * 6 + 10)), 5000, "f-")
+    delays: list[float] = []
+    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000") as (base, _collector, _lander):
+        stop = threading.Event()
+
+        def background() -> None:
+            with EventSender(base, key, timeout=120) as sender:
+                for index, body in enumerate(load):
+                    if stop.is_set():
+                        return
+                    began = time.perf_counter()
+                    sender.post_body(body, gzipped=True)
+                    time.sleep(max(0.0, 5000 / args.rate - (time.perf_counter() - began)))
+                    del index
+
+        thread = threading.Thread(target=background)
+        thread.start()
+        try:
+            with EventSender(base, key, timeout=120) as sender:
+                for sample in range(args.samples):
+                    time.sleep(3)
+                    marked = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=1)
+                    stamp = marked.strftime("%Y-%m-%dT%H:%M:%SZ")
+                    events = [{"event_id": f"mark-{sample}-{i}", "type": "keyword_change", "ts": stamp,
+                               "user_id": "marker", "keyword": "marker", "action": "add", "platform": "ios",
+                               "country": "US"} for i in range(100)]
+                    before = count(data)["keyword_changes"]
+                    sender.post(events)
+                    acknowledged = time.perf_counter()
+                    while count(data)["keyword_changes"] < before + 100:
+                        time.sleep(0.1)
+                    delays.append(time.perf_counter() - acknowledged)
+        finally:
+            stop.set()
+            thread.join()
+    _record({"bench": "freshness", "rate": args.rate, "samples": len(delays),
+             "median_s": round(statistics.median(delays), 2), "max_s": round(max(delays), 2)})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    sub = parser.add_subparsers(dest="bench", required=True)
+    one = sub.add_parser("throughput")
+    one.add_argument("--events", type=int, default=1_000_000)
+    one.add_argument("--batches", type=int, nargs="+", default=[1000, 5000, 10000])
+    one.add_argument("--senders", type=int, default=4)
+    one.add_argument("--workers", type=int, default=1)
+    one.set_defaults(func=throughput)
+    two = sub.add_parser("latency")
+    two.add_argument("--rate", type=int, default=50_000)
+    two.add_argument("--batch", type=int, default=5000)
+    two.add_argument("--seconds", type=float, default=30)
+    two.add_argument("--workers", type=int, default=1)
+    two.set_defaults(func=latency)
+    three = sub.add_parser("kill")
+    three.add_argument("--events", type=int, default=5_000_000)
+    three.add_argument("--batch", type=int, default=5000)
+    three.set_defaults(func=kill)
+    four = sub.add_parser("freshness")
+    four.add_argument("--rate", type=int, default=20_000)
+    four.add_argument("--samples", type=int, default=10)
+    four.set_defaults(func=freshness)
+    args = parser.parse_args()
+    args.func(args)
+
+
+if __name__ == "__main__":
+    main()
