@@ -22,7 +22,8 @@ collector's and the lander's, not the client's.
   every 2-6 s) while `--events` are sent, 10 % of acknowledged batches sent again; then `data count`
   against the events sent.
 - freshness: a background load at `--rate`; every few seconds one marked batch is posted and the
-  seconds from its 202 until `data count --since` shows it are measured (what bounds how long after
+  seconds from its 202 until it has landed (no batch of the log older than the 202 left: the lander
+  removes a round's batches only once its generation is published) are measured (what bounds how long after
   an hour ends its events are in the answers: the answers follow a published generation within a
   second, service/store/reader.py).
 
@@ -49,6 +50,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from connectors.sender import EventSender  # noqa: E402
+from service.collector import log as event_log  # noqa: E402
 from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -84,6 +86,19 @@ def _workers_env(workers: int) -> dict[str, str]:
     return {"GUNICORN_CMD_ARGS": f"--workers {workers}"} if workers > 1 else {}
 
 
+def _drain(base: str, key: str, queue: list[bytes], lock: threading.Lock, accepted: list[int]) -> None:
+    """Post bodies from the shared queue until it is empty (one sender thread of `throughput`)."""
+    with EventSender(base, key, timeout=120) as sender:
+        while True:
+            with lock:
+                if not queue:
+                    return
+                body = queue.pop()
+            answer = sender.post_body(body, gzipped=True)
+            with lock:
+                accepted[0] += answer["accepted"]
+
+
 def throughput(args: argparse.Namespace) -> None:
     for batch in args.batches:
         data = _fresh(f"throughput-{batch}")
@@ -92,30 +107,20 @@ def throughput(args: argparse.Namespace) -> None:
         with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", **_workers_env(args.workers)) as (
                 base, _collector, lander):
             queue = list(payloads)
-            lock = threading.Lock()
             accepted = [0]
-
-            def send() -> None:
-                with EventSender(base, key, timeout=120) as sender:
-                    while True:
-                        with lock:
-                            if not queue:
-                                return
-                            body = queue.pop()
-                        answer = sender.post_body(body, gzipped=True)
-                        with lock:
-                            accepted[0] += answer["accepted"]
-
             started = time.perf_counter()
-            threads = [threading.Thread(target=send) for _ in range(args.senders)]
+            lock = threading.Lock()
+            threads = [threading.Thread(target=_drain, args=(base, key, queue, lock, accepted))
+                       for _ in range(args.senders)]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
             acknowledged = time.perf_counter() - started
-            while sum(count(data).values()) < args.events:
-                time.sleep(0.25)
+            while event_log.batches(data):  # (not `data count` in a loop: a process start each)
+                time.sleep(0.1)
             landed = time.perf_counter() - started
+            assert sum(count(data).values()) == args.events
         _record({"bench": "throughput", "batch": batch, "events": args.events, "senders": args.senders,
                  "workers": args.workers, "accepted": accepted[0],
                  "acknowledged_seconds": round(acknowledged, 2),
@@ -186,13 +191,12 @@ def freshness(args: argparse.Namespace) -> None:
 
         def background() -> None:
             with EventSender(base, key, timeout=120) as sender:
-                for index, body in enumerate(load):
+                for body in load:
                     if stop.is_set():
                         return
                     began = time.perf_counter()
                     sender.post_body(body, gzipped=True)
                     time.sleep(max(0.0, 5000 / args.rate - (time.perf_counter() - began)))
-                    del index
 
         thread = threading.Thread(target=background)
         thread.start()
@@ -205,15 +209,17 @@ def freshness(args: argparse.Namespace) -> None:
                     events = [{"event_id": f"mark-{sample}-{i}", "type": "keyword_change", "ts": stamp,
                                "user_id": "marker", "keyword": "marker", "action": "add", "platform": "ios",
                                "country": "US"} for i in range(100)]
-                    before = count(data)["keyword_changes"]
                     sender.post(events)
-                    acknowledged = time.perf_counter()
-                    while count(data)["keyword_changes"] < before + 100:
-                        time.sleep(0.1)
+                    acknowledged, wall = time.perf_counter(), time.time_ns()
+                    # Landed once no batch written before the 202 is left in the log: the lander
+                    # removes a round's batches only after publishing its generation.
+                    while any(int(b.name[1:21]) <= wall for b in event_log.batches(data)):
+                        time.sleep(0.05)
                     delays.append(time.perf_counter() - acknowledged)
         finally:
             stop.set()
             thread.join()
+    assert count(data)["keyword_changes"] >= 100 * len(delays)
     _record({"bench": "freshness", "rate": args.rate, "samples": len(delays),
              "median_s": round(statistics.median(delays), 2), "max_s": round(max(delays), 2)})
 
