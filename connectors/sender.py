@@ -174,3 +174,75 @@ def _refusal(response: httpx.Response, prefix: str = "") -> SendError:
     detail = problem.get("detail") if isinstance(problem, dict) else response.text[:200]
     return SendError(response.status_code, problem if isinstance(problem, dict) else None,
                      f"{prefix}the collector answered {response.status_code}: {detail}")
+
+
+# -- `python -m connectors.sender demo`: a trickle of plausible events, for the demo -------------
+
+_DEMO_KEYWORDS = ("crypto", "election", "spoilers", "diet ads", "celebrity gossip", "sports betting", "true crime",
+                  "politics", "horoscope", "clickbait", "giveaway", "ai art", "layoffs", "weather", "recipes")
+_DEMO_DOMAINS = ("reddit.com", "youtube.com", "x.com", "facebook.com", "nytimes.com", "bbc.co.uk", "tiktok.com")
+_DEMO_PLATFORMS = ("chrome", "firefox", "safari", "edge", "ios", "android")
+_DEMO_CONTEXTS = ("feed", "search", "comments", "article", "video")
+_DEMO_PLACES = (("US", "US-CA", "06037"), ("US", "US-NY", None), ("DE", None, None), ("GB", None, None),
+                ("FR", None, None), ("BR", None, None), ("IN", None, None))
+
+
+def demo_events(count: int, now: float, rng: Any) -> list[dict[str, Any]]:
+    """`count` events of the last few seconds: suppressions and, one in ten, keyword changes."""
+    import datetime as dt
+
+    events = []
+    for _ in range(count):
+        moment = dt.datetime.fromtimestamp(now - rng.uniform(0, 5), dt.UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        user, keyword, platform = f"demo-user-{rng.randrange(5000)}", rng.choice(_DEMO_KEYWORDS), rng.choice(
+            _DEMO_PLATFORMS)
+        country, region, county = rng.choice(_DEMO_PLACES)
+        if rng.random() < 0.1:
+            events.append({"type": "keyword_change", "ts": moment, "user_id": user, "keyword": keyword,
+                           "action": rng.choice(("add", "add", "remove")), "platform": platform, "country": country})
+        else:
+            events.append({"type": "suppression", "ts": moment, "user_id": user, "keyword": keyword,
+                           "domain": rng.choice(_DEMO_DOMAINS), "platform": platform,
+                           "page_context": rng.choice(_DEMO_CONTEXTS), "country": country, "region": region,
+                           "county": county, "suppressions": rng.choice((1, 1, 1, 2, 3))})
+    return events
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+    import random
+    import signal
+    import sys
+    import threading
+
+    parser = argparse.ArgumentParser(prog="python -m connectors.sender",
+                                     description="Post events to the Signals collector.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    demo = sub.add_parser("demo", help="post plausible demo events at a modest rate until stopped")
+    demo.add_argument("--url", default="http://127.0.0.1:8002", help="the collector (default %(default)s)")
+    demo.add_argument("--key-file", required=True, help="a file whose first line is an ingest key")
+    demo.add_argument("--rate", type=int, default=20, help="events per second (default %(default)s)")
+    args = parser.parse_args(argv)
+    with open(args.key_file) as handle:
+        key = handle.readline().strip()
+    stop = threading.Event()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(signum, lambda *_: stop.set())
+    rng = random.Random()
+    print(f"posting about {args.rate} demo events per second to {args.url}", flush=True)
+    with EventSender(args.url, key, max_wait=60) as sender:
+        sent = 0
+        while not stop.wait(1.0):
+            try:
+                answer = sender.post(demo_events(args.rate, time.time(), rng))
+            except SendError as exc:
+                print(f"not sent: {exc}", file=sys.stderr, flush=True)
+                continue
+            sent += answer["accepted"]
+            if sent and sent % (args.rate * 60) < args.rate:
+                print(f"{sent} demo events accepted so far", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
