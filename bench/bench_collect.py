@@ -6,7 +6,7 @@
     nice .venv/bin/python bench/bench_collect.py freshness [--rate 20000] [--samples 10]
 
 Each runs the Procfile's `collector` (gunicorn) and `lander` (`python -m service lander`, every
-SIGNALS_LANDER_INTERVAL_SECONDS=1 here) on an empty data directory in bench/out/collect/, with an
+SIGNALS_LANDER_INTERVAL_SECONDS: the default 10 s, except `kill`, 1 s) on an empty data directory in bench/out/collect/, with an
 ingest key made by the command line, and sends with connectors/sender.py. Bodies are generated and
 gzip-compressed before the clock starts (tests/support/collector_stack.py `bodies`: suppressions
 and one in ten keyword changes, times over the last two hours), so the figures are the
@@ -104,7 +104,7 @@ def throughput(args: argparse.Namespace) -> None:
         data = _fresh(f"throughput-{batch}")
         key = ingest_key(data)
         payloads = _gzipped(args.events, batch, f"t{batch}-")
-        with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", **_workers_env(args.workers)) as (
+        with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers)) as (
                 base, _collector, lander):
             queue = list(payloads)
             accepted = [0]
@@ -136,7 +136,7 @@ def latency(args: argparse.Namespace) -> None:
     interval = args.batch / args.rate
     times: list[float] = []
     lock = threading.Lock()
-    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", **_workers_env(args.workers)) as (
+    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers)) as (
             base, _collector, _lander):
         local = threading.local()
 
@@ -186,7 +186,7 @@ def freshness(args: argparse.Namespace) -> None:
     key = ingest_key(data)
     load = _gzipped(int(args.rate * (args.samples * 6 + 10)), 5000, "f-")
     delays: list[float] = []
-    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000") as (base, _collector, _lander):
+    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10") as (base, _collector, _lander):
         stop = threading.Event()
 
         def background() -> None:

@@ -373,8 +373,10 @@ class AccountStore:
         text = key_or_prefix.strip()
         if keys.looks_like_ingest_key(text):
             condition = ingest_keys.c.key_hash == keys.hash_key(text)
-        elif text.startswith(keys.INGEST_KEY_PREFIX) and len(text) >= len(keys.INGEST_KEY_PREFIX) + MIN_PREFIX_SECRET_CHARS:
-            condition = sa.func.substr(ingest_keys.c.prefix, 1, len(text)) == text[: keys.INGEST_DISPLAY_PREFIX_LENGTH]
+        elif (text.startswith(keys.INGEST_KEY_PREFIX) and text[len(keys.INGEST_KEY_PREFIX):].isalnum() and text.isascii()
+              and len(keys.INGEST_KEY_PREFIX) + MIN_PREFIX_SECRET_CHARS <= len(text) <= keys.INGEST_DISPLAY_PREFIX_LENGTH):
+            # substr + equality, not LIKE (SQLite's LIKE ignores case; base62 does not)
+            condition = sa.func.substr(ingest_keys.c.prefix, 1, len(text)) == text
         else:
             raise KeyNotFound(f"{text[: keys.INGEST_DISPLAY_PREFIX_LENGTH]!r} is not an ingest key or its prefix")
         now = self.clock.now()

@@ -26,6 +26,7 @@ import zlib
 from pathlib import Path
 
 import falcon
+import polars as pl
 
 from service import metrics
 from service.accounts import AccountStore, AuthFailure, IngestPrincipal
@@ -149,7 +150,7 @@ class EventsResource:
         for batch in event_log.batches(settings.data_dir):  # ids appended but not landed yet
             try:
                 self.recent.add(event_log.read(settings.data_dir, batch).get_column("event_id").to_list())
-            except (OSError, ValueError) as exc:  # landed and removed meanwhile, or unreadable
+            except (OSError, pl.exceptions.PolarsError) as exc:  # landed and removed meanwhile, or unreadable
                 log.debug("batch %s not read at start: %s", batch.name, exc)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:

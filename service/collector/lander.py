@@ -73,7 +73,20 @@ def land_once(data_dir: Path, target: LandingTarget, index: LandedIndex, *, now:
             total += batch.events
         if not todo:
             return Round(batches=len(done), already_landed=len(done), seconds=time.perf_counter() - started)
-        frame = pl.concat([event_log.read(data_dir, batch) for batch in todo], how="vertical_relaxed")
+        frames_read = []
+        for batch in list(todo):
+            try:
+                frames_read.append(event_log.read(data_dir, batch))
+            except (OSError, pl.exceptions.PolarsError) as exc:
+                # Written whole and fsynced before its 202, a batch is unreadable only when the disk
+                # failed it: set it aside for the operator rather than stop every later landing.
+                todo.remove(batch)
+                aside = event_log.set_aside(data_dir, batch)
+                log.error("batch %s of the log cannot be read (%s); moved to %s, the other batches land",
+                          batch.name, exc, aside)
+        if not frames_read:
+            return Round(batches=len(done), already_landed=len(done), seconds=time.perf_counter() - started)
+        frame = pl.concat(frames_read, how="vertical_relaxed")
         fresh = frame.filter(index.known(frame.get_column("event_id")).not_()
                              ).unique(subset="event_id", keep="first", maintain_order=True)
         duplicates = frame.height - fresh.height

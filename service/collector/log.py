@@ -127,6 +127,15 @@ def read(data_dir: Path, batch: Batch) -> pl.DataFrame:
     return pl.read_ipc(batch.path(data_dir))
 
 
+def set_aside(data_dir: Path, batch: Batch) -> Path:
+    """Move a batch that cannot be read to `<data>/events/damaged/` (kept for the operator)."""
+    damaged = events_dir(data_dir) / "damaged"
+    damaged.mkdir(parents=True, exist_ok=True)
+    target = damaged / batch.name
+    os.replace(batch.path(data_dir), target)
+    return target
+
+
 def remove(data_dir: Path, names: list[str]) -> None:
     directory = log_dir(data_dir)
     for name in names:

@@ -89,3 +89,14 @@ def test_the_index_is_compacted_and_forgets_ids_too_old_to_come_back(data_dir):
     assert sorted(reloaded.ids["event_id"].to_list()) == sorted(f"new{i}" for i in range(COMPACT_FROM))
     append(data_dir, [suppression("new0", ts=ts(1))])
     assert land_once(data_dir, target, reloaded, now=NOW).duplicates == 1
+
+
+def test_a_batch_the_disk_damaged_is_set_aside_and_the_others_land(data_dir):
+    append(data_dir, many(5, prefix="a"))
+    damaged = append(data_dir, many(5, prefix="b"))
+    append(data_dir, many(5, prefix="c"))
+    damaged.path(data_dir).write_bytes(b"not an arrow file")
+    landed = land(data_dir)
+    assert landed.landed == 10 and stored_ids(data_dir)["suppressions"] == 10
+    assert (event_log.events_dir(data_dir) / "damaged" / damaged.name).exists()
+    assert event_log.batches(data_dir) == []
