@@ -9,8 +9,9 @@ A round, under the store's writer lock (the same lock as `data ingest`: one writ
 3. the other batches (oldest first, up to `max_events`) are read; an event whose id is in the
    index, or came earlier in this round, is a duplicate: counted and dropped;
 4. the rest land as one generation (`LandingTarget.write_tables`: a new Parquet generation on the
-   polars engine, inserts published as a generation on ClickHouse), the round's index file with
-   them, in the same all-or-nothing step;
+   polars engine; on ClickHouse one insert per table, carrying a deduplication token made of the
+   round's batch names and the generation, published as a generation), the round's index file
+   with them, in the same all-or-nothing step;
 5. the batch files are removed.
 
 A kill at any point either leaves the generation unpublished (swept next round; the batches are
@@ -22,6 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import hashlib
 import logging
 import time
 from collections.abc import Callable
@@ -96,8 +98,9 @@ def land_once(data_dir: Path, target: LandingTarget, index: LandedIndex, *, now:
         ids = fresh.select("event_id", "ts")
         segment = new_segment_path(data_dir)
         names = [batch.name for batch in todo]
+        token = hashlib.sha256("\n".join(names).encode()).hexdigest()[:32]
         written = target.write_tables({t: f for t, f in frames.items() if f.height}, now=now, on_stage=on_stage,
-                                      other_files={segment: segment_bytes(ids, names)})
+                                      other_files={segment: segment_bytes(ids, names)}, dedup_token=token)
         index.add(segment, ids, names)
     event_log.remove(data_dir, names)
     newest = fresh.get_column("ts").max() if fresh.height else None
