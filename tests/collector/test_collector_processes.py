@@ -6,12 +6,19 @@ collector; and both processes killed with SIGKILL at random moments while events
 from __future__ import annotations
 
 import datetime as dt
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
 
 import pytest
 
 from connectors.sender import EventSender, SendError
+from service.collector import log as event_log
 from tests.collector.conftest import suppression
 from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack, wait_landed
+from tests.support.processes import ROOT, service_env
 
 pytestmark = pytest.mark.process
 
@@ -67,3 +74,28 @@ def test_bodies_cover_both_tables():
     now = dt.datetime.now(dt.UTC)
     body = next(bodies(20, 20, start=now - dt.timedelta(hours=1), end=now))
     assert body.count(b'"type":"keyword_change"') == 2 and body.count(b"\n") == 20
+
+
+def test_the_demo_client_of_run_sh_posts_events_that_land(tmp_path):
+    data = tmp_path / "data"
+    made = subprocess.run(["scripts/demo_ingest_key.sh"], cwd=ROOT, env=service_env(data), capture_output=True,
+                          text=True, timeout=120)
+    assert made.returncode == 0, made.stderr
+    key_file = Path(made.stdout.strip())
+    assert key_file == data / "demo-ingest-key" and stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    again = subprocess.run(["scripts/demo_ingest_key.sh"], cwd=ROOT, env=service_env(data), capture_output=True,
+                           text=True, timeout=120)
+    assert again.stdout.strip() == str(key_file) and "earlier run" in again.stderr  # kept, not a second key
+    with stack(data) as (base, _collector, lander):
+        demo = subprocess.Popen([sys.executable, "-m", "connectors.sender", "demo", "--url", base, "--key-file",
+                                 str(key_file), "--rate", "50"], cwd=ROOT, env=service_env(data),
+                                stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        try:
+            while not event_log.batches(data) and demo.poll() is None:
+                time.sleep(0.2)
+        finally:
+            demo.terminate()
+            output = demo.communicate(timeout=30)[0]
+        assert demo.returncode == 0, output
+        counts = wait_landed(data, 1, lander)
+    assert counts["suppressions"] + counts["keyword_changes"] >= 50, output
