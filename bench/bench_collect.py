@@ -64,8 +64,10 @@ def _fresh(name: str) -> Path:
 
 
 def _window() -> tuple[dt.datetime, dt.datetime]:
-    now = dt.datetime.now(dt.UTC)
-    return now - dt.timedelta(hours=2), now - dt.timedelta(seconds=30)
+    """The two hours before the running one: events that land in the next round (the running
+    hour's are held until it ends: `freshness` measures those)."""
+    hour = dt.datetime.now(dt.UTC).replace(minute=0, second=0, microsecond=0)
+    return hour - dt.timedelta(hours=2), hour
 
 
 def _gzipped(total: int, batch: int, prefix: str) -> list[bytes]:

@@ -31,6 +31,9 @@ def register(subparsers: Any) -> None:
         description="Fold the collector's log into the store every SIGNALS_LANDER_INTERVAL_SECONDS: a new "
                     "generation (polars) or a published batch of inserts (ClickHouse), each event once.")
     parser.add_argument("--once", action="store_true", help="land what the log holds now, then exit")
+    parser.add_argument("--include-open-hour", action="store_true",
+                        help="with --once: land the running hour's events too (by default they wait for the hour "
+                             "to end; answers count whole hours only, and a landing changes its dates' noise)")
     parser.set_defaults(func=run)
 
 
@@ -54,9 +57,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     event_log.remove_temporary(settings.data_dir)
     newest: list[dt.datetime | None] = [None]
 
-    def one_round() -> None:
+    def one_round() -> bool:
+        """One round; True when it stopped at its bound and more is waiting."""
         now = clock.now()
-        landed = land_once(settings.data_dir, target, index, now=now)
+        landed = land_once(settings.data_dir, target, index, now=now,
+                           hold_open_hour=not (args.once and args.include_open_hour))
         index.compact(now, settings.late_hours)
         metrics.LANDING_SECONDS.observe(landed.seconds)
         metrics.LANDER_EVENTS.labels("landed").inc(landed.landed)
@@ -64,32 +69,37 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         if landed.newest is not None and (newest[0] is None or landed.newest > newest[0]):
             newest[0] = landed.newest
         backlog, _age = event_log.backlog(settings.data_dir)
+        backlog += sum(item.events for item in event_log.held(settings.data_dir))
         metrics.BACKLOG.set(backlog)
         if newest[0] is not None:
             metrics.LAG.set(max(0.0, (now - newest[0]).total_seconds()))
         if landed.batches:
-            log.info("landed %d events (%d duplicates dropped) from %d batches%s in %.2f s; %d events wait",
-                     landed.landed, landed.duplicates, landed.batches,
-                     f" as generation {landed.generation}" if landed.generation else "", landed.seconds, backlog)
+            log.info("landed %d events (%d duplicates dropped) from %d batches%s in %.2f s; %d events of the "
+                     "running hour held; %d events wait", landed.landed, landed.duplicates, landed.batches,
+                     f" as generation {landed.generation}" if landed.generation else "", landed.seconds,
+                     landed.held, backlog)
         if args.once:
             print(f"landed {landed.landed} events, {landed.duplicates} duplicates dropped, from {landed.batches} "
-                  f"batches" + (f"; data generation {landed.generation}" if landed.generation else ""))
+                  f"batches" + (f"; data generation {landed.generation}" if landed.generation else "")
+                  + (f"; {landed.held} events of the running hour held until it ends" if landed.held else ""))
+        return landed.more
 
     if args.once:
-        one_round()
-        while event_log.batches(settings.data_dir):  # a backlog larger than one round's bound
-            one_round()
+        while one_round():  # a backlog larger than one round's bound
+            pass
         return 0
 
     def loop(stop: threading.Event) -> None:
         log.info("lander started (every %g s)", settings.lander_interval_seconds)
         while not stop.is_set():
             started = time.monotonic()
+            more = False
             try:
-                one_round()
+                more = one_round()
             except Exception:  # the next round tries again; what this one wrote was removed or is swept
                 log.exception("a landing round failed; the next round tries again")
-            stop.wait(max(0.0, settings.lander_interval_seconds - (time.monotonic() - started)))
+            if not more:  # a backlog past one round's bound goes on at once
+                stop.wait(max(0.0, settings.lander_interval_seconds - (time.monotonic() - started)))
 
     until_stopped(loop)
     return 0

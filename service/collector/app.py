@@ -147,11 +147,13 @@ class EventsResource:
         self.backlog = Backlog(settings.data_dir)
         self.recent = RecentIds()
         self.max_body = settings.collector_max_body_mb << 20
-        for batch in event_log.batches(settings.data_dir):  # ids appended but not landed yet
+        waiting = [(event_log.read, batch) for batch in event_log.batches(settings.data_dir)]
+        waiting += [(event_log.read_held, item) for item in event_log.held(settings.data_dir)]
+        for read, item in waiting:  # ids accepted but not landed yet
             try:
-                self.recent.add(event_log.read(settings.data_dir, batch).get_column("event_id").to_list())
+                self.recent.add(read(settings.data_dir, item).get_column("event_id").to_list())
             except (OSError, pl.exceptions.PolarsError) as exc:  # landed and removed meanwhile, or unreadable
-                log.debug("batch %s not read at start: %s", batch.name, exc)
+                log.debug("%s not read at start: %s", item.name, exc)
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         started = time.perf_counter()

@@ -8,7 +8,8 @@ when the generation is published, and a landing cut short leaves neither the row
 file (the next writer's sweep removes both). So after any crash the index says exactly which
 batches and which events are in the store, and landing again is idempotent:
 
-- a batch whose name is in the index has landed (its file is removed, nothing is stored again);
+- a batch (or held file) whose name is in the index has landed (its file is removed, nothing is
+  stored again);
 - an event whose id is in the index is a duplicate (counted, dropped), whichever batch brought it.
 
 Ids are kept while their event could still be accepted: an event older than SIGNALS_LATE_HOURS is
@@ -104,6 +105,7 @@ class LandedIndex:
         kept = self.ids.filter(pl.col("ts") >= pl.lit(oldest).cast(schema.TS))
         # Batch names matter only while their file may still be in the log (removed after landing).
         in_log = {batch.name for batch in event_log.batches(self.data_dir)}
+        in_log |= {item.name for item in event_log.held(self.data_dir)}
         names = self.batches & in_log
         path = new_segment_path(self.data_dir)
         temporary = path.with_name(f".tmp-{path.name}")

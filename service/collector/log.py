@@ -7,6 +7,13 @@ answers 202. A batch file is therefore either absent or whole: a kill or a power
 write leaves at most a temporary file (never acknowledged; removed by the lander), and after the
 202 the batch survives both.
 
+Events of the hour that is still running are not landed before it ends (answers count whole hours
+only, and a landing changes the data version, and so the noise, of its dates: landing the running
+hour every few seconds would draw new noise for the same published numbers again and again). The
+lander moves them out of the log into `<data>/events/held/h<YYYYMMDDTHH>/`, one file per batch and
+hour, written the same way (whole, fsynced, renamed), and lands each hour's files once it has
+ended (service/collector/lander.py).
+
 A batch's name sorts by the time it was written and says how many events it holds:
 `b<UTC nanoseconds>-<pid>-<sequence>-n<events>.arrow`, so the backlog (events appended but not yet
 landed) is counted from the names alone. Several collector processes of one machine append to the
@@ -16,7 +23,9 @@ is the only one that removes batch files, once they have landed.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
+import datetime as dt
 import itertools
 import os
 import re
@@ -30,6 +39,9 @@ import polars as pl
 from service.store import schema
 
 _NAME = re.compile(r"^b(\d{19,20})-(\d+)-(\d+)-n(\d+)\.arrow$")
+_HOUR = "%Y%m%dT%H"
+_HOUR_DIR = re.compile(r"^h(\d{8}T\d{2})$")
+_HELD = re.compile(r"^b\d{19,20}-\d+-\d+-n\d+-k(\d+)\.arrow$")
 TEMPORARY_PREFIX = ".tmp-"
 _sequence = itertools.count()
 _sequence_lock = threading.Lock()
@@ -60,6 +72,72 @@ class Batch:
         return log_dir(data_dir) / self.name
 
 
+def held_dir(data_dir: Path) -> Path:
+    return events_dir(data_dir) / "held"
+
+
+@dataclasses.dataclass(frozen=True, order=True)
+class Held:
+    """The events of one hour from one batch, waiting for their hour to end."""
+
+    hour: dt.datetime
+    name: str  # "held/h<hour>/<batch stem>-k<events>.arrow": how the index records it
+    events: int
+
+    def path(self, data_dir: Path) -> Path:
+        return events_dir(data_dir) / self.name
+
+
+def held_name(hour: dt.datetime, batch: Batch, events: int) -> str:
+    return f"held/h{hour.strftime(_HOUR)}/{batch.name.removesuffix('.arrow')}-k{events}.arrow"
+
+
+def hold(data_dir: Path, hour: dt.datetime, batch: Batch, frame: pl.DataFrame) -> Held:
+    """Write one batch's events of one hour to the held area durably (the same name, and content,
+    when done again for the same batch: a round cut short repeats it harmlessly)."""
+    held = Held(hour, held_name(hour, batch, frame.height), frame.height)
+    _write_whole(held.path(data_dir), frame)
+    return held
+
+
+def held(data_dir: Path, *, before: dt.datetime | None = None) -> list[Held]:
+    """The held files, oldest hour first; with `before`, only those of hours that end by then."""
+    root = held_dir(data_dir)
+    found = []
+    try:
+        hours = os.listdir(root)
+    except FileNotFoundError:
+        return []
+    for directory in hours:
+        match = _HOUR_DIR.match(directory)
+        if not match:
+            continue
+        hour = dt.datetime.strptime(match.group(1), _HOUR).replace(tzinfo=dt.UTC)
+        if before is not None and hour >= before:
+            continue
+        for name in os.listdir(root / directory):
+            kept = _HELD.match(name)
+            if kept:
+                found.append(Held(hour, f"held/{directory}/{name}", int(kept.group(1))))
+    return sorted(found)
+
+
+def read_held(data_dir: Path, item: Held) -> pl.DataFrame:
+    return pl.read_ipc(item.path(data_dir))
+
+
+def remove_held(data_dir: Path, names: list[str]) -> None:
+    directories = set()
+    for name in names:
+        path = events_dir(data_dir) / name
+        path.unlink(missing_ok=True)
+        directories.add(path.parent)
+    for directory in directories:
+        fsync_dir(directory)
+        with contextlib.suppress(OSError):  # not empty: more of that hour is still held
+            directory.rmdir()
+
+
 def batch_frame(frames: dict[str, pl.DataFrame]) -> pl.DataFrame:
     """The rows of both tables as one frame of `BATCH_SCHEMA` (`type` = the table's name)."""
     parts = [frame.with_columns(pl.lit(table).alias("type")) for table, frame in frames.items() if frame.height]
@@ -77,18 +155,24 @@ def append(data_dir: Path, frame: pl.DataFrame) -> Batch:
     with _sequence_lock:
         sequence = next(_sequence)
     name = f"b{time.time_ns():020d}-{os.getpid()}-{sequence}-n{frame.height}.arrow"
-    temporary = directory / f"{TEMPORARY_PREFIX}{uuid.uuid4().hex}"
+    _write_whole(directory / name, frame)
+    return Batch(name, frame.height)
+
+
+def _write_whole(final: Path, frame: pl.DataFrame) -> None:
+    """Written under a temporary name, fsynced, renamed, the directory fsynced."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    temporary = final.parent / f"{TEMPORARY_PREFIX}{uuid.uuid4().hex}"
     try:
         with open(temporary, "wb") as handle:
             frame.write_ipc(handle, compression="lz4")
             handle.flush()
             os.fsync(handle.fileno())
-        os.replace(temporary, directory / name)
+        os.replace(temporary, final)
     except BaseException:
         temporary.unlink(missing_ok=True)
         raise
-    fsync_dir(directory)
-    return Batch(name, frame.height)
+    fsync_dir(final.parent)
 
 
 def fsync_dir(directory: Path) -> None:
@@ -115,7 +199,8 @@ def batches(data_dir: Path) -> list[Batch]:
 
 
 def backlog(data_dir: Path) -> tuple[int, float | None]:
-    """(events in the log, age in seconds of its oldest batch; None when the log is empty)."""
+    """(events in the log, age in seconds of its oldest batch; None when the log is empty); not
+    the held events (`held`), which wait for their hour by design."""
     found = batches(data_dir)
     if not found:
         return 0, None
@@ -145,14 +230,16 @@ def remove(data_dir: Path, names: list[str]) -> None:
 
 
 def remove_temporary(data_dir: Path, older_than_seconds: float = 600.0) -> int:
-    """Temporary files of appends that were cut short (a killed collector); never acknowledged."""
-    directory = log_dir(data_dir)
+    """Temporary files of writes that were cut short (a killed collector: never acknowledged; a
+    killed lander: written again by its next round), in the log and the held area."""
     removed = 0
     now = time.time()
-    try:
-        entries = list(os.scandir(directory))
-    except FileNotFoundError:
-        return 0
+    entries = []
+    for directory in [log_dir(data_dir), *(held_dir(data_dir).glob("h*"))]:
+        try:
+            entries += list(os.scandir(directory))
+        except (FileNotFoundError, NotADirectoryError):
+            continue
     for entry in entries:
         if entry.name.startswith(TEMPORARY_PREFIX):
             try:

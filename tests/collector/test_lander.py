@@ -15,6 +15,7 @@ from service.settings import Settings
 from service.store import counting, layout, schema
 from service.store.reader import read_table
 from service.store.target import ParquetTarget
+from service.windows import floor_hour
 from tests.collector.conftest import NOW, SECRET, keyword_change, many, ndjson, suppression, ts
 
 
@@ -100,3 +101,52 @@ def test_a_batch_the_disk_damaged_is_set_aside_and_the_others_land(data_dir):
     assert landed.landed == 10 and stored_ids(data_dir)["suppressions"] == 10
     assert (event_log.events_dir(data_dir) / "damaged" / damaged.name).exists()
     assert event_log.batches(data_dir) == []
+
+
+HOUR = floor_hour(NOW)
+
+
+def at_hour_start(count: int, prefix: str) -> list[dict]:
+    """Events at the start of the running hour (never in the future, whatever the minute)."""
+    start = HOUR.strftime("%Y-%m-%dT%H:%M:%SZ")
+    return [suppression(f"{prefix}{i}", ts=start, user_id=f"u{i}") for i in range(count)]
+
+
+def land_at(data_dir: Path, now: dt.datetime, **options):
+    target = ParquetTarget(data_dir)
+    with target.lock():
+        target.sweep()
+        index = LandedIndex(data_dir).load()
+    return land_once(data_dir, target, index, now=now, **options)
+
+
+def test_the_running_hours_events_are_held_until_it_ends_then_land_once(data_dir):
+    append(data_dir, [*at_hour_start(10, "run"), *many(5, prefix="past")])
+    first = land_at(data_dir, NOW)
+    assert (first.landed, first.held) == (5, 10)
+    assert stored_ids(data_dir)["suppressions"] == 5 and event_log.batches(data_dir) == []
+    assert [item.events for item in event_log.held(data_dir)] == [10]
+    generation = layout.read_generation(data_dir)
+    assert land_at(data_dir, NOW).landed == 0 and layout.read_generation(data_dir) == generation  # still held
+    append(data_dir, at_hour_start(12, "run"))  # 10 repeats and 2 more, all held
+    assert land_at(data_dir, NOW).held == 12
+    ended = land_at(data_dir, HOUR + dt.timedelta(hours=1, seconds=1))
+    assert (ended.landed, ended.duplicates) == (12, 10)
+    assert stored_ids(data_dir)["suppressions"] == 17 and event_log.held(data_dir) == []
+    assert not (event_log.held_dir(data_dir) / f"h{HOUR:%Y%m%dT%H}").exists()
+
+
+def test_include_open_hour_lands_the_running_hour_at_once(data_dir):
+    append(data_dir, at_hour_start(4, "run"))
+    landed = land_at(data_dir, NOW, hold_open_hour=False)
+    assert (landed.landed, landed.held) == (4, 0) and event_log.held(data_dir) == []
+
+
+def test_held_events_are_kept_through_index_compaction(data_dir):
+    append(data_dir, at_hour_start(3, "run"))
+    target, index = ParquetTarget(data_dir), LandedIndex(data_dir).load()
+    for i in range(COMPACT_FROM):
+        append(data_dir, [suppression(f"old{i}")])
+        land_once(data_dir, target, index, now=NOW)
+    assert index.compact(NOW, 48)
+    assert land_once(data_dir, target, LandedIndex(data_dir).load(), now=HOUR + dt.timedelta(hours=1)).landed == 3

@@ -1,5 +1,5 @@
 """A landing round killed at one of its stages, as `kill -9` would: `python -m
-tests.support.crashing_lander DATA_DIR STAGE` runs the lander's round on the Parquet store and ends
+tests.support.crashing_lander DATA_DIR STAGE [NOW]` runs the lander's round on the Parquet store and ends
 the process with os._exit (no cleanup, no finally) when the writer reaches STAGE ("staging",
 "renaming", "snapshot", "publishing", "published"), or, with STAGE "removing", after the generation
 is published and before the round removes its batches from the log."""
@@ -19,7 +19,7 @@ from service.store.target import ParquetTarget
 KILLED = 137
 
 
-def main(data_dir: str, stage: str) -> None:
+def main(data_dir: str, stage: str, now: str = "") -> None:
     directory = Path(data_dir)
 
     def on_stage(name: str, _done: int, _total: int) -> None:
@@ -35,7 +35,8 @@ def main(data_dir: str, stage: str) -> None:
     with target.lock():
         target.sweep()
         index = LandedIndex(directory).load()
-    lander.land_once(directory, target, index, now=dt.datetime.now(dt.UTC), on_stage=on_stage)
+    moment = dt.datetime.fromisoformat(now) if now else dt.datetime.now(dt.UTC)
+    lander.land_once(directory, target, index, now=moment, on_stage=on_stage)
     sys.exit(0)
 
 
