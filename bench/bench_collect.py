@@ -3,7 +3,7 @@
     nice .venv/bin/python bench/bench_collect.py throughput [--events 1000000] [--batches 1000 5000 10000] [--senders 4] [--workers 1]
     nice .venv/bin/python bench/bench_collect.py latency [--rate 50000] [--batch 5000] [--seconds 30]
     nice .venv/bin/python bench/bench_collect.py kill [--events 5000000] [--batch 5000]
-    nice .venv/bin/python bench/bench_collect.py freshness [--rate 20000] [--samples 10]
+    nice .venv/bin/python bench/bench_collect.py freshness [--rate 20000] [--lead 120]
 
 Each runs the Procfile's `collector` (gunicorn) and `lander` (`python -m service lander`, every
 SIGNALS_LANDER_INTERVAL_SECONDS: the default 10 s, except `kill`, 1 s) on an empty data directory in bench/out/collect/, with an
@@ -21,11 +21,12 @@ collector's and the lander's, not the client's.
 - kill: tests/support/collector_stack.py `chaos`: SIGKILL to the collector or the lander (at random,
   every 2-6 s) while `--events` are sent, 10 % of acknowledged batches sent again; then `data count`
   against the events sent.
-- freshness: a background load at `--rate`; every few seconds one marked batch is posted and the
-  seconds from its 202 until it has landed (no batch of the log older than the 202 left: the lander
-  removes a round's batches only once its generation is published) are measured (what bounds how long after
-  an hour ends its events are in the answers: the answers follow a published generation within a
-  second, service/store/reader.py).
+- freshness: waits for the running hour's last `--lead` seconds, posts events of that hour at
+  `--rate` (stamped with the time they are sent) until it ends, then measures the seconds from the
+  hour's end until `data count --since <hour> --until <end>` shows every event accepted: the
+  lander holds the running hour's events and lands them in its first round after the hour ends
+  (what bounds how long after an hour ends its events are in the answers: the answers follow a
+  published generation within a second, service/store/reader.py). It waits up to an hour.
 
 Results are printed and appended as JSON lines to bench/out/collect.jsonl.
 """
@@ -41,6 +42,7 @@ import os
 import platform
 import shutil
 import statistics
+import subprocess
 import sys
 import threading
 import time
@@ -52,6 +54,7 @@ sys.path.insert(0, str(ROOT))
 from connectors.sender import EventSender  # noqa: E402
 from service.collector import log as event_log  # noqa: E402
 from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack  # noqa: E402
+from tests.support.processes import service_env  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 
@@ -184,46 +187,50 @@ def kill(args: argparse.Namespace) -> None:
 
 
 def freshness(args: argparse.Namespace) -> None:
+    """Events of the running hour posted at `--rate` for its last `--lead` seconds (waiting for
+    them first); the seconds from the hour's end until `data count` shows every one of them."""
     data = _fresh("freshness")
     key = ingest_key(data)
-    load = _gzipped(int(args.rate * (args.samples * 6 + 10)), 5000, "f-")
-    delays: list[float] = []
-    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10") as (base, _collector, _lander):
-        stop = threading.Event()
-
-        def background() -> None:
-            with EventSender(base, key, timeout=120) as sender:
-                for body in load:
-                    if stop.is_set():
-                        return
-                    began = time.perf_counter()
-                    sender.post_body(body, gzipped=True)
-                    time.sleep(max(0.0, 5000 / args.rate - (time.perf_counter() - began)))
-
-        thread = threading.Thread(target=background)
-        thread.start()
-        try:
-            with EventSender(base, key, timeout=120) as sender:
-                for sample in range(args.samples):
-                    time.sleep(3)
-                    marked = dt.datetime.now(dt.UTC).replace(microsecond=0) - dt.timedelta(seconds=1)
-                    stamp = marked.strftime("%Y-%m-%dT%H:%M:%SZ")
-                    events = [{"event_id": f"mark-{sample}-{i}", "type": "keyword_change", "ts": stamp,
-                               "user_id": "marker", "keyword": "marker", "action": "add", "platform": "ios",
-                               "country": "US"} for i in range(100)]
-                    sender.post(events)
-                    acknowledged, wall = time.perf_counter(), time.time_ns()
-                    # Landed once no batch written before the 202 is left in the log: the lander
-                    # removes a round's batches only after publishing its generation.
-                    while any(int(b.name[1:21]) <= wall for b in event_log.batches(data)):
-                        time.sleep(0.05)
-                    delays.append(time.perf_counter() - acknowledged)
-        finally:
-            stop.set()
-            thread.join()
-    assert count(data)["keyword_changes"] >= 100 * len(delays)
-    _record({"bench": "freshness", "rate": args.rate, "samples": len(delays),
-             "median_s": round(statistics.median(delays), 2), "max_s": round(max(delays), 2)})
+    now = dt.datetime.now(dt.UTC)
+    end = now.replace(minute=0, second=0, microsecond=0) + dt.timedelta(hours=1)
+    begin = end - dt.timedelta(seconds=args.lead)
+    if now < begin - dt.timedelta(seconds=20):
+        time.sleep((begin - dt.timedelta(seconds=20) - now).total_seconds())  # start the stack 20 s before
+    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10") as (
+            base, _collector, _lander):
+        while dt.datetime.now(dt.UTC) < begin:
+            time.sleep(0.1)
+        sent = 0
+        per_post = max(1, args.rate // 4)
+        with EventSender(base, key, timeout=120) as sender:
+            serial = 0
+            while True:
+                began = time.perf_counter()
+                moment = dt.datetime.now(dt.UTC)
+                if moment >= end - dt.timedelta(seconds=0.5):
+                    break
+                stamp = moment.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+                events = [{"event_id": f"h{serial}-{i}", "type": "suppression", "ts": stamp,
+                           "user_id": f"user-{(serial * per_post + i) % 5000}", "keyword": f"keyword {i % 50}",
+                           "domain": "reddit.com", "platform": "chrome", "page_context": "feed", "country": "US",
+                           "suppressions": 1} for i in range(per_post)]
+                sent += sender.post(events)["accepted"]
+                serial += 1
+                time.sleep(max(0.0, 0.25 - (time.perf_counter() - began)))
+        hour_start = (end - dt.timedelta(hours=1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+        until = end.strftime("%Y-%m-%dT%H:%M:%SZ")
+        while True:
+            done = subprocess.run([sys.executable, "-m", "service", "data", "count", "--json", "--since", hour_start,
+                                   "--until", until], cwd=ROOT, env=service_env(data), capture_output=True, text=True,
+                                  timeout=120)
+            landed = json.loads(done.stdout)["suppressions"]
+            if landed >= sent:
+                seen = dt.datetime.now(dt.UTC)
+                break
+            time.sleep(0.5)
+    _record({"bench": "freshness", "rate": args.rate, "lead_seconds": args.lead, "hour_end": until,
+             "events_of_the_hour": sent, "landed": landed,
+             "seconds_after_the_hour": round((seen - end).total_seconds(), 1)})
 
 
 def main() -> None:
@@ -246,8 +253,8 @@ def main() -> None:
     three.add_argument("--batch", type=int, default=5000)
     three.set_defaults(func=kill)
     four = sub.add_parser("freshness")
-    four.add_argument("--rate", type=int, default=20_000)
-    four.add_argument("--samples", type=int, default=10)
+    four.add_argument("--rate", type=int, default=20_000, help="events per second in the hour's last --lead seconds")
+    four.add_argument("--lead", type=int, default=120, help="seconds before the hour's end to start sending")
     four.set_defaults(func=freshness)
     args = parser.parse_args()
     args.func(args)
