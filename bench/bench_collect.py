@@ -14,7 +14,9 @@ collector's and the lander's, not the client's.
 
 - throughput: `--senders` threads post the bodies as fast as the collector answers; events/s =
   events acknowledged / seconds from the first post to the last 202; "landed" adds the time until
-  `data count` shows every event (the lander running all along).
+  the lander has taken every batch from the log (the lander running all along): landed, with
+  `--hour ended` (the default: events of the two hours before the running one), or held until the
+  hour ends, with `--hour running` (events of the running hour: the steady state).
 - latency: batches posted open-loop at `--rate` events/s (one every batch/rate seconds, each on a
   thread of a pool, whatever the answers before), for `--seconds`; each post's time to its 202:
   median, p99, max; and whether the collector kept up (acknowledged rate).
@@ -73,8 +75,15 @@ def _window() -> tuple[dt.datetime, dt.datetime]:
     return hour - dt.timedelta(hours=2), hour
 
 
-def _gzipped(total: int, batch: int, prefix: str) -> list[bytes]:
-    start, end = _window()
+def _running_hour() -> tuple[dt.datetime, dt.datetime]:
+    """From the running hour's start to now: events the lander holds until the hour ends (the
+    steady state of clients posting as events happen)."""
+    now = dt.datetime.now(dt.UTC)
+    return now.replace(minute=0, second=0, microsecond=0), now
+
+
+def _gzipped(total: int, batch: int, prefix: str, hour: str = "ended") -> list[bytes]:
+    start, end = _window() if hour == "ended" else _running_hour()
     return [gzip.compress(body, compresslevel=1) for body in bodies(total, batch, start=start, end=end, prefix=prefix)]
 
 
@@ -108,7 +117,7 @@ def throughput(args: argparse.Namespace) -> None:
     for batch in args.batches:
         data = _fresh(f"throughput-{batch}")
         key = ingest_key(data)
-        payloads = _gzipped(args.events, batch, f"t{batch}-")
+        payloads = _gzipped(args.events, batch, f"t{batch}-", args.hour)
         with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers)) as (
                 base, _collector, lander):
             queue = list(payloads)
@@ -124,10 +133,11 @@ def throughput(args: argparse.Namespace) -> None:
             acknowledged = time.perf_counter() - started
             while event_log.batches(data):  # (not `data count` in a loop: a process start each)
                 time.sleep(0.1)
-            landed = time.perf_counter() - started
-            assert sum(count(data).values()) == args.events
-        _record({"bench": "throughput", "batch": batch, "events": args.events, "senders": args.senders,
-                 "workers": args.workers, "accepted": accepted[0],
+            landed = time.perf_counter() - started  # landed, or held for the running hour's end
+            held = sum(item.events for item in event_log.held(data))
+            assert sum(count(data).values()) + held == args.events
+        _record({"bench": "throughput", "hour": args.hour, "batch": batch, "events": args.events,
+                 "senders": args.senders, "workers": args.workers, "accepted": accepted[0], "held": held,
                  "acknowledged_seconds": round(acknowledged, 2),
                  "events_per_second": round(accepted[0] / acknowledged),
                  "landed_seconds": round(landed, 2), "landed_events_per_second": round(args.events / landed)})
@@ -137,7 +147,7 @@ def latency(args: argparse.Namespace) -> None:
     data = _fresh("latency")
     key = ingest_key(data)
     total = int(args.rate * args.seconds)
-    payloads = _gzipped(total, args.batch, "l-")
+    payloads = _gzipped(total, args.batch, "l-", args.hour)
     interval = args.batch / args.rate
     times: list[float] = []
     lock = threading.Lock()
@@ -166,7 +176,7 @@ def latency(args: argparse.Namespace) -> None:
                 future.result()
         elapsed = time.perf_counter() - started
     times.sort()
-    _record({"bench": "latency", "rate": args.rate, "batch": args.batch, "seconds": args.seconds,
+    _record({"bench": "latency", "hour": args.hour, "rate": args.rate, "batch": args.batch, "seconds": args.seconds,
              "workers": args.workers, "posts": len(times), "achieved_events_per_second": round(total / elapsed),
              "median_ms": round(statistics.median(times) * 1000, 1),
              "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1000, 1),
@@ -241,12 +251,16 @@ def main() -> None:
     one.add_argument("--batches", type=int, nargs="+", default=[1000, 5000, 10000])
     one.add_argument("--senders", type=int, default=4)
     one.add_argument("--workers", type=int, default=1)
+    one.add_argument("--hour", choices=["ended", "running"], default="ended",
+                     help="events of the two hours before the running one (landed at once), or of the running "
+                          "hour (held until it ends)")
     one.set_defaults(func=throughput)
     two = sub.add_parser("latency")
     two.add_argument("--rate", type=int, default=50_000)
     two.add_argument("--batch", type=int, default=5000)
     two.add_argument("--seconds", type=float, default=30)
     two.add_argument("--workers", type=int, default=1)
+    two.add_argument("--hour", choices=["ended", "running"], default="ended")
     two.set_defaults(func=latency)
     three = sub.add_parser("kill")
     three.add_argument("--events", type=int, default=5_000_000)

@@ -54,3 +54,17 @@ def test_a_subscription_key_is_not_an_ingest_key(settings, account_store: Accoun
 def test_ingest_options_do_not_mix_with_subscription_ones(settings, capsys, options):
     code, _out, err = run(["keys", "create", *options], settings, capsys)
     assert code == 2 and err
+
+
+def test_ingest_keys_on_each_accounts_backend(accounts_url: str):
+    store = AccountStore(accounts_url)
+    try:
+        key, info = store.create_ingest_key("backend")
+        assert store.authenticate_ingest(key) == IngestPrincipal(store.authenticate_ingest(key).key_id, "backend",
+                                                                 info.prefix)
+        assert store.authenticate_ingest("sig_ingest_" + "Z" * 40) is AuthFailure.UNKNOWN
+        assert store.revoke_ingest_key(info.prefix).revoked_at is not None
+        assert store.authenticate_ingest(key) is AuthFailure.REVOKED
+        assert [i.prefix for i in store.list_ingest_keys()] == [info.prefix]
+    finally:
+        store.close()
