@@ -41,7 +41,7 @@ from service.settings import Settings
 log = logging.getLogger("signals.collector")
 
 EVENTS_PATH = "/api/v1/events"
-CONTENT_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl", "application/json-seq")
+CONTENT_TYPES = ("application/x-ndjson", "application/ndjson", "application/jsonl")
 GZIP_FACTOR = 8  # a gzip body may unpack to this many times SIGNALS_COLLECTOR_MAX_BODY_MB
 RECENT_IDS = 2_000_000  # ids of recent batches this process remembers to answer `duplicates`
 BACKLOG_CHECK_SECONDS = 0.5
