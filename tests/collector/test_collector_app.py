@@ -10,7 +10,7 @@ from falcon import testing
 from service.collector import log as event_log
 from service.errors import PROBLEM_JSON
 from service.settings import Settings
-from tests.collector.conftest import keyword_change, make_client, many, ndjson, post, suppression
+from tests.support.collector_events import keyword_change, make_client, many, ndjson, post, suppression
 
 
 def problem(result: testing.Result, status: int) -> dict:

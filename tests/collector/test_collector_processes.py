@@ -16,7 +16,7 @@ import pytest
 
 from connectors.sender import EventSender, SendError
 from service.collector import log as event_log
-from tests.collector.conftest import suppression
+from tests.support.collector_events import suppression
 from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack, wait_landed
 from tests.support.processes import ROOT, service_env
 

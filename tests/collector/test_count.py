@@ -12,7 +12,7 @@ from pathlib import Path
 
 from service.collector import log as event_log
 from service.collector.events import check_body
-from tests.collector.conftest import NOW, keyword_change, many, ndjson, suppression, ts
+from tests.support.collector_events import NOW, keyword_change, many, ndjson, suppression, ts
 from tests.support.processes import ROOT, service_env
 
 SECRET = "count-secret"

@@ -9,7 +9,7 @@ import polars as pl
 from service.collector.events import check_body
 from service.store import schema
 from service.store.validate import validate_rows
-from tests.collector.conftest import NOW, SECRET, keyword_change, ndjson, suppression, ts
+from tests.support.collector_events import NOW, SECRET, keyword_change, ndjson, suppression, ts
 
 
 def check(body: bytes, late_hours: int = 48):

@@ -7,7 +7,8 @@ import pytest
 from service.accounts import AccountStore, AuthFailure, IngestPrincipal
 from service.accounts import keys as key_format
 from service.settings import Settings
-from tests.accounts.test_cli_keys import create, run
+from tests.support.collector_events import create_key as create
+from tests.support.collector_events import run_keys as run
 
 
 @pytest.fixture

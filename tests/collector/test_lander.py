@@ -3,38 +3,28 @@
 from __future__ import annotations
 
 import datetime as dt
-from pathlib import Path
 
 import polars as pl
 
 from service.collector import log as event_log
-from service.collector.events import check_body
 from service.collector.index import COMPACT_FROM, LandedIndex, index_dir
 from service.collector.lander import land_once
-from service.settings import Settings
-from service.store import counting, layout, schema
+from service.store import layout, schema
 from service.store.reader import read_table
 from service.store.target import ParquetTarget
-from service.windows import floor_hour
-from tests.collector.conftest import NOW, SECRET, keyword_change, many, ndjson, suppression, ts
-
-
-def append(data_dir: Path, events: list[dict]) -> event_log.Batch:
-    checked = check_body(ndjson(events), now=NOW, secret=SECRET, late_hours=48)
-    return event_log.append(data_dir, event_log.batch_frame(checked.frames))
-
-
-def land(data_dir: Path):
-    target = ParquetTarget(data_dir)
-    with target.lock():
-        target.sweep()
-        index = LandedIndex(data_dir).load()
-    return land_once(data_dir, target, index, now=NOW)
-
-
-def stored_ids(data_dir: Path) -> dict[str, int]:
-    """Events in the store per table (the published generation)."""
-    return counting.count(Settings(data_dir=data_dir), schema.TABLES)
+from tests.support.collector_events import (
+    HOUR,
+    NOW,
+    append,
+    at_hour_start,
+    keyword_change,
+    land,
+    land_at,
+    many,
+    stored_ids,
+    suppression,
+    ts,
+)
 
 
 def test_a_round_lands_both_tables_as_one_generation_and_empties_the_log(data_dir):
@@ -101,23 +91,6 @@ def test_a_batch_the_disk_damaged_is_set_aside_and_the_others_land(data_dir):
     assert landed.landed == 10 and stored_ids(data_dir)["suppressions"] == 10
     assert (event_log.events_dir(data_dir) / "damaged" / damaged.name).exists()
     assert event_log.batches(data_dir) == []
-
-
-HOUR = floor_hour(NOW)
-
-
-def at_hour_start(count: int, prefix: str) -> list[dict]:
-    """Events at the start of the running hour (never in the future, whatever the minute)."""
-    start = HOUR.strftime("%Y-%m-%dT%H:%M:%SZ")
-    return [suppression(f"{prefix}{i}", ts=start, user_id=f"u{i}") for i in range(count)]
-
-
-def land_at(data_dir: Path, now: dt.datetime, **options):
-    target = ParquetTarget(data_dir)
-    with target.lock():
-        target.sweep()
-        index = LandedIndex(data_dir).load()
-    return land_once(data_dir, target, index, now=now, **options)
 
 
 def test_the_running_hours_events_are_held_until_it_ends_then_land_once(data_dir):

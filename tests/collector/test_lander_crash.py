@@ -11,8 +11,7 @@ import pytest
 
 from service.collector import log as event_log
 from service.store import layout
-from tests.collector.conftest import NOW, many
-from tests.collector.test_lander import HOUR, append, at_hour_start, land, land_at, stored_ids
+from tests.support.collector_events import HOUR, NOW, append, at_hour_start, land, land_at, many, stored_ids
 from tests.support.crashing_lander import KILLED
 from tests.support.processes import ROOT
 
