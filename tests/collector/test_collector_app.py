@@ -145,3 +145,16 @@ def test_an_ingest_key_reads_nothing_from_the_api(client, accounts):
     result = client.simulate_get("/api/v1/signals/top-keywords", headers={"Authorization": f"Bearer {ingest}"})
     assert result.status_code == 401
     assert json.loads(result.text)["type"] == "urn:signals:problem:unauthorized"
+
+
+def test_posts_are_counted_in_the_metrics(collector, ingest_key):
+    from prometheus_client import REGISTRY
+
+    def value(outcome: str) -> float:
+        return REGISTRY.get_sample_value("signals_collector_events_total", {"outcome": outcome}) or 0.0
+
+    before = {outcome: value(outcome) for outcome in ("accepted", "rejected", "duplicate")}
+    post(collector, ingest_key, ndjson([suppression("m1"), suppression("m1"), "broken", keyword_change("m2")]))
+    assert {outcome: value(outcome) - before[outcome] for outcome in before} == \
+        {"accepted": 2, "rejected": 1, "duplicate": 1}
+    assert REGISTRY.get_sample_value("signals_collector_requests_total", {"status": "202"}) >= 1
