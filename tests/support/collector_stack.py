@@ -171,28 +171,53 @@ class ChaosReport:
 
 
 def chaos(data_dir: Path, *, events: int, batch: int, resend: float = 0.1, kill_between: tuple[float, float] = (2, 6),
-          seed: int = 11, start: dt.datetime, end: dt.datetime) -> ChaosReport:
+          kills: int | None = None, seed: int = 11, start: dt.datetime, end: dt.datetime) -> ChaosReport:
     """Send `events` in batches through the collector while a killer thread sends SIGKILL to the
-    collector or the lander (at random, every `kill_between` seconds) and starts it again; `resend`
-    of the acknowledged batches are sent a second time. Returns what landed once all is quiet."""
+    collector or the lander and starts it again; `resend` of the acknowledged batches are sent a
+    second time. Returns what landed once all is quiet.
+
+    When to kill: every `kill_between` seconds (at random), the victim at random; or, with `kills`,
+    that many times whatever the machine's speed: after as many batches chosen at random, each a
+    few milliseconds (at random) after that batch's post has started, the collector and the lander
+    in turn."""
     key = ingest_key(data_dir)
     rng = random.Random(seed)
     started = time.monotonic()
+    total_batches = -(-events // batch)
+    planned = sorted(rng.sample(range(total_batches), min(kills, total_batches))) if kills else []
     with stack(data_dir, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="1000000") as (base, collector, lander):
         done = threading.Event()
+        requests: list[int] = []
+        asked = threading.Condition()
+
+        def kill_one(number: int) -> None:
+            victim = collector if number % 2 == 0 else lander
+            victim.kill()
+            victim.start(wait=False)
 
         def killer() -> None:
-            while not done.wait(rng.uniform(*kill_between)):
-                victim = collector if rng.random() < 0.5 else lander
-                victim.kill()
-                victim.start(wait=False)
+            if not planned:
+                while not done.wait(rng.uniform(*kill_between)):
+                    kill_one(0 if rng.random() < 0.5 else 1)
+                return
+            for number in range(len(planned)):
+                with asked:
+                    asked.wait_for(lambda n=number: len(requests) > n or done.is_set())
+                    if len(requests) <= number:
+                        return
+                time.sleep(rng.uniform(0, 0.05))  # in the middle of the post, or of a landing round
+                kill_one(number)
 
         thread = threading.Thread(target=killer, daemon=True)
         thread.start()
         accepted = duplicates = resent = sent = 0
         with EventSender(base, key, timeout=30, max_wait=600, backoff=0.2) as sender:
             try:
-                for body in bodies(events, batch, start=start, end=end, seed=seed):
+                for index, body in enumerate(bodies(events, batch, start=start, end=end, seed=seed)):
+                    if index in planned:
+                        with asked:
+                            requests.append(index)
+                            asked.notify_all()
                     answer = sender.post_body(body)
                     accepted += answer["accepted"]
                     duplicates += answer["duplicates"]
@@ -204,6 +229,8 @@ def chaos(data_dir: Path, *, events: int, batch: int, resend: float = 0.1, kill_
                         resent += 1
             finally:
                 done.set()
+                with asked:
+                    asked.notify_all()
                 thread.join()
             retries = sender.retries
         if lander.process is None or lander.process.poll() is not None:
