@@ -1,7 +1,17 @@
 #!/usr/bin/env bash
 # Run the product on the embedded default: demo data, SQLite accounts, in-process cache and
 # limits unless REDIS_URL is set. Starts every process of the Procfile (honcho).
+#   ./scripts/run.sh                 the product
+#   ./scripts/run.sh --post-events   and a demo client posting about 20 events a second to the
+#                                    collector, so the newest hour fills (docs/collector.md)
 set -euo pipefail
+post_events=""
+for arg in "$@"; do
+  case "$arg" in
+    --post-events) post_events=1 ;;
+    *) echo "usage: scripts/run.sh [--post-events]" >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements.txt
 if [ -f .env ]; then set -a; . ./.env; set +a; fi
@@ -31,6 +41,20 @@ echo "==> MCP server (Professional keys) on http://127.0.0.1:$SIGNALS_MCP_PORT/m
 # The dashboard (Procfile `dashboard:`) calls the same API with each viewer's own key.
 export SIGNALS_DASHBOARD_PORT="${SIGNALS_DASHBOARD_PORT:-8050}"
 echo "==> Dashboard on http://127.0.0.1:$SIGNALS_DASHBOARD_PORT  (sign in with the key above; docs/dashboard.md)"
+# The collector (Procfile `collector:`) takes events over HTTP with ingest keys; the lander
+# (`lander:`) folds them into the store within seconds.
+export SIGNALS_COLLECTOR_PORT="${SIGNALS_COLLECTOR_PORT:-8002}"
+echo "==> Event collector on http://127.0.0.1:$SIGNALS_COLLECTOR_PORT/api/v1/events  (ingest keys: python -m service keys create --ingest; docs/collector.md)"
 # The Procfile names bare commands (gunicorn, ...): they come from the project's .venv.
 export PATH="$PWD/.venv/bin:$PATH"
-exec honcho start -f Procfile -p "$PORT"
+procfile=Procfile
+if [ -n "$post_events" ]; then
+  ingest_key_file=$(scripts/demo_ingest_key.sh)
+  mkdir -p "$SIGNALS_DATA_DIR/run"
+  procfile="$SIGNALS_DATA_DIR/run/Procfile.events"
+  { cat Procfile
+    echo "events: python -m connectors.sender demo --url http://127.0.0.1:$SIGNALS_COLLECTOR_PORT --key-file $ingest_key_file --rate 20"
+  } > "$procfile"
+  echo "==> posting about 20 demo events a second to the collector (process \`events\`): the newest hour fills"
+fi
+exec honcho start -f "$procfile" -p "$PORT"

@@ -7,7 +7,7 @@ import os
 import sys
 
 from service import metrics_export
-from service.cli import data, keys, precompute, worker
+from service.cli import data, keys, lander, precompute, worker
 from service.logging_setup import configure_logging
 from service.settings import Settings, SettingsError
 
@@ -19,6 +19,7 @@ def build_parser() -> argparse.ArgumentParser:
     data.register(sub)
     worker.register(sub)
     precompute.register(sub)
+    lander.register(sub)
     return parser
 
 
@@ -30,12 +31,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 2
     configure_logging("warning")
-    if args.command in ("worker", "precompute", "data"):  # their metrics join the web process's (gunicorn.conf.py)
+    if args.command in ("worker", "precompute", "data", "lander"):  # their metrics join the web process's (gunicorn.conf.py)
         metrics_export.use_directory(settings.run_dir / "metrics")
     try:
         return args.func(args, settings)
     finally:
-        if args.command in ("worker", "precompute", "data"):
+        if args.command in ("worker", "precompute", "data", "lander"):
             metrics_export.forget(os.getpid())
 
 

@@ -53,6 +53,23 @@ REDIS_DEGRADED = Gauge("signals_redis_degraded", "1 while a web worker serves wi
 WEBHOOK_DELIVERIES = Counter("signals_webhook_deliveries", "Webhook delivery attempts, by outcome", ["outcome"])
 LANDINGS = Counter("signals_landings", "Data landings (ingest, demo), by outcome", ["outcome"])
 
+# The event collector and its lander (service/collector/).
+COLLECTED = Counter("signals_collector_events",
+                    "Events posted to the collector, by outcome: accepted (durably appended), rejected (with a "
+                    "reason), duplicate (an id the collector had already accepted)", ["outcome"])
+COLLECTOR_REQUESTS = Counter("signals_collector_requests", "Requests the collector answered, by HTTP status",
+                             ["status"])
+COLLECTOR_SECONDS = Histogram("signals_collector_seconds", "Seconds from a post's arrival to its answer "
+                              "(202 only after the append is on disk)", buckets=_SECONDS)
+LANDER_EVENTS = Counter("signals_lander_events", "Events the lander handled, by outcome: landed, duplicate "
+                        "(already landed, or repeated in the log: dropped)", ["outcome"])
+BACKLOG = Gauge("signals_events_backlog", "Events appended to the collector's log and not yet landed "
+                "(at the lander's last round)", multiprocess_mode="max")
+LAG = Gauge("signals_lander_lag_seconds", "Seconds from the newest landed event's ts to the clock, at the "
+            "lander's last round", multiprocess_mode="max")
+LANDING_SECONDS = Histogram("signals_lander_landing_seconds", "Seconds a landing round of the lander took",
+                            buckets=_SECONDS)
+
 
 @contextlib.contextmanager
 def gauge_up(gauge: Gauge) -> Iterator[None]:

@@ -112,6 +112,17 @@ class Settings:
     engine: str = _env("SIGNALS_ENGINE", "polars", lower=True)  # polars | clickhouse
     # clickhouse-connect DSN: http(s)://user:password@host:8123/database or chdb://<dir>
     clickhouse_url: str = _env("SIGNALS_CLICKHOUSE_URL", "")
+    # The event collector (service/collector/, docs/collector.md): its port (on SIGNALS_HOST), the
+    # lateness window (events older than this many hours are refused), the largest body (MB, as
+    # sent; gzip bodies also at most 8 times that unpacked), requests per minute per ingest key,
+    # the backlog (events appended but not landed) past which posts get 503, and the lander's
+    # seconds between rounds.
+    collector_port: int = _env("SIGNALS_COLLECTOR_PORT", 8002)
+    late_hours: int = _env("SIGNALS_LATE_HOURS", 48)
+    collector_max_body_mb: int = _env("SIGNALS_COLLECTOR_MAX_BODY_MB", 16)
+    collector_requests_per_minute: int = _env("SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE", 6000)
+    collector_max_backlog: int = _env("SIGNALS_COLLECTOR_MAX_BACKLOG", 5_000_000)
+    lander_interval_seconds: float = _env("SIGNALS_LANDER_INTERVAL_SECONDS", 10.0)
 
     def __post_init__(self) -> None:
         if not str(self.run_dir) or str(self.run_dir) == ".":
@@ -162,6 +173,19 @@ class Settings:
         if self.engine == "clickhouse" and not self.clickhouse_url.startswith(("http://", "https://", "chdb://")):
             raise SettingsError("SIGNALS_ENGINE=clickhouse needs SIGNALS_CLICKHOUSE_URL: "
                                 "http(s)://user:password@host:8123/database or chdb://<directory>")
+        if not 1 <= self.collector_port <= 65_535:
+            raise SettingsError("SIGNALS_COLLECTOR_PORT must be a port number")
+        if not 1 <= self.late_hours <= 24 * 30:
+            raise SettingsError("SIGNALS_LATE_HOURS must be between 1 and 720")
+        if not 1 <= self.collector_max_body_mb <= 1024:
+            raise SettingsError("SIGNALS_COLLECTOR_MAX_BODY_MB must be between 1 and 1024")
+        if self.collector_requests_per_minute < 1:
+            raise SettingsError("SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE must be at least 1")
+        if self.collector_max_backlog < 1:
+            raise SettingsError("SIGNALS_COLLECTOR_MAX_BACKLOG must be at least 1")
+        if not (math.isfinite(self.lander_interval_seconds) and 0.1 <= self.lander_interval_seconds <= 50):
+            raise SettingsError("SIGNALS_LANDER_INTERVAL_SECONDS must be between 0.1 and 50 (events land within a "
+                                "minute)")
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
@@ -185,6 +209,11 @@ class Settings:
     @property
     def uses_clickhouse(self) -> bool:
         return self.engine == "clickhouse"
+
+    @property
+    def collector_bind(self) -> str:
+        """host:port of the collector (SIGNALS_HOST, SIGNALS_COLLECTOR_PORT), as gunicorn takes it."""
+        return f"[{self.host}]:{self.collector_port}" if ":" in self.host else f"{self.host}:{self.collector_port}"
 
     @property
     def bind(self) -> str:

@@ -20,7 +20,7 @@ from sqlalchemy import event, exc
 from sqlalchemy.engine import Engine
 
 from service.accounts import keys
-from service.accounts.tables import api_keys, metadata, subscriptions
+from service.accounts.tables import api_keys, ingest_keys, metadata, subscriptions
 from service.clock import Clock, SystemClock
 from service.tiers import Tier
 
@@ -66,6 +66,25 @@ class Principal:
     tier: Tier
     key_prefix: str
     expires_at: dt.datetime | None = None  # lets a cache of accepted keys respect expiry
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestPrincipal:
+    """Who is posting events: an ingest key (service/collector/)."""
+
+    key_id: int
+    name: str
+    key_prefix: str
+
+
+@dataclasses.dataclass(frozen=True)
+class IngestKeyInfo:
+    """An ingest key as operators see it. Never holds the key or its hash."""
+
+    prefix: str
+    name: str
+    created_at: dt.datetime
+    revoked_at: dt.datetime | None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -332,6 +351,65 @@ class AccountStore:
                 outcomes[digest] = Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix,
                                              row.expires_at)
         return outcomes
+
+    # -- ingest keys (the event collector) ------------------------------------------------
+
+    def create_ingest_key(self, name: str | None = None) -> tuple[str, IngestKeyInfo]:
+        """Issue an ingest key: it may post events to the collector and read nothing."""
+        now = self.clock.now()
+        label = _clean_subscription_name(name) if name is not None else "ingest-" + _generated_subscription_name()[4:]
+        key = keys.generate_ingest_key()
+        with self.db_engine.begin() as connection:
+            connection.execute(ingest_keys.insert().values(
+                name=label, prefix=keys.display_prefix(key), key_hash=keys.hash_key(key), created_at=now))
+        return key, IngestKeyInfo(keys.display_prefix(key), label, now, None)
+
+    def list_ingest_keys(self) -> list[IngestKeyInfo]:
+        with self.db_engine.connect() as connection:
+            rows = connection.execute(sa.select(ingest_keys.c.prefix, ingest_keys.c.name, ingest_keys.c.created_at,
+                                                ingest_keys.c.revoked_at).order_by(ingest_keys.c.id)).all()
+        return [IngestKeyInfo(row.prefix, row.name, row.created_at, row.revoked_at) for row in rows]
+
+    def revoke_ingest_key(self, key_or_prefix: str) -> IngestKeyInfo:
+        """Revoke an ingest key given in full or by its prefix as `keys list` shows it."""
+        text = key_or_prefix.strip()
+        if keys.looks_like_ingest_key(text):
+            condition = ingest_keys.c.key_hash == keys.hash_key(text)
+        elif (text.startswith(keys.INGEST_KEY_PREFIX) and text[len(keys.INGEST_KEY_PREFIX):].isalnum() and text.isascii()
+              and len(keys.INGEST_KEY_PREFIX) + MIN_PREFIX_SECRET_CHARS <= len(text) <= keys.INGEST_DISPLAY_PREFIX_LENGTH):
+            # substr + equality, not LIKE (SQLite's LIKE ignores case; base62 does not)
+            condition = sa.func.substr(ingest_keys.c.prefix, 1, len(text)) == text
+        else:
+            raise KeyNotFound(f"{text[: keys.INGEST_DISPLAY_PREFIX_LENGTH]!r} is not an ingest key or its prefix")
+        now = self.clock.now()
+        with self.db_engine.begin() as connection:
+            ids = connection.execute(sa.select(ingest_keys.c.id).where(condition).limit(2)).scalars().all()
+            if not ids:
+                raise KeyNotFound("no ingest key matches")
+            if len(ids) > 1:
+                raise AmbiguousPrefix(f"several ingest keys start with {text!r}; give more characters or the full key")
+            connection.execute(ingest_keys.update().where(ingest_keys.c.id == ids[0], ingest_keys.c.revoked_at.is_(None))
+                               .values(revoked_at=now))
+            row = connection.execute(sa.select(ingest_keys.c.prefix, ingest_keys.c.name, ingest_keys.c.created_at,
+                                               ingest_keys.c.revoked_at).where(ingest_keys.c.id == ids[0])).one()
+        return IngestKeyInfo(row.prefix, row.name, row.created_at, row.revoked_at)
+
+    def authenticate_ingest(self, presented: str | None) -> IngestPrincipal | AuthFailure:
+        """The ingest key behind a presented key, or why it is refused (as `authenticate`)."""
+        if not presented:
+            return AuthFailure.MISSING
+        if not keys.looks_like_ingest_key(presented):
+            return AuthFailure.MALFORMED
+        digest = keys.hash_key(presented)
+        with self.db_engine.connect() as connection:
+            row = connection.execute(sa.select(ingest_keys.c.id, ingest_keys.c.name, ingest_keys.c.prefix,
+                                               ingest_keys.c.key_hash, ingest_keys.c.revoked_at)
+                                     .where(ingest_keys.c.key_hash == digest)).one_or_none()
+        if row is None or row.key_hash != digest:
+            return AuthFailure.UNKNOWN
+        if row.revoked_at is not None:
+            return AuthFailure.REVOKED
+        return IngestPrincipal(row.id, row.name, row.prefix)
 
     # -- operations --------------------------------------------------------------------
 

@@ -43,6 +43,24 @@ def looks_like_key(text: str) -> bool:
     return len(text) == KEY_LENGTH and _KEY_PATTERN.fullmatch(text) is not None
 
 
+# Ingest keys (the event collector): another prefix, so that neither kind of key is ever taken for
+# the other: a subscription key cannot post events, an ingest key is malformed to the read API.
+INGEST_KEY_PREFIX = "sig_ingest_"
+INGEST_KEY_LENGTH = len(INGEST_KEY_PREFIX) + SECRET_LENGTH
+INGEST_DISPLAY_PREFIX_LENGTH = len(INGEST_KEY_PREFIX) + 7
+_INGEST_PATTERN = re.compile(rf"{re.escape(INGEST_KEY_PREFIX)}[0-9A-Za-z]{{{SECRET_LENGTH}}}")
+
+
+def generate_ingest_key() -> str:
+    return INGEST_KEY_PREFIX + "".join(secrets.choice(_BASE62) for _ in range(SECRET_LENGTH))
+
+
+def looks_like_ingest_key(text: str) -> bool:
+    return len(text) == INGEST_KEY_LENGTH and _INGEST_PATTERN.fullmatch(text) is not None
+
+
 def display_prefix(key: str) -> str:
     """The part of a key that may be shown and stored in clear: ``sig_live_`` + 7 characters."""
+    if key.startswith(INGEST_KEY_PREFIX):
+        return key[:INGEST_DISPLAY_PREFIX_LENGTH]
     return key[:DISPLAY_PREFIX_LENGTH]

@@ -87,6 +87,20 @@ api_keys = sa.Table(
 )
 
 
+# Ingest keys (the event collector, service/collector/): they post events and read nothing, so they
+# belong to no subscription and have no plan. Stored hashed, like api_keys.
+ingest_keys = sa.Table(
+    "ingest_keys",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(100), nullable=False),
+    sa.Column("prefix", sa.String(20), nullable=False, index=True),
+    sa.Column("key_hash", sa.String(64), nullable=False),
+    sa.Column("created_at", UtcDateTime, nullable=False),
+    sa.Column("revoked_at", UtcDateTime, nullable=True),
+    sa.Index("ix_ingest_keys_key_hash", "key_hash", unique=True),
+)
+
 # -- webhooks (service/webhooks/): subscriptions' trending alerts, the delivery outbox, the attempt log
 
 webhooks = sa.Table(

@@ -3,6 +3,7 @@
     data demo [--events N] [--days D] [--seed S] [--piece-events P] [--replace] [--no-progress]
     data ingest FILE... [--table suppressions|keyword_changes] [--force] [--no-progress]
     data clickhouse-init [--cluster NAME] [--print]
+    data count [--table T] [--since ISO] [--until ISO] [--json]
 
 With SIGNALS_ENGINE=clickhouse, demo and ingest land rows in the ClickHouse tables of
 SIGNALS_CLICKHOUSE_URL (set up once with `data clickhouse-init`); quarantine files still go to
@@ -18,6 +19,8 @@ content is already in the store (`--force` loads it again).
 from __future__ import annotations
 
 import argparse
+import datetime as dt
+import json
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 def register(subparsers: argparse._SubParsersAction) -> None:
     """Add the `data` command and its subcommands to the top-level parser's subparsers."""
     data = subparsers.add_parser("data", help="load event data into the data directory")
-    commands = data.add_subparsers(dest="data_command", required=True, metavar="{demo,ingest,clickhouse-init}")
+    commands = data.add_subparsers(dest="data_command", required=True, metavar="{demo,ingest,clickhouse-init,count}")
 
     demo_parser = commands.add_parser(
         "demo",
@@ -91,6 +94,20 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                              help="print the statements instead of running them")
     init_parser.set_defaults(func=run_clickhouse_init)
 
+    count_parser = commands.add_parser(
+        "count",
+        help="count the landed events per table (to reconcile with what clients sent)",
+        description="Print the exact number of landed (published) rows per table, on either engine; "
+        "--since and --until bound the events' ts (since inclusive, until exclusive).",
+    )
+    count_parser.add_argument("--table", choices=schema.TABLES, help="one table (default: both)")
+    count_parser.add_argument("--since", type=_instant, metavar="ISO", help="events at or after this time (UTC if "
+                              "no offset)")
+    count_parser.add_argument("--until", type=_instant, metavar="ISO", help="events before this time")
+    count_parser.add_argument("--json", action="store_true",
+                              help='print {"suppressions": n, "keyword_changes": m} (only the table asked, with --table)')
+    count_parser.set_defaults(func=run_count)
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -100,6 +117,32 @@ def _positive_int(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
     return value
+
+
+def _instant(text: str) -> dt.datetime:
+    try:
+        moment = dt.datetime.fromisoformat(text.replace("Z", "+00:00") if text.endswith("Z") else text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time (e.g. 2026-11-28T14:00:00Z)") from None
+    return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def run_count(args: argparse.Namespace, settings: Settings) -> int:
+    from service.engine.interface import BackendUnavailable
+    from service.store import counting
+
+    tables = (args.table,) if args.table else schema.TABLES
+    try:
+        counts = counting.count(settings, tables, since=args.since, until=args.until)
+    except BackendUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        print(json.dumps(counts))
+        return 0
+    for table, n in counts.items():
+        print(f"{table}: {n:,}")
+    return 0
 
 
 def _target(chosen: Backend) -> LandingTarget | None:

@@ -33,11 +33,16 @@ def register(subparsers: Any) -> None:
     )
     create.add_argument(
         "--tier",
-        required=True,
         type=str.lower,
         choices=[tier.slug for tier in Tier],
-        help="the subscription's plan",
+        help="the subscription's plan (required, except with --ingest)",
     )
+    create.add_argument(
+        "--ingest",
+        action="store_true",
+        help="an ingest key: it may post events to the collector (POST /api/v1/events) and read nothing",
+    )
+    create.add_argument("--name", metavar="NAME", help="with --ingest: a name for the key (who sends with it)")
     create.add_argument(
         "--subscription",
         metavar="NAME",
@@ -57,6 +62,14 @@ def register(subparsers: Any) -> None:
 
 
 def create_key(args: argparse.Namespace, settings: Settings) -> int:
+    if args.ingest:
+        return create_ingest_key(args, settings)
+    if args.tier is None:
+        print("error: --tier is required (or --ingest for an ingest key)", file=sys.stderr)
+        return 2
+    if args.name is not None:
+        print("error: --name is for ingest keys (--ingest); a subscription key takes --subscription", file=sys.stderr)
+        return 2
     tier = Tier.parse(args.tier)
     with _open_store(settings) as store:
         if store is None:
@@ -79,17 +92,40 @@ def create_key(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
+def create_ingest_key(args: argparse.Namespace, settings: Settings) -> int:
+    if args.tier is not None or args.subscription is not None or args.expires_in_days is not None:
+        print("error: an ingest key has no plan, subscription or expiry (--ingest takes only --name)",
+              file=sys.stderr)
+        return 2
+    with _open_store(settings) as store:
+        if store is None:
+            return 1
+        try:
+            key, info = store.create_ingest_key(args.name)
+        except ValueError as error:
+            print(f"error: {error}", file=sys.stderr)
+            return 1
+    print(f"Created an ingest key {info.name!r}: it may post events to the collector "
+          f"(POST /api/v1/events on port {settings.collector_port}) and read nothing.")
+    print("Store it now: it is shown only once and cannot be recovered (only its hash is kept).")
+    print(key)
+    return 0
+
+
 def list_keys(args: argparse.Namespace, settings: Settings) -> int:
     with _open_store(settings) as store:
         if store is None:
             return 1
         infos = store.list_keys()
+        ingest = store.list_ingest_keys()
         now = store.clock.now()
-    if not infos:
+    if not infos and not ingest:
         print("No API keys yet. Issue one with: python -m service keys create --tier observer")
         return 0
     header = ("PREFIX", "SUBSCRIPTION", "TIER", "CREATED", "EXPIRES", "STATUS")
-    rows = [header] + [_row(info, now) for info in infos]
+    rows = [header] + [_row(info, now) for info in infos] + [
+        (i.prefix, i.name, "ingest", _when(i.created_at), "never", "revoked" if i.revoked_at else "active")
+        for i in ingest]
     widths = [max(len(row[column]) for row in rows) for column in range(len(header))]
     for row in rows:
         print("  ".join(cell.ljust(width) for cell, width in zip(row, widths, strict=True)).rstrip())
@@ -103,6 +139,17 @@ def revoke_key(args: argparse.Namespace, settings: Settings) -> int:
         from service.accounts import AccountError
 
         before = store.clock.now()
+        if args.key_or_prefix.strip().startswith("sig_ingest_"):
+            try:
+                ingest = store.revoke_ingest_key(args.key_or_prefix)
+            except AccountError as error:
+                print(f"error: {error.args[0]}", file=sys.stderr)
+                return 1
+            assert ingest.revoked_at is not None
+            verb = "was already revoked" if ingest.revoked_at < before else "revoked"
+            print(f"{ingest.prefix} (ingest key {ingest.name!r}) {verb} at {_when(ingest.revoked_at)}; "
+                  "posts with this key are refused.")
+            return 0
         try:
             info = store.revoke(args.key_or_prefix)
         except AccountError as error:

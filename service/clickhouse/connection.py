@@ -135,12 +135,14 @@ class ClickHouse:
         except Exception as exc:
             raise _translated(exc, self.deadline_seconds) from exc
 
-    def insert(self, table: str, frame: pl.DataFrame, columns: Sequence[str] | None = None) -> None:
+    def insert(self, table: str, frame: pl.DataFrame, columns: Sequence[str] | None = None,
+               settings: Mapping[str, Any] | None = None) -> None:
         """Insert the rows; into a Distributed table (a cluster), synchronously: the call returns once
-        every row is on its shard, so a landing is published only after its rows are in place."""
+        every row is on its shard, so a landing is published only after its rows are in place.
+        `settings`: more of the insert's settings (the lander's `insert_deduplication_token`)."""
         arrow = frame.select(columns).to_arrow() if columns else frame.to_arrow()
         with self._queries:
-            self.client.insert_arrow(table, arrow, settings={"insert_distributed_sync": 1})
+            self.client.insert_arrow(table, arrow, settings={"insert_distributed_sync": 1, **(settings or {})})
 
 
 def _translated(exc: Exception, deadline: float | None) -> BaseException:

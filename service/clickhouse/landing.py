@@ -104,8 +104,14 @@ class ClickHouseTarget:
     def write_tables(self, frames: Mapping[str, pl.DataFrame], *, on_file: Callable[[], None] | None = None,
                      on_stage: writer.StageCallback | None = None, sources: Sequence[writer.SourceRecord] = (),
                      other_files: Mapping[Path, bytes] | None = None,
-                     now: dt.datetime | None = None) -> writer.WriteResult:
-        """Land rows of one or both tables (stored schema) as one generation; see the module docstring."""
+                     now: dt.datetime | None = None, dedup_token: str | None = None) -> writer.WriteResult:
+        """Land rows of one or both tables (stored schema) as one generation; see the module docstring.
+
+        `dedup_token` (the lander's: its round's batches) makes each table's insert carry
+        `insert_deduplication_token` = token, generation and table, so that an insert sent twice
+        within this landing (a retry after a lost answer from a server) is stored once. The
+        generation is part of it: after a landing cut short and swept, the same batches land again
+        in a new generation, which must not be taken for the deleted one's repeat."""
         for table, frame in frames.items():
             if table not in schema.SCHEMAS:
                 raise ValueError(f"unknown table {table!r}")
@@ -131,7 +137,9 @@ class ClickHouseTarget:
             try:
                 for index, (table, frame) in enumerate(tables):
                     stage("staging", index, len(tables) + len(extras))
-                    self.ch.insert(table, frame.with_columns(pl.lit(generation, dtype=pl.UInt32).alias("generation")))
+                    self.ch.insert(table, frame.with_columns(pl.lit(generation, dtype=pl.UInt32).alias("generation")),
+                                   settings={"insert_deduplication_token": f"{dedup_token}:g{generation}:{table}"}
+                                   if dedup_token else None)
                     if on_file is not None:
                         on_file()
                 placed = _write_files(self.data_dir, extras)

@@ -31,7 +31,8 @@ class LandingTarget(Protocol):
 
     def write_tables(self, frames: Mapping[str, pl.DataFrame], *, on_file: Callable[[], None] | None = None,
                      on_stage: writer.StageCallback | None = None, sources: Sequence[writer.SourceRecord] = (),
-                     other_files: Mapping[Path, bytes] | None = None, now=None) -> writer.WriteResult: ...
+                     other_files: Mapping[Path, bytes] | None = None, now=None,
+                     dedup_token: str | None = None) -> writer.WriteResult: ...
 
     def read_generation(self) -> int: ...
 
@@ -55,7 +56,10 @@ class ParquetTarget:
     def landed_sources(self) -> dict[str, writer.LandedSource]:
         return writer.landed_sources(self.data_dir)
 
-    def write_tables(self, frames: Mapping[str, pl.DataFrame], **kwargs) -> writer.WriteResult:
+    def write_tables(self, frames: Mapping[str, pl.DataFrame], *, dedup_token: str | None = None,
+                     **kwargs) -> writer.WriteResult:
+        """`dedup_token` is ClickHouse's (its inserts); a Parquet generation is written once by one
+        writer, under its lock, and has no repeated inserts to drop."""
         return writer.write_tables(self.data_dir, frames, **kwargs)
 
     def read_generation(self) -> int:

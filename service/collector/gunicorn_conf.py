@@ -1,0 +1,39 @@
+"""gunicorn settings for the collector (`gunicorn -c python:service.collector.gunicorn_conf
+service.collector.wsgi:app`, the Procfile's `collector`).
+
+Listens on SIGNALS_HOST:SIGNALS_COLLECTOR_PORT. One worker by default (`-w N` or
+GUNICORN_CMD_ARGS for more): a post's work is polars over its lines (which uses the cores by
+itself) and an fsync; a worker's threads (SIGNALS_WEB_THREADS) serve several posts at once, and one
+process remembers every id it accepted for the answer's `duplicates` (docs/collector.md). Its
+metrics join the machine's (served by the web process's master, gunicorn.conf.py).
+"""
+
+from service import metrics_export
+from service.settings import Settings
+
+_settings = Settings.from_env()
+metrics_export.use_directory(_settings.run_dir / "metrics")
+
+bind = _settings.collector_bind
+workers = 1
+worker_class = "service.gunicorn_worker.Worker"
+threads = _settings.web_threads
+preload_app = False
+timeout = 60
+graceful_timeout = 20
+keepalive = 5
+accesslog = "-"
+logger_class = "service.gunicorn_logging.Logger"
+errorlog = "-"
+loglevel = _settings.log_level
+limit_request_line = 8190
+
+
+def child_exit(server, worker) -> None:
+    metrics_export.forget(worker.pid)
+
+
+def post_worker_init(worker) -> None:
+    from service import gunicorn_errors
+
+    gunicorn_errors.install()
