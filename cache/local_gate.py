@@ -55,7 +55,9 @@ class LocalGate:
         if not window:
             return 0
         index = max(0, len(window) - limit) if limit is not None else 0
-        return _seconds((window[index] + self._settings.window_seconds - now) * _US)
+        # The age subtracted from the window, not (entry + window - now): with a large monotonic
+        # clock that sum rounds up, and a fresh entry's 60 s became 61.
+        return _seconds((self._settings.window_seconds - (now - window[index])) * _US)
 
     def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
         now = self._clock()

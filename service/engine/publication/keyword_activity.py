@@ -66,7 +66,7 @@ def publish_keyword_activity(cells: pl.DataFrame, contributions: Contributions, 
         )
     names = {m: m for m in (ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds")}
     return (
-        first_rows(derived, [order_by, "keyword"], [True, False], req.limit)
+        first_rows(derived, [order_by, "keyword"], [True, False], req.limit, req.offset)
         .select("keyword", ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds",
                 *std_columns(noise, names))
     )

@@ -132,6 +132,7 @@ def publish_query(cells: pl.DataFrame, contributions: Contributions, window: Tim
         family=family,
     )
     # Ties break on the dimension values (ascending) so equal measures come back in a fixed order.
-    ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)
+    ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit,
+                         req.offset)
     return ordered.select(*_output_columns(ordered, req.group_by),
                           *std_columns(noise, {m: m for m in CELL_MEASURES}))

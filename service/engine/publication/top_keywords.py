@@ -39,8 +39,8 @@ def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, wind
     )
     # Ranked after publishing: a rank must agree with the numbers shown next to it.
     return (
-        first_rows(shown, [SUPPRESSIONS, "keyword"], [True, False], req.limit)
-        .with_row_index("rank", offset=1)
+        first_rows(shown, [SUPPRESSIONS, "keyword"], [True, False], req.limit, req.offset)
+        .with_row_index("rank", offset=req.offset + 1)
         .select(
             pl.col("keyword").alias("keyword_raw"),
             SUPPRESSIONS,
