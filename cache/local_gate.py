@@ -88,9 +88,10 @@ class LocalGate:
                 self._sweep(now)
             failures = self._trim("authfail:" + client, now, create=True)
             if len(failures) >= limit:
-                return Admission(False, limit, 0, self._reset(failures, now, limit), "auth")
+                return Admission(False, limit, 0, self._reset(failures, now, limit), "auth",
+                                 window_seconds=self._settings.window_seconds)
             failures.append(now)
-            return Admission(True, limit, 0, self._reset(failures, now), "")
+            return Admission(True, limit, 0, self._reset(failures, now), "", window_seconds=self._settings.window_seconds)
 
     def get(self, cache_key: str) -> bytes | None:
         return self._bodies.get(cache_key)
