@@ -73,8 +73,9 @@ def shown(driver, table_id: str):
 
 
 def change_label(change: dict) -> str:
-    figure, verdict, _kind = numbers.change_words(change)
-    return f"{figure} {verdict}"
+    """A change's line as the table shows it: its figure (the verdict is on the line under it)."""
+    figure, _verdict, _kind = numbers.change_words(change)
+    return figure if change.get("pct") is not None else "new"
 
 
 def test_a_url_restores_the_view_with_previous_values_equal_to_the_apis(demo, browser):
