@@ -373,7 +373,7 @@ def test_the_sheets_page_examples_are_valid_reports(api_url, keys, tmp_path, run
     with SignalsClient(api_url, keys["analyst"]) as api:
         assert len(Runner(api, None).check(specs)) == 4
     pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
-    assert len(pushes) == 6  # five examples and the emulator's
+    assert len(pushes) == 7  # six examples (one with --all) and the emulator's
     for line in pushes:  # each, as written, on the command line (printed, not written)
         words = shlex.split(line.split("  #")[0])
         args = words[words.index("connectors.sheets") + 1:]
