@@ -246,3 +246,27 @@ def test_with_noise_every_page_has_the_unpaged_numbers(noisy, keys):
     assert rows == whole and len(whole) > 40 and set(totals) == {len(whole)}
     ranked, _ = _follow_get(noisy, keys["observer"], "/top-keywords", {"window": "7d", "limit": "7"}, "keywords")
     assert ranked == get(noisy, "/top-keywords", keys["observer"], "window=7d&limit=500").json["keywords"]
+
+
+def test_offset_zero_is_the_same_request_and_cache_entry(client, keys):
+    first = get(client, "/trending", keys["observer"], "window=30d&min_baseline=0")
+    again = get(client, "/trending", keys["observer"], "window=30d&min_baseline=0&offset=0")
+    assert (first.headers["x-cache"], again.headers["x-cache"]) == ("miss", "hit")
+    assert again.content == first.content and again.headers["etag"] == first.headers["etag"]
+
+
+def test_the_document_describes_paging(client):
+    doc = client.simulate_get("/api/v1/openapi").json
+    for path, methods in doc["paths"].items():
+        if not path.startswith(BASE):
+            continue
+        for method, operation in methods.items():
+            headers = operation["responses"]["200"]["headers"]
+            assert headers["Signals-Total-Rows"]["schema"] == {"type": "integer", "minimum": 0}, path
+            paged = path.rsplit("/", 1)[1] in ("top-keywords", "trending", "keyword-activity", "query")
+            assert ("Link" in headers) == paged, path
+            names = [p["name"] for p in operation.get("parameters", [])]
+            if method == "post":
+                assert names == ["cursor"] and operation["parameters"][0]["in"] == "query"
+            else:
+                assert ("offset" in names) == paged, path
