@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import Callable
 from email.utils import format_datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import falcon
 
@@ -215,7 +215,7 @@ class SignalsResource:
             SignalsResource._refuse(FieldError(CURSOR, str(exc)))
 
     @staticmethod
-    def _refuse(*errors: FieldError) -> None:
+    def _refuse(*errors: FieldError) -> NoReturn:
         raise Problem(400, summary(list(errors)), errors=list(errors))
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
