@@ -39,6 +39,14 @@ _settings = Settings.from_env()
 _metrics_dir = metrics_export.use_directory(_settings.run_dir / "metrics")
 
 bind = _settings.bind
+
+# gunicorn 27's control socket (gunicornc) defaults to one path per user ($HOME/.gunicorn/gunicorn.ctl):
+# a second instance on the machine (another data directory, another port; the dashboard's gunicorn)
+# took the same path, and stopping it removed the first one's socket. Each API instance has its own,
+# in its run directory, named by its port (one instance per port); gunicornc -s <path> reaches it.
+# A path too long for a Unix socket (108 bytes) leaves the control socket off rather than shared.
+control_socket = str((_settings.run_dir / f"gunicorn-{_settings.bind.rsplit(':', 1)[-1]}.ctl").absolute())
+control_socket_disable = len(control_socket.encode()) > 100
 # Embedded ClickHouse (chdb://) is open in one process at a time: one worker (service/backend.py).
 _default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url and not _embedded(_settings) else 1
 workers = _settings.web_concurrency or _default_workers

@@ -55,7 +55,9 @@ class LocalGate:
         if not window:
             return 0
         index = max(0, len(window) - limit) if limit is not None else 0
-        return _seconds((window[index] + self._settings.window_seconds - now) * _US)
+        # The age subtracted from the window, not (entry + window - now): with a large monotonic
+        # clock that sum rounds up, and a fresh entry's 60 s became 61.
+        return _seconds((self._settings.window_seconds - (now - window[index])) * _US)
 
     def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
         now = self._clock()
@@ -86,9 +88,10 @@ class LocalGate:
                 self._sweep(now)
             failures = self._trim("authfail:" + client, now, create=True)
             if len(failures) >= limit:
-                return Admission(False, limit, 0, self._reset(failures, now, limit), "auth")
+                return Admission(False, limit, 0, self._reset(failures, now, limit), "auth",
+                                 window_seconds=self._settings.window_seconds)
             failures.append(now)
-            return Admission(True, limit, 0, self._reset(failures, now), "")
+            return Admission(True, limit, 0, self._reset(failures, now), "", window_seconds=self._settings.window_seconds)
 
     def get(self, cache_key: str) -> bytes | None:
         return self._bodies.get(cache_key)

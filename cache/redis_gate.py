@@ -176,7 +176,7 @@ class RedisGate:
             _FAIL, [self._key("authfail", client)], [limit, self._window_us, _members.next()],
         )
         return Admission(allowed=not blocked, limit=limit, remaining=0, reset_seconds=_seconds(reset_us),
-                         blocked_by="auth" if blocked else "")
+                         blocked_by="auth" if blocked else "", window_seconds=self._settings.window_seconds)
 
     def get(self, cache_key: str) -> bytes | None:
         body = self._bodies.get(cache_key)

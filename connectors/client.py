@@ -140,6 +140,40 @@ class Reply:
     as_of: dt.datetime | None
     not_modified: bool = False
     headers: Mapping[str, str] = dataclasses.field(default_factory=dict)
+    pages: int = 1  # the pages fetched for it (`fetch_all`)
+
+    @property
+    def total_rows(self) -> int | None:
+        """How many rows the full answer holds (the Signals-Total-Rows header); None when not said."""
+        value = self.headers.get("signals-total-rows", "")
+        return int(value) if value.isdigit() else None
+
+    @property
+    def next_page(self) -> str | None:
+        """The URL (path and query) of the next page (Link rel="next"), or None on the last page."""
+        return next_link(self.headers.get("link"))
+
+    def rows(self, operation: Operation) -> int:
+        """The rows this answer holds (records, or CSV lines after the header)."""
+        if isinstance(self.body, str):
+            return max(0, len(self.body.strip("\ufeff").splitlines()) - 1)
+        return len(self.body.get(operation.records_field, [])) if isinstance(self.body, dict) else 0
+
+
+_LINK_NEXT = re.compile(r'<([^>]*)>\s*;[^,]*?\brel="?next"?', re.IGNORECASE)
+
+
+def next_link(value: str | None) -> str | None:
+    """The target of `rel="next"` in a Link header value (RFC 8288), or None."""
+    match = _LINK_NEXT.search(value or "")
+    return match.group(1) if match else None
+
+
+def rows_text(shown: int, total: int | None) -> str:
+    """'100 of 390 rows' when the answer holds more than are shown, else '390 rows' (every consumer's words)."""
+    if total is not None and total > shown:
+        return f"{shown:,} of {total:,} rows"
+    return f"{shown:,} row" + ("" if shown == 1 else "s")
 
 
 class SignalsClient:
@@ -185,9 +219,10 @@ class SignalsClient:
     # tests/connectors/test_client.py checks that these names are exactly the document's.
 
     def top_keywords(self, *, window: str | None = None, limit: int | None = None, as_of: str | None = None,
-                     compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
+                     compare: str | None = None, intervals: bool | None = None, offset: int | None = None,
+                     frame: bool = False, all_pages: bool = False) -> Any:
         return self.call("top_keywords", {"window": window, "limit": limit, "as_of": as_of, "compare": compare,
-                                          "intervals": intervals}, frame=frame)
+                                          "intervals": intervals, "offset": offset}, frame=frame, all_pages=all_pages)
 
     def keyword_timeseries(self, keyword: str | None = None, *, window: str | None = None, bucket: str | None = None,
                            as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
@@ -210,24 +245,27 @@ class SignalsClient:
 
     def trending(self, *, window: str | None = None, dimension: str | None = None, metric: str | None = None,
                  limit: int | None = None, min_baseline: float | None = None, as_of: str | None = None,
-                 frame: bool = False) -> Any:
+                 offset: int | None = None, frame: bool = False, all_pages: bool = False) -> Any:
         return self.call("trending", {"window": window, "dimension": dimension, "metric": metric, "limit": limit,
-                                      "min_baseline": min_baseline, "as_of": as_of}, frame=frame)
+                                      "min_baseline": min_baseline, "as_of": as_of, "offset": offset}, frame=frame,
+                         all_pages=all_pages)
 
     def keyword_activity(self, *, window: str | None = None, type: str | None = None, limit: int | None = None,
                          as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
-                         frame: bool = False) -> Any:
+                         offset: int | None = None, frame: bool = False, all_pages: bool = False) -> Any:
         return self.call("keyword_activity", {"window": window, "type": type, "limit": limit, "as_of": as_of,
-                                              "compare": compare, "intervals": intervals}, frame=frame)
+                                              "compare": compare, "intervals": intervals, "offset": offset},
+                         frame=frame, all_pages=all_pages)
 
     def query(self, *, window: str | None = None, filters: Mapping[str, list[str]] | None = None,
               group_by: list[str] | None = None, bucket: str | None = None, order_by: str | None = None,
               order: str | None = None, limit: int | None = None, format: str | None = None,
               as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
-              frame: bool = False) -> Any:
+              frame: bool = False, all_pages: bool = False) -> Any:
         return self.call("query", {"window": window, "filters": filters, "group_by": group_by, "bucket": bucket,
                                    "order_by": order_by, "order": order, "limit": limit, "format": format,
-                                   "as_of": as_of, "compare": compare, "intervals": intervals}, frame=frame)
+                                   "as_of": as_of, "compare": compare, "intervals": intervals}, frame=frame,
+                         all_pages=all_pages)
 
     def account(self) -> dict[str, Any]:
         """Who the key belongs to: subscription, plan, requests per minute, the endpoints the
@@ -308,10 +346,41 @@ class SignalsClient:
             raise SignalsError.invalid(errors)
         return operation, request
 
-    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *, frame: bool = False) -> Any:
-        """The operation's answer: the JSON body as a dict, or its records as a polars DataFrame."""
-        reply = self.fetch(name, arguments or {})
+    def call(self, name: str, arguments: Mapping[str, Any] | None = None, *, frame: bool = False,
+             all_pages: bool = False) -> Any:
+        """The operation's answer: the JSON body as a dict, or its records as a polars DataFrame;
+        with `all_pages`, every page of it (`fetch_all`)."""
+        reply = self.fetch_all(name, arguments or {}) if all_pages else self.fetch(name, arguments or {})
         return to_frame(self.operation(name), reply.body) if frame else reply.body
+
+    def fetch_all(self, name: str, arguments: Mapping[str, Any] | None = None, *, max_pages: int = 1000) -> Reply:
+        """The whole answer, every page of it: the first page, then each next one by its Link header
+        (the same body posted again for /query), the records (or CSV lines) joined in order. Its
+        headers are the first page's without the link; `pages` says how many were fetched. More than
+        `max_pages` pages is a SignalsError (nothing is returned half)."""
+        operation, request = self.prepare(name, arguments or {})
+        first = self.fetch(name, arguments or {})
+        if first.not_modified and first.body is None:
+            return first
+        body, pages, url = _copy(first.body), 1, first.next_page
+        while url is not None:
+            if pages >= max_pages:
+                raise SignalsError(None, "Too many pages", f"{name}: the answer has more than {max_pages} pages "
+                                   f"({first.total_rows} rows); ask with a larger limit or a narrower request.",
+                                   sent=False, type=problems.TOO_MANY_PAGES)
+            path = url if url.startswith("/") else httpx.URL(self.base_url).join(url).raw_path.decode()
+            response = (self._send("POST", path, json_body=request) if operation.in_body
+                        else self._send("GET", path))
+            if response.status_code != 200:
+                raise SignalsError.from_response(response)
+            if isinstance(body, str):
+                body += response.text.lstrip("\ufeff").split("\n", 1)[1] if "\n" in response.text else ""
+            else:
+                body[operation.records_field] += response.json().get(operation.records_field, [])
+            pages += 1
+            url = next_link(response.headers.get("link"))
+        headers = {k: v for k, v in first.headers.items() if k != "link"}
+        return Reply(body, 200, first.etag if pages == 1 else None, first.as_of, first.not_modified, headers, pages)
 
     def fetch(self, name: str, arguments: Mapping[str, Any] | None = None, *, etag: str | None = None) -> Reply:
         """The whole answer. `etag` asks for 304 when the answer still has that ETag (the body is

@@ -18,6 +18,7 @@ PREFIX = "urn:signals:problem:"
 UNREACHABLE = PREFIX + "unreachable"  # no answer: the connection failed or timed out (status null)
 UNKNOWN_OPERATION = PREFIX + "unknown-operation"  # a name the API's document does not have (nothing sent)
 UNEXPECTED_ANSWER = PREFIX + "unexpected-answer"  # an answer that is not what the document says (not JSON)
+TOO_MANY_PAGES = PREFIX + "too-many-pages"  # an answer of more pages than the caller allows (nothing returned)
 NOT_PROBLEM_JSON = "about:blank"  # an error answer without a problem body (a proxy's page): its status says all
 # The API's own, for the same problem found before asking it:
 INVALID_REQUEST = PREFIX + "invalid-request"  # 400

@@ -13,6 +13,7 @@ from typing import Any
 from urllib.parse import urlencode
 
 from connectors import noise_marks
+from connectors.client import rows_text
 from connectors.columns import column_name, flat_record
 from connectors.operations import Operation
 
@@ -143,7 +144,9 @@ def record_notes(operation: Operation, body: Mapping[str, Any]) -> list[dict[str
 
 
 def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[str, Any],
-                as_of: dt.datetime | None, refreshed: dt.datetime) -> Table:
+                as_of: dt.datetime | None, refreshed: dt.datetime, total: int | None = None) -> Table:
+    """The table of an answer; `total`, the rows the full answer holds (Signals-Total-Rows): when
+    it is more than the records, the footer says "100 of 390 rows" and how to get them all."""
     records = body_records(operation, body)
     columns = record_columns(operation, records)
     notes = record_notes(operation, body)
@@ -153,6 +156,9 @@ def build_table(operation: Operation, request: Mapping[str, Any], body: Mapping[
     rows.append(())
     footer: list[tuple[str, Cell]] = [("Source", Cell("Signals API " + describe_request(operation, request)))]
     footer.append(("as_of (UTC)", Cell(as_of, "datetime") if as_of else Cell("unknown")))
+    if total is not None and total > len(records):
+        footer.append(("Rows", Cell(f"{rows_text(len(records), total)}: the answer holds more than this page; "
+                                    "push with --all (all = true in a config) to write every row")))
     for name, value in body.items():
         if name in (operation.records_field, "disclaimer"):
             continue

@@ -9,10 +9,11 @@ never logged. Any answer of 401 clears it and sends the viewer back to /sign-in.
 from __future__ import annotations
 
 import logging
+import time
 from typing import Any
 
 import dash
-from dash import Input, Output, dcc, html
+from dash import Input, Output, State, dcc, html
 
 from dashboard import edges
 
@@ -29,6 +30,9 @@ edges.install(app)  # anti-framing headers; malformed callback requests refused 
 # Werkzeug's request log (the development server) names only paths; keep it quiet anyway.
 logging.getLogger("werkzeug").setLevel(logging.WARNING)
 
+USAGE_NOTE = ("Your plan's limit counts requests over a moving 60-second window; 'resets in' is when the "
+              "oldest request counted leaves it (the API's X-RateLimit-Reset), counted from when it was said.")
+
 app.layout = html.Div([
     dcc.Location(id="url"),
     # Navigation from callbacks sets its `href`, not `pathname`: pages rewrite their query string
@@ -37,11 +41,12 @@ app.layout = html.Div([
     dcc.Location(id="redirect", refresh="callback-nav"),
     dcc.Store(id="session", storage_type="session"),
     dcc.Store(id="api-meta"),
+    dcc.Store(id="usage"),  # the newest rate-limit use shown in the header (`newest_usage`)
     html.Header([
         html.A("Signals", href="/", className="brand"),
         html.Nav([dcc.Link(label, href=path, className="nav-link", id=f"nav-{label.lower()}") for path, label in NAV],
                  id="nav"),
-        html.Div([html.Span(id="plan-badge", className="badge"), html.Span(id="rate-use", className="rate"),
+        html.Div([html.Span(id="plan-badge", className="badge"), html.Span(id="rate-use", className="rate", title=USAGE_NOTE),
                   html.Button("Sign out", id="sign-out", n_clicks=0, className="button-quiet")],
                  id="who", className="who"),
     ], className="top"),
@@ -49,31 +54,53 @@ app.layout = html.Div([
 ], className="shell")
 
 
-def usage_text(meta: dict[str, Any] | None) -> str:
+
+def newest_usage(meta: dict[str, Any] | None, shown: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The rate-limit use to show: the newest answer's (by the time it came, `at`). A page's calls
+    finish in any order: an earlier answer arriving last must not replace a later one's count."""
+    if not meta or meta.get("limit") is None:
+        return shown
+    if shown and (shown.get("at") or 0) > (meta.get("at") or 0):
+        return shown
+    return meta
+
+
+def usage_text(meta: dict[str, Any] | None, now: float | None = None) -> str:
+    """ "10 of 300 requests used this minute · resets in 12 s": the reset counted from when the
+    answer said it (`at` + `reset`), so pages loaded one after another count it down rather than
+    each showing what its own last call happened to say."""
     meta = meta or {}
     limit, remaining, reset = meta.get("limit"), meta.get("remaining"), meta.get("reset")
     if limit is None or remaining is None:
         return ""
     used = limit - remaining
-    return f"{used} of {limit} requests used this minute" + (f" · resets in {reset} s" if reset is not None else "")
+    text = f"{used} of {limit} requests used this minute"
+    if reset is None:
+        return text
+    at = meta.get("at")
+    left = reset if at is None or now is None else max(0, round(at + reset - now))
+    return text + (f" · resets in {left} s" if left > 0 else "")
 
 
 @app.callback(
     Output("redirect", "href"), Output("session", "data"), Output("plan-badge", "children"),
-    Output("rate-use", "children"), Output("who", "hidden"), Output("nav", "hidden"),
+    Output("rate-use", "children"), Output("who", "hidden"), Output("nav", "hidden"), Output("usage", "data"),
     Input("url", "pathname"), Input("session", "data"), Input("api-meta", "data"), Input("sign-out", "n_clicks"),
+    State("usage", "data"),
 )
-def guard(pathname: str | None, session: dict | None, meta: dict | None, _signed_out: int):
+def guard(pathname: str | None, session: dict | None, meta: dict | None, _signed_out: int, shown: dict | None):
     """Sign-out, the 401 that ends a session, the way to sign-in without a key, and the header."""
     trigger = dash.ctx.triggered_id
     if trigger == "sign-out" and _signed_out:
-        return SIGN_IN, {"notice": "You are signed out."}, "", "", True, True
+        return SIGN_IN, {"notice": "You are signed out."}, "", "", True, True, None
     if trigger == "api-meta" and (meta or {}).get("status") == 401 and (session or {}).get("key"):
         notice = "Your key was not accepted (revoked or expired?). Please sign in again."
-        return SIGN_IN, {"notice": notice}, "", "", True, True
+        return SIGN_IN, {"notice": notice}, "", "", True, True, None
     signed_in = bool((session or {}).get("key"))
-    if not signed_in:
-        go_to = SIGN_IN if pathname != SIGN_IN else dash.no_update
-        return go_to, dash.no_update, "", "", True, True
-    plan = f"{session.get('plan_label', '')} plan · key {session.get('key_prefix', '')}…"
-    return dash.no_update, dash.no_update, plan, usage_text(meta), False, False
+    if not signed_in or pathname == SIGN_IN:  # the sign-in page has no header: no plan, no "Sign out"
+        go_to = SIGN_IN if not signed_in and pathname != SIGN_IN else dash.no_update
+        return go_to, dash.no_update, "", "", True, not signed_in, dash.no_update
+    # The key's prefix in the badge's tooltip (and on /account): the header stays one row at 1440 px.
+    plan = html.Span(f"{session.get('plan_label', '')} plan", title=f"key {session.get('key_prefix', '')}…")
+    usage = newest_usage(meta, shown)
+    return dash.no_update, dash.no_update, plan, usage_text(usage, time.time()), False, False, usage

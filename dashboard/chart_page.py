@@ -72,16 +72,21 @@ class Measure(Control):
 
 @dataclasses.dataclass(frozen=True)
 class Text(Control):
-    """Free text (entered on Enter or leaving the field), with a placeholder and a hint."""
+    """Free text (entered on Enter or leaving the field), with a placeholder and a hint. `aliases`:
+    other names the URL may give it by (`?keyword=` for /keywords' `keywords`); it is written back
+    under its own name."""
 
     placeholder: str = ""
     hint: str = ""
+    aliases: tuple[str, ...] = ()
 
     def component(self, prefix: str, operation: Operation, query: view_state.Query) -> Any:
         element_id = self.element_id(prefix)
+        value = view_state.text(query, self.name) or next(
+            (view_state.text(query, alias) for alias in self.aliases if view_state.text(query, alias)), "")
         return html.Div([
             html.Label(self.label or self.name, htmlFor=element_id, className="control-label"),
-            dcc.Input(id=element_id, type="text", value=view_state.text(query, self.name), placeholder=self.placeholder,
+            dcc.Input(id=element_id, type="text", value=value, placeholder=self.placeholder,
                       debounce=True, className="text-input"),
             html.Span(self.hint, className="hint"),
         ], className="control")
@@ -112,6 +117,7 @@ class ChartPage:
     intervals: bool = True  # the intervals switch
     table: bool = True      # a table beside the graph; without one the graph takes the page's width
     graph_class: str = "half"
+    stacked: bool = False   # the table under the graph, the page's width, rather than beside it
     calls: Callable[[Values, dict[str, Any], Mapping[str, Any]], Calls] | None = None
 
     def element_id(self, role: str) -> str:
@@ -132,7 +138,8 @@ class ChartPage:
         graph = ui.graph(self.element_id("graph"))
         if self.table:
             graph = html.Div([html.Div(graph, className=self.graph_class),
-                              html.Div(id=self.element_id("table"), className="side")], className="row")
+                              html.Div(id=self.element_id("table"), className="side")],
+                             className="row stacked" if self.stacked else "row")
         return html.Div([
             html.H1(self.title),
             view_state.store(self.prefix),
@@ -175,10 +182,23 @@ class ChartPage:
             first = replies[0] if replies else None
             footer = ui.disclaimer_footer(first.body.get("disclaimer") if first else None,
                                           ui.as_of_text(first) if first else None)
-            return [*drawn.notes, footer], (drawn.figure, drawn.table)
+            return [*self._rows_note(first), *drawn.notes, footer], (drawn.figure, drawn.table)
 
         children, meta, (figure, table) = ui.answer(session, calls, render, empty=(dash.no_update, None))
         return self._outputs(children, meta, figure, table)
+
+    def _rows_note(self, reply: Reply | None) -> list[Any]:
+        """ "50 of 390 rows" above the footer when the answer holds more rows than the page shows
+        (a ranking cut at its `limit`: Signals-Total-Rows); nothing when it shows them all."""
+        if reply is None or not isinstance(reply.body, dict):
+            return []
+        operation = api.operation(self.operation)
+        shown, total = reply.rows(operation), reply.total_rows
+        if total is None or total <= shown:
+            return []
+        limited = any(c.name == "limit" for c in self.controls)
+        return [html.P(ui.rows_said(shown, total, "limit" if limited else None), className="hint",
+                       id=self.element_id("rows"))]
 
     def _outputs(self, status: Any, meta: dict[str, Any], figure: Any, table: Any) -> tuple:
         return (status, meta, figure, table) if self.table else (status, meta, figure)

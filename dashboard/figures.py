@@ -41,12 +41,28 @@ def _empty(title: str, message: str) -> go.Figure:
     return figure
 
 
-def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions") -> go.Figure:
-    """The most suppressed keywords, largest on top."""
+def part_of(shown: int, total: int | None) -> str:
+    """ "the first 10 of 390" when the answer holds more rows than are drawn (Signals-Total-Rows),
+    else ""."""
+    return f"the first {shown:,} of {total:,}" if total is not None and total > shown else ""
+
+
+def _in_table(rows: int, total: int) -> str:
+    """Where the rows not drawn are: "the rest in the table", or "50 in the table" when the
+    answer holds more than the table (its limit cut it)."""
+    return "the rest in the table" if total <= rows else f"{rows:,} in the table"
+
+
+def top_keywords_figure(body: Mapping[str, Any], *, measure: str = "suppressions", total: int | None = None,
+                        ) -> go.Figure:
+    """The most suppressed keywords, largest on top; `total`, the keywords the answer holds in all
+    (Signals-Total-Rows): the title says "the first 10 of 390" when more were left out."""
     rows = list(body.get("keywords", []))
     title = f"Top keywords by {measure} ({body.get('window')})"
     if not rows:
         return _empty(title, "No keyword passed the privacy threshold in this window.")
+    if part_of(len(rows), total):
+        title += f"<br><sup>{part_of(len(rows), total)} keywords</sup>"
     rows = rows[::-1]  # plotly draws the first category at the bottom
     figure = go.Figure(go.Bar(x=[r[measure] for r in rows], y=[short(r["keyword_raw"]) for r in rows],
                               orientation="h", marker_color=ACCENT, customdata=[r["keyword_raw"] for r in rows],
@@ -160,15 +176,19 @@ def geo_figure(body: Mapping[str, Any], coordinates: Mapping[str, tuple[float, f
     return figure
 
 
-def trending_figure(body: Mapping[str, Any]) -> go.Figure:
-    """Growth of the fastest-growing values, recent period against the baseline."""
+def trending_figure(body: Mapping[str, Any], total: int | None = None) -> go.Figure:
+    """Growth of the fastest-growing values, recent period against the baseline; `total`, the
+    values the answer holds in all (Signals-Total-Rows)."""
     rows = list(body.get("trending", []))
     title = (f"Fastest growing {body.get('dimension')} by {body.get('metric')}"
              f"<br><sup>{body.get('recent_period')} vs {body.get('baseline_period')}</sup>")
     if not rows:
         return _empty(title, "Nothing grew above the minimum baseline in this window.")
+    total = total if total is not None and total > len(rows) else len(rows)
     if len(rows) > TOP:
-        title = title.replace("</sup>", f"; the first {TOP} of {len(rows):,}, the rest in the table</sup>")
+        title = title.replace("</sup>", f"; the first {TOP} of {total:,}, {_in_table(len(rows), total)}</sup>")
+    elif total > len(rows):
+        title = title.replace("</sup>", f"; {part_of(len(rows), total)}</sup>")
     rows = rows[:TOP][::-1]
     figure = go.Figure(go.Bar(x=[r["growth_pct"] for r in rows], y=[short(r["value"]) for r in rows],
                               orientation="h", marker_color="#d9822b",
@@ -182,14 +202,16 @@ def trending_figure(body: Mapping[str, Any]) -> go.Figure:
     return figure
 
 
-def activity_figure(body: Mapping[str, Any]) -> go.Figure:
+def activity_figure(body: Mapping[str, Any], total: int | None = None) -> go.Figure:
     """Keyword-list changes per keyword: adds, removes and edits stacked; with compare, the
-    previous period's as ghost bars beside them."""
+    previous period's as ghost bars beside them; `total`, the keywords the answer holds in all."""
     rows = list(body.get("keywords", []))
     title = f"Keyword list changes ({body.get('window')}, {body.get('type')})"
     if not rows:
         return _empty(title, "No keyword list change passed the privacy threshold in this window.")
-    more = f"the first {TOP} of {len(rows):,}, the rest in the table" if len(rows) > TOP else ""
+    total = total if total is not None and total > len(rows) else len(rows)
+    more = (f"the first {TOP} of {total:,}, {_in_table(len(rows), total)}" if len(rows) > TOP
+            else part_of(len(rows), total))
     rows = rows[:TOP][::-1]
     compared = any("previous" in r for r in rows)
     figure = go.Figure()
@@ -219,13 +241,16 @@ def activity_figure(body: Mapping[str, Any]) -> go.Figure:
 ADDITIVE = ("suppressions", "events", "adds", "removes", "edits", "total_events")
 
 
-def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_of: Any = None) -> go.Figure | None:
+def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_of: Any = None,
+                 total: int | None = None) -> go.Figure | None:
     """A /query answer grouped by one dimension: horizontal bars of the first TOP rows in the
     answer's order, long labels cut (whole in the hover), and the rest summarised under the chart;
     over time, a line with partial first and last buckets marked. None for other shapes (the
-    table shows them)."""
+    table shows them). `total`: the rows the answer holds in all (Signals-Total-Rows), more than
+    the table's when `limit` cut it."""
     group_by = list(body.get("group_by", []))
     rows = list(body.get("results", []))
+    total = total if total is not None and total > len(rows) else len(rows)
     if len(group_by) != 1 or not rows:
         return None
     dim = group_by[0]
@@ -238,8 +263,10 @@ def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_o
                                       marker=dict(size=[9 if n else 5 for n in partial],
                                                   symbol=["circle-open" if n else "circle" for n in partial]),
                                       hovertemplate="%{x}: %{y:,} %{customdata}<extra></extra>"))
-        if any(partial):
-            title += "<br><sup>○ a bucket the window covers only in part</sup>"
+        notes = [f"{part_of(len(rows), total)} buckets in the answer's order; a larger limit draws them all"
+                 if total > len(rows) else "", "○ a bucket the window covers only in part" if any(partial) else ""]
+        if any(notes):
+            title += f"<br><sup>{'; '.join(n for n in notes if n)}</sup>"
         figure.update_layout(**_LAYOUT, title=title)
         figure.update_yaxes(tickformat=COUNT_TICKS)
         return figure
@@ -249,11 +276,13 @@ def query_figure(body: Mapping[str, Any], *, measure: str = "suppressions", as_o
     figure = go.Figure(go.Bar(x=[r[measure] for r in shown], y=[short(label) for label in labels], orientation="h",
                               marker_color=ACCENT, customdata=labels,
                               hovertemplate="%{customdata}: %{x:,}<extra></extra>"))
-    if rest:
-        summary = f"and {len(rest):,} more in the table"
-        if measure in ADDITIVE:
+    if rest or total > len(rows):
+        summary = f"and {len(rest):,} more in the table" if rest else ""
+        if rest and measure in ADDITIVE:
             summary += f", {numbers.exact(sum(r[measure] for r in rest))} {measure} together"
-        title += f"<br><sup>the first {len(shown)} of {len(rows):,} rows; {summary}</sup>"
+        if total > len(rows):
+            summary += ("; " if summary else "") + f"{total - len(rows):,} more with a larger limit"
+        title += f"<br><sup>the first {len(shown)} of {total:,} rows; {summary}</sup>"
     figure.update_layout(**_LAYOUT, title=title)
     figure.update_layout(height=max(300, 24 * len(shown) + 110))
     figure.update_yaxes(automargin=True)

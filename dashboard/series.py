@@ -34,7 +34,8 @@ def page(prefix: str, operation: str, subject: str, title: str, example: str,
                      notes=[ui.table(totals, [subject, "total"], table_id=f"{prefix}-totals")])
 
     subjects = Text(f"{subject}s", f"{subject}s (comma-separated, up to {MAX_SUBJECTS})", argument=False,
-                    suffix="subjects", placeholder=example, hint=f"Empty: the most suppressed {subject}s.")
+                    suffix="subjects", placeholder=example, hint=f"Empty: the most suppressed {subject}s.",
+                    aliases=(subject,))
     return ChartPage(prefix=prefix, operation=operation, title=title,
                      controls=(subjects, Param("window"), Param("bucket"), Measure()), table=False,
                      calls=calls, draw=draw)

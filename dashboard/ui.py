@@ -12,7 +12,7 @@ import dash
 from dash import Input, Output, dcc, html
 
 from connectors import noise_marks, numbers
-from connectors.client import Reply, SignalsError
+from connectors.client import Reply, SignalsError, rows_text
 from connectors.columns import column_name
 from connectors.operations import Parameter
 from dashboard import api, view_state
@@ -119,16 +119,26 @@ def _count_cell(row: Mapping[str, Any], column: str, marks: Mapping[str, noise_m
     value = row.get(column)
     lines: list[Any] = [html.Div([html.Span(numbers.exact(value), className="value"), _mark(marks.get(column))],
                                  className="cell-main")]
-    if compared:
-        figure, verdict, kind = numbers.change_words((row.get("change") or {}).get(column), value)
-        previous = (row.get("previous") or {}).get(column)
+    previous = (row.get("previous") or {}).get(column) if compared else None
+    if compared and value == 0 and previous == 0:
+        # Nothing to compare: one short line, no verdict on a change that is not there.
+        lines.append(html.Div("0 before too", title="previous period: 0", className="sub",
+                              **{"data-col": column_name("previous", column)}))
+    elif compared:
+        change = (row.get("change") or {}).get(column)
+        figure, verdict, kind = numbers.change_words(change, value)
+        before = html.Span(numbers.short(previous), title=f"previous period: {numbers.exact(previous)}",
+                           **{"data-col": column_name("previous", column)}) if previous is not None else None
         if figure:
-            lines.append(html.Div([html.Span(figure), " ", html.Span(verdict, className="verdict"),
-                                   _mark(marks.get(column_name("change", column)))],
-                                  className=f"sub change {kind}", **{"data-col": column_name("change", column)}))
-        if previous is not None:
-            lines.append(html.Div(f"before {numbers.short(previous)}", title=f"previous period: {numbers.exact(previous)}",
-                                  className="sub", **{"data-col": column_name("previous", column)}))
+            # Two short lines, each kept whole: the change from the value before, then the verdict
+            # (and its mark). Narrow enough for six counts side by side without wrapping.
+            shown = [html.Span("new" if (change or {}).get("pct") is None else figure), ", from " if
+                     (change or {}).get("pct") is None else " from ", before] if before is not None else [figure]
+            lines.append(html.Div(shown, className=f"sub change {kind}", **{"data-col": column_name("change", column)}))
+            lines.append(html.Div([html.Span(verdict, className="verdict"), _mark(marks.get(column_name("change", column)))],
+                                  className=f"sub verdict {kind}"))
+        elif before is not None:
+            lines.append(html.Div(["before ", before], className="sub"))
     if level is not None:
         low_high = (row.get("intervals") or {}).get(column)
         if low_high:
@@ -167,11 +177,19 @@ def records_table(rows: Sequence[Mapping[str, Any]], columns: Sequence[str], cou
             cells.append(html.Td(inner if extra else text, className=kind, title=text, **{"data-col": column}))
         body.append(html.Tr(cells))
     said = ([f"Under each count: {' and '.join(under)}."] if under else []) + \
+        ([VERDICTS] if compared else []) + \
         ([noise_marks.LEGEND] if any(noise_marks.marks(r, counts, level or "") for r in rows) else [])
     caption = [html.Caption(" ".join(said), className="legend")] if said else []
     return html.Table([*caption, html.Thead(html.Tr(head)), html.Tbody(body)], className="data-table records",
                       **({"id": table_id} if table_id else {}))
 
+
+# What a change's verdict means, said once where the table shows them (issue 42: a place "beyond
+# noise" beside a "few users" mark, and one whose 90 % interval leaves out its previous value
+# "within noise", confused a person reading the page). The test: docs/privacy.md "Comparing periods".
+VERDICTS = ("'beyond noise': a change larger than the privacy noise and chance of both periods could make "
+            "(tested at 1 in 1,000, stricter than a 90 % interval); 'within noise': it could be noise alone, "
+            "not that nothing changed.")
 
 SIGNED = ("growth_pct",)  # percentages that are changes
 
@@ -186,6 +204,15 @@ def cell_text(value: Any, column: str = "") -> str:
     if isinstance(value, str) and len(value) >= 16 and value[10:11] == "T" and value.endswith("Z"):
         return value[:16].replace("T", " ")
     return numbers.exact(value)
+
+
+def rows_said(shown: int, total: int | None, limit_control: str | None = None) -> str:
+    """ "100 of 390 rows" (and how to see more) when the answer holds more rows than are shown,
+    else "390 rows"."""
+    text = rows_text(shown, total)
+    if limit_control and total is not None and total > shown:
+        text += f": the answer holds {total - shown:,} more; raise {limit_control} to see them"
+    return text
 
 
 def measures(operation: Any) -> list[str]:

@@ -32,13 +32,17 @@ class FieldError:
 
 
 class HugeNumber:
-    """An integer of a JSON body with more digits than Python converts (sys.get_int_max_str_digits,
-    4300): kept as its text, it is out of every bound and is refused like any number out of bounds."""
+    """A number of a JSON body too large to hold: an integer with more digits than Python converts
+    (sys.get_int_max_str_digits, 4300), or a number beyond a float's range (1e400, which Python
+    reads as inf). Kept as its text, it is out of every bound and is refused like any number out
+    of bounds, with the text that was sent."""
 
     def __init__(self, text: str) -> None:
         self.text = text
 
     def __repr__(self) -> str:
+        if len(self.text) <= 24:
+            return self.text
         return f"{self.text[:12]}... ({len(self.text.lstrip('-'))} digits)"
 
 
@@ -114,6 +118,8 @@ def check_text(schema: Mapping[str, Any], text: str) -> Any:
             number = float(text.strip())
         except ValueError:
             raise ValueError(reason("invalid", value=shown(text), expected=allowed(schema))) from None
+        if not math.isfinite(number):  # 1e400: beyond any bound; said with the text sent, not "inf"
+            raise ValueError(reason("out_of_bounds", number=repr(HugeNumber(text.strip())), expected=allowed(schema)))
         return _check_scalar(schema, number)
     if kind == "boolean":
         if text not in ("true", "false"):

@@ -24,13 +24,16 @@ if [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
   $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90
 fi
 
-key=$(scripts/demo_key.sh)  # made once, kept in $SIGNALS_DATA_DIR/demo-key (0600), shown again on every run
-echo "    $key"
+# The key made once, kept in $SIGNALS_DATA_DIR/demo-key (0600), shown again on every run: whole and
+# first (scripts/key_banner.sh).
+scripts/key_banner.sh
+key=$(head -n 1 "$SIGNALS_DATA_DIR/demo-key")
 if [ -z "${REDIS_URL:-}" ]; then
   echo "==> REDIS_URL is not set: cache and rate limits are in-process, so the API runs one worker."
   echo "    Set REDIS_URL for shared limits and cores + 1 workers."
 fi
-echo "==> API on http://127.0.0.1:$PORT  (try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords)"
+echo "==> API on http://127.0.0.1:$PORT  (its Prometheus metrics on http://127.0.0.1:${SIGNALS_METRICS_PORT:-9464}/metrics)"
+echo "    try: curl -H \"Authorization: Bearer $key\" http://127.0.0.1:$PORT/api/v1/signals/top-keywords"
 # The dashboard and the MCP server call the API from this machine for their callers and name each
 # caller in X-Forwarded-For; the API believes it from these addresses (and they believe a proxy's).
 export SIGNALS_TRUSTED_PROXIES="${SIGNALS_TRUSTED_PROXIES:-127.0.0.1/32,::1/128}"

@@ -19,22 +19,26 @@ import cachetools
 
 @dataclasses.dataclass(frozen=True)
 class CacheEntry:
-    """A response as the cache stores it: its entity tag, content type, file name and body."""
+    """A response as the cache stores it: its entity tag, content type, file name and body, and
+    the number of rows the full answer holds (Signals-Total-Rows; the body may be a page of it)."""
 
     etag: str
     content_type: str
     filename: str | None
     body: bytes
+    rows: int | None = None  # None: stored by a version that did not count them
 
     def encode(self) -> bytes:
-        head = json.dumps({"etag": self.etag, "type": self.content_type, "file": self.filename}).encode()
+        head = json.dumps({"etag": self.etag, "type": self.content_type, "file": self.filename,
+                           "rows": self.rows}).encode()
         return head + b"\n" + self.body
 
     @classmethod
     def decode(cls, raw: bytes) -> CacheEntry:
         head, _, body = raw.partition(b"\n")
         meta = json.loads(head)
-        return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body)
+        return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body,
+                   rows=meta.get("rows"))
 
 
 class DecodedEntries:

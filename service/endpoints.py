@@ -16,6 +16,7 @@ from connectors.columns import level_text
 from paramcheck import FieldError, reason
 from service.engine import requests as rq
 from service.engine.shapes import SHAPES
+from service.paging import MAX_OFFSET
 from service.params import Param
 from service.store.domains import registrable_domain
 from service.store.normalise import KEYWORD_MAX_CHARS, normalise_domain, normalise_keyword
@@ -75,6 +76,15 @@ INTERVALS = Param(
 
 def _limit(maximum: int, default: int) -> Param:
     return Param("limit", "integer", "Maximum number of records returned.", default=default, minimum=1, maximum=maximum)
+
+
+OFFSET = Param(
+    "offset", "integer",
+    "Skip this many rows of the full answer: the page of `limit` rows from here (rank and order as in the "
+    "un-paged answer, every number the same). The Signals-Total-Rows header says how many rows the full answer "
+    "holds, and Link rel=\"next\" gives the next page's URL. Leave it out for the first page.",
+    minimum=0, maximum=MAX_OFFSET,
+)
 
 
 def _bucket(required: bool = False, default: str | None = "hour") -> Param:
@@ -289,8 +299,13 @@ def _nullable_echo(param: Param) -> dict[str, Any]:
 
 
 def _flags(values: dict[str, Any]) -> dict[str, Any]:
-    """intervals absent and intervals=false are one request (one cache entry)."""
-    return {**values, "intervals": bool(values.get("intervals"))}
+    """intervals absent and intervals=false are one request (one cache entry), and so are offset
+    absent and offset=0."""
+    return {**values, "intervals": bool(values.get("intervals")), **_first_page(values)}
+
+
+def _first_page(values: dict[str, Any]) -> dict[str, Any]:
+    return {"offset": values["offset"] or 0} if "offset" in values else {}
 
 
 # /trending's parameters, named: a webhook's fields are these (service/webhooks/fields.py), and its
@@ -346,7 +361,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
         name="top_keywords", tool="signals_top_keywords", method="GET", path="/top-keywords",
         min_tier=Tier.OBSERVER, summary="Top keywords",
         description="The most suppressed keywords globally, ranked by total suppression count.",
-        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50), AS_OF, COMPARE, INTERVALS),
+        params=(_window(SHORT_WINDOWS, "24h"), _limit(500, 50), AS_OF, COMPARE, INTERVALS, OFFSET),
         records_field="keywords", record_schema=_with_extras(TOP_KEYWORD, "top_keywords"), echo=("window",),
         build=lambda v: rq.TopKeywords(**_flags(v)),
     ),
@@ -395,9 +410,9 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "when their growth stays above 0 with recent taken lower and baseline higher by 4.39 x "
                     "their noise s.d. + 3.09 x sqrt(count), and ordered by that bound (ties by value); "
                     "growth_pct is the plain growth of the numbers shown.",
-        params=(TRENDING_WINDOW, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_LIMIT, MIN_BASELINE, AS_OF),
+        params=(TRENDING_WINDOW, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_LIMIT, MIN_BASELINE, AS_OF, OFFSET),
         records_field="trending", record_schema=TRENDING_RECORD, echo=("window", "dimension", "metric"),
-        build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"])}),
+        build=lambda v: rq.Trending(**{**v, "min_baseline": float(v["min_baseline"]), **_first_page(v)}),
         extra=_trending_extra, extra_schema=_TRENDING_EXTRA_SCHEMA,
     ),
     Endpoint(
@@ -408,7 +423,7 @@ ENDPOINTS: tuple[Endpoint, ...] = (
                     "by total_events.",
         params=(_window(SHORT_WINDOWS, "24h"),
                 Param("type", "string", "Kind of change.", default="all", enum=rq.ACTIVITY_TYPES),
-                _limit(500, 50), AS_OF, COMPARE, INTERVALS),
+                _limit(500, 50), AS_OF, COMPARE, INTERVALS, OFFSET),
         records_field="keywords", record_schema=_with_extras(ACTIVITY_RECORD, "keyword_activity"), echo=("window", "type"),
         build=lambda v: rq.KeywordActivity(**_flags(v)),
     ),

@@ -11,6 +11,7 @@ from service.endpoints import ACCOUNT_SCHEMA, INTERVAL_LEVEL, Endpoint
 from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
 from service.operations import OPERATIONS, Operation
+from service.paging import CURSOR, LINK_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_HEADER
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
 from service.tiers import Tier
 from service.webhooks.openapi import webhook_operation
@@ -38,6 +39,12 @@ _QUERY_TOO_LARGE = (
     "the events the query matches. `estimated_cells` is that bound, `max_cells` the limit, `narrowings` "
     "single changes to the request that would fit (a coarser `bucket`, a shorter `window`, a `group_by` "
     "without one dimension), and `detail` says the same in words, filters included."
+)
+
+_PAGING_NOTE = (
+    "\n\nPaging: the answer is the first `limit` rows of the full answer; the header Signals-Total-Rows says "
+    'how many rows the full answer holds, and Link rel="next" gives the URL of the next page while rows '
+    "follow. Every row has the same numbers in every page."
 )
 
 _QUERY_COST_NOTE = (
@@ -115,7 +122,10 @@ def _tier_note(tier: Tier) -> str:
 
 
 def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str, Any]:
+    paged = any(p.name == "limit" for p in endpoint.params)
     description = f"{endpoint.description}\n\n{_tier_note(endpoint.min_tier)}"
+    if paged:
+        description += _PAGING_NOTE
     if endpoint.cost_bounded:
         description += _QUERY_COST_NOTE.format(max_cells=max_cells, deadline=deadline)
     op: dict[str, Any] = {
@@ -149,6 +159,14 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
                 "description": "With format=csv: RFC 4180 CSV with a header row; columns are the JSON result fields.",
             },
         }
+        # A later page: the cursor of the previous page's Link header (service/paging.py).
+        op["parameters"] = [{
+            "name": CURSOR, "in": "query", "required": False,
+            "description": "A later page of the same answer: the cursor of the previous page's "
+                           'Link rel="next" URL (post the same body to that URL). Opaque; it pins the '
+                           "first page's as_of. Leave it out for the first page.",
+            "schema": {"type": "string", "minLength": 1, "maxLength": 200},
+        }]
     else:
         op["parameters"] = [
             {
@@ -171,6 +189,8 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
                 "ETag": {"schema": {"type": "string"}, "description": "Send it back in If-None-Match to get 304."},
                 "Cache-Control": {"schema": {"type": "string"}, "description": "private, max-age=<seconds to the next hour>"},
                 "X-Cache": {"schema": {"type": "string", "enum": ["hit", "miss"]}},
+                TOTAL_HEADER: {"schema": {"type": "integer", "minimum": 0}, "description": TOTAL_DESCRIPTION},
+                **({"Link": {"schema": {"type": "string"}, "description": LINK_DESCRIPTION}} if paged else {}),
                 **_RATE_HEADERS,
             },
             "content": ok_content,

@@ -40,7 +40,15 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 from connectors import __version__, problems
 from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError, forwarded_chain
 from connectors.mcp import prompts, resources
-from connectors.mcp.tools import ToolSpec, build_tools, csv_refusal, error_result, from_signals_error, ok_result
+from connectors.mcp.tools import (
+    ToolSpec,
+    build_tools,
+    csv_refusal,
+    error_result,
+    from_signals_error,
+    ok_result,
+    part_note,
+)
 from connectors.operations import INVALID_TITLE, Operations
 from connectors.settings import ConnectorSettings, Network
 
@@ -183,7 +191,8 @@ class Backend:
         if not isinstance(body, dict):  # not JSON (cannot happen with format json)
             return error_result(problems.problem(problems.UNEXPECTED_ANSWER, "Unexpected answer", 502,
                                                  "The API did not answer with JSON."))
-        return ok_result(body, reply.as_of, stale=reply.headers.get("x-cache") == "stale")
+        return ok_result(body, reply.as_of, stale=reply.headers.get("x-cache") == "stale",
+                         part=part_note(spec.operation, reply, arguments))
 
 
     def read_resource(self, uri: str, key: str | None, forwarded_for: str | None = None) -> types.ReadResourceResult:

@@ -20,7 +20,7 @@ from typing import Any
 import mcp_types as types
 
 from connectors import problems
-from connectors.client import SignalsError
+from connectors.client import Reply, SignalsError, rows_text
 from connectors.operations import Operation, Operations
 
 ESTIMATES = ("Every number is an estimate: aggregated, anonymous statistics with privacy noise, and cells with "
@@ -110,10 +110,31 @@ def describe(raw: Mapping[str, Any], operation: Operation) -> str:
     return "\n\n".join(p for p in parts if p)
 
 
-def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = False) -> types.CallToolResult:
+def part_note(operation: Operation, reply: Reply, arguments: Mapping[str, Any]) -> str | None:
+    """When the answer holds more rows than this page: "50 of 390 rows", and how to get the rest
+    (the next `offset`; for /query, whose later pages are fetched by cursor over REST, a larger limit)."""
+    total, shown = reply.total_rows, reply.rows(operation)
+    if total is None or total <= shown:
+        return None
+    start = int(arguments.get("offset") or 0)
+    note = f"This answer shows {rows_text(shown, total)}"
+    if start:
+        note += f" (rows {start + 1} to {start + shown})"
+    names = {p.name: p for p in operation.params}
+    if "offset" in names:
+        return note + f"; call again with offset={start + shown} for the next ones."
+    limit = names.get("limit")
+    most = f" (at most {limit.maximum:g})" if limit is not None and limit.maximum is not None else ""
+    return note + (f", the first by {arguments.get('order_by') or 'suppressions'}; ask with a larger limit{most} "
+                   "or narrower filters for more, or page through the REST API (Link rel=\"next\").")
+
+
+def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = False,
+              part: str | None = None) -> types.CallToolResult:
     """The endpoint's JSON body as structured content, and the same as text, with a line saying
     which hour the numbers end at (the answer's own as_of; an earlier one when it was served
-    stale while the current answer is computed)."""
+    stale while the current answer is computed), and `part` ("50 of 390 rows ...") when the
+    answer holds more rows than it shows."""
     content = [types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))]
     if as_of is not None:
         when = as_of.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -122,6 +143,8 @@ def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = Fals
             note += (" This is the previous hour's answer, served while the current one is computed; "
                      "ask again in a minute for the current hour.")
         content.append(types.TextContent(type="text", text=note))
+    if part:
+        content.append(types.TextContent(type="text", text=part))
     return types.CallToolResult(content=content, structured_content=body)
 
 

@@ -91,6 +91,9 @@ def _parser() -> argparse.ArgumentParser:
                       help="with --history (implied): also the N-1 periods before, one window apart, in one write")
     push.add_argument("--compare", action="store_true", help="add the previous period and the change (compare=previous_period)")
     push.add_argument("--intervals", action="store_true", help="add each count's interval (intervals=true)")
+    push.add_argument("--all", action="store_true", dest="all_pages",
+                      help="every row of the answer: fetch page after page (Link rel=next) instead of only the "
+                           "first `limit` rows")
     push.add_argument("endpoint", help="top-keywords, keyword-timeseries, domain-timeseries, geo-heat, trending, "
                                        "keyword-activity or query")
     push.add_argument("params", nargs="*", metavar="name=value", help="the endpoint's parameters")
@@ -129,7 +132,8 @@ def main(argv: Sequence[str] | None = None, *, settings: ConnectorSettings | Non
                                                                 ("intervals", "true", args.intervals)) if on]
             params = parse_assignments([*args.params, *flags], operation)
             specs = [ReportSpec(args.endpoint, params, args.spreadsheet, args.worksheet,
-                                history=args.history or args.backfill > 1, backfill=args.backfill)]
+                                history=args.history or args.backfill > 1, backfill=args.backfill,
+                                all_pages=args.all_pages)]
         writer = None if args.dry_run else SheetWriter(google_client(settings, args.credentials))
         runner = Runner(api, writer)
         checked = runner.check(specs)

@@ -13,7 +13,7 @@ from connectors.sheets.spec import ReportSpec
 
 DEFAULT_RUN_LOG = "Signals run log"
 _CONFIG_KEYS = {"api_url", "spreadsheet", "report", "run_log"}
-_REPORT_KEYS = {"endpoint", "params", "spreadsheet", "worksheet", "history", "backfill", "compare", "intervals"}
+_REPORT_KEYS = {"endpoint", "params", "spreadsheet", "worksheet", "history", "backfill", "compare", "intervals", "all"}
 
 
 @dataclasses.dataclass(frozen=True)
@@ -62,7 +62,7 @@ def load_config(path: Path) -> Config:
             problems.append(f"{where}: params must be a table, e.g. params = {{ window = \"7d\" }}")
             params = {}
         flags = {}
-        for key in ("history", "compare", "intervals"):
+        for key in ("history", "compare", "intervals", "all"):
             flags[key] = report.get(key, False)
             if not isinstance(flags[key], bool):
                 problems.append(f"{where}: {key} is true or false")
@@ -73,7 +73,8 @@ def load_config(path: Path) -> Config:
         specs.append(ReportSpec(str(report.get("endpoint", "")), with_options(params, flags["compare"] is True,
                                                                              flags["intervals"] is True),
                                 spreadsheet, str(report.get("worksheet", "")),
-                                history=flags["history"] is True or backfill > 1, backfill=backfill))
+                                history=flags["history"] is True or backfill > 1, backfill=backfill,
+                                all_pages=flags["all"] is True))
     seen: dict[tuple, int] = {}
     for index, spec in enumerate(specs, 1):
         place = (spec.spreadsheet, spec.worksheet)

@@ -14,7 +14,7 @@ import gspread
 import requests
 from tqdm import tqdm
 
-from connectors.client import Reply, SignalsClient, SignalsError
+from connectors.client import Reply, SignalsClient, SignalsError, rows_text
 from connectors.operations import Operation
 from connectors.report import Cell, Table, build_table, describe_request
 from connectors.sheets import history
@@ -31,6 +31,14 @@ class Outcome:
     status: str  # written, unchanged, printed, failed
     message: str
     rows: int = 0  # rows written
+    total: int | None = None  # rows the full answer holds, when more than were written (a part)
+
+    @property
+    def part(self) -> str | None:
+        """'100 of 390 rows ...' when only part of the answer was written, else None."""
+        if self.total is None or self.total <= self.rows:
+            return None
+        return f"{rows_text(self.rows, self.total)}: the answer holds more; --all (all = true) writes every page"
 
 
 class Runner:
@@ -86,23 +94,26 @@ class Runner:
             return self._refresh_history(spec, operation, request)
         described = describe_request(operation, request)
         if self.writer is None:
-            reply = self._fetch(spec.endpoint, spec.params, None)
-            table = build_table(operation, request, reply.body, reply.as_of, self._now())
+            reply = self._fetch(spec, spec.params, None)
+            table = build_table(operation, request, reply.body, reply.as_of, self._now(), reply.total_rows)
             self._out(f"== {described}{_destination(spec)}\n{table.text()}\n")
-            return Outcome(spec, "printed", f"{table.records} rows")
+            return Outcome(spec, "printed", rows_text(table.records, reply.total_rows), table.records,
+                           reply.total_rows)
         spreadsheet = self.writer.open(spec.spreadsheet or "")
         sheet, stored = self.writer.state(spreadsheet, spec.worksheet)
         previous = stored_report(stored)
         same = sheet is not None and previous.get("request") == described and previous.get("mode") != "history"
-        etag = previous.get("etag") if same else None
-        reply = self._fetch(spec.endpoint, spec.params, etag)
+        # Every page: the first page's ETag does not say that the later ones are unchanged.
+        etag = previous.get("etag") if same and not spec.all_pages else None
+        reply = self._fetch(spec, spec.params, etag)
         if reply.not_modified and etag is not None:  # the sheet holds this very answer
             return Outcome(spec, "unchanged", f"same ETag as the answer of as_of {previous.get('as_of')}; not rewritten")
-        table = build_table(operation, request, reply.body, reply.as_of, self._now())
+        table = build_table(operation, request, reply.body, reply.as_of, self._now(), reply.total_rows)
         as_of = history.as_of_text(reply.as_of) if reply.as_of else None
         self.writer.write(spreadsheet, spec.worksheet, sheet, stored, table.rows,
                           {"etag": reply.etag, "as_of": as_of, "request": described})
-        return Outcome(spec, "written", f"{table.records} rows, as_of {as_of}", table.records)
+        return Outcome(spec, "written", f"{rows_text(table.records, reply.total_rows)}, as_of {as_of}", table.records,
+                       reply.total_rows)
 
     def _refresh_history(self, spec: ReportSpec, operation: Operation, request: dict[str, Any]) -> Outcome:
         """Append the periods the sheet does not hold yet: the current one (skipped on a 304 for the
@@ -120,18 +131,22 @@ class Runner:
                                    f"({previous.get('request')}); write this one to another worksheet.")
         continuing = sheet is not None and previous.get("mode") == "history"
         present = set(previous.get("periods", [])) if continuing else set()
-        etag = previous.get("etag") if continuing else None
-        reply = self._fetch(spec.endpoint, spec.params, etag)
+        etag = previous.get("etag") if continuing and not spec.all_pages else None
+        reply = self._fetch(spec, spec.params, etag)
         if reply.as_of is None:
             raise ReportFailed("Signals API: the answer has no as_of (X-Signals-As-Of); cannot place it in a history.")
         window = history.request_window(operation, request)
         wanted = history.periods(reply.as_of, window, spec.backfill) if window else [reply.as_of]
         answers: dict[dt.datetime, Any] = {}
+        parts: list[tuple[int, int | None]] = []  # (rows, total) of each period fetched
         if not reply.not_modified and history.as_of_text(reply.as_of) not in present:
             answers[reply.as_of] = reply.body
+            parts.append((reply.rows(operation), reply.total_rows))
         for moment in wanted[1:]:
             if history.as_of_text(moment) not in present:
-                answers[moment] = self._fetch(spec.endpoint, history.with_as_of(spec.params, moment), None).body
+                earlier = self._fetch(spec, history.with_as_of(spec.params, moment), None)
+                answers[moment] = earlier.body
+                parts.append((earlier.rows(operation), earlier.total_rows))
         if not answers:
             return Outcome(spec, "unchanged", f"the sheet holds as_of {history.as_of_text(reply.as_of)}"
                            + (f" and the {len(wanted) - 1} periods before" if len(wanted) > 1 else "")
@@ -148,7 +163,7 @@ class Runner:
                 header = history.history_header(operation, columns, "")
                 self._out(f"-- as_of {history.as_of_text(moment)}: {len(period)} rows\n"
                           f"{Table((header, *period), len(period)).text().rstrip()}\n")
-            return Outcome(spec, "printed", f"{len(rows)} rows for as_of {stamps}")
+            return Outcome(spec, "printed", f"{len(rows)} rows for as_of {stamps}{_cut(parts)}")
         periods = history.remembered([*present, *(history.as_of_text(m) for m in ordered)])
         report = {"mode": "history", "request": described, "etag": reply.etag, "columns": columns,
                   "as_of": periods[-1], "periods": periods}
@@ -157,11 +172,15 @@ class Runner:
         else:
             header = history.history_header(operation, columns, _history_note(described, answers[ordered[-1]]))
             self.writer.write(spreadsheet, spec.worksheet, sheet, stored, [header, *rows], report)
-        return Outcome(spec, "written", f"{len(rows)} rows appended for as_of {stamps}", len(rows))
+        cut = [(shown, total) for shown, total in parts if total is not None and total > shown]
+        return Outcome(spec, "written", f"{len(rows)} rows appended for as_of {stamps}{_cut(parts)}", len(rows),
+                       len(rows) + sum(total - shown for shown, total in cut) if cut else None)
 
-    def _fetch(self, endpoint: str, params: Any, etag: str | None) -> Reply:
+    def _fetch(self, spec: ReportSpec, params: Any, etag: str | None) -> Reply:
         try:
-            return self.api.fetch(endpoint, params, etag=etag)
+            if spec.all_pages:
+                return self.api.fetch_all(spec.endpoint, params)
+            return self.api.fetch(spec.endpoint, params, etag=etag)
         except SignalsError as exc:
             raise ReportFailed(api_failure(exc)) from None
 
@@ -210,7 +229,8 @@ def print_table(text: str) -> None:
 
 
 def run_log_row(when: Cell, outcome: Outcome) -> tuple[Cell, ...]:
-    """time, report, rows written (a number, or "unchanged"), error."""
+    """time, report, rows written (a number, or "unchanged"), error, note ("100 of 390 rows ..."
+    when only part of the answer was written)."""
     if outcome.status == "written":
         written = Cell(outcome.rows, "number")
     elif outcome.status == "unchanged":
@@ -218,7 +238,13 @@ def run_log_row(when: Cell, outcome: Outcome) -> tuple[Cell, ...]:
     else:
         written = Cell(0, "number")
     error = Cell(outcome.message) if outcome.status == "failed" else Cell(None)
-    return (when, Cell(outcome.spec.label), written, error)
+    return (when, Cell(outcome.spec.label), written, error, Cell(outcome.part))
+
+
+def _cut(parts: Sequence[tuple[int, int | None]]) -> str:
+    """' (each period: 10 of 25 rows)' when a period's answer holds more rows than were written."""
+    cut = [rows_text(shown, total) for shown, total in parts if total is not None and total > shown]
+    return f" (only part of the answer: {'; '.join(cut)}; --all writes every page)" if cut else ""
 
 
 def _destination(spec: ReportSpec) -> str:

@@ -12,7 +12,8 @@ class ReportSpec:
     """One report: the endpoint and its parameters, where it goes, and how it is written.
     `history`: append one snapshot per period with a leading as_of column instead of replacing the
     table; `backfill`: the number of periods (the current one and the ones before, one window
-    apart) a history refresh makes sure are in the sheet."""
+    apart) a history refresh makes sure are in the sheet; `all_pages`: every page of a ranked answer
+    (`--all`), not only its first `limit` rows."""
 
     endpoint: str
     params: Mapping[str, Any]
@@ -20,6 +21,7 @@ class ReportSpec:
     worksheet: str
     history: bool = False
     backfill: int = 1
+    all_pages: bool = False
 
     @property
     def label(self) -> str:

@@ -57,7 +57,8 @@ def load(_page: str, session: dict | None):
                          html.Span(numbers.exact(first["suppressions"]), id="overview-leader-count"), " suppressions)"]) \
             if first else None
         return [leader, ui.disclaimer_footer(top.body.get("disclaimer"), ui.as_of_text(top))], \
-            (figures.top_keywords_figure(top.body), figures.trending_figure(trend.body), cards)
+            (figures.top_keywords_figure(top.body, total=top.total_rows),
+             figures.trending_figure(trend.body, total=trend.total_rows), cards)
 
     children, meta, figs = ui.answer(session, calls, render, empty=(dash.no_update, dash.no_update, None))
     return children, meta, *figs

@@ -202,9 +202,11 @@ def run(_clicks, window, group_by, bucket, order_by, order, limit, *rest):
         answer = replies[0].body
         columns, details = result_columns(answer)
         counts = list(api.operation("query").count_fields)
-        figure = figures.query_figure(answer, measure=order_by or "suppressions", as_of=replies[0].as_of)
+        total = replies[0].total_rows
+        figure = figures.query_figure(answer, measure=order_by or "suppressions", as_of=replies[0].as_of, total=total)
         return [ui.disclaimer_footer(answer.get("disclaimer"), ui.as_of_text(replies[0]))], \
-            (html.Div([html.P(f"{len(answer['results']):,} rows", className="hint", id="query-count"),
+            (html.Div([html.P(ui.rows_said(len(answer["results"]), total, "limit"), className="hint",
+                              id="query-count"),
                        ui.records_table(answer["results"], [*columns, *counts], counts, table_id="query-rows",
                                         details=details)], className="results"),
              figure if figure is not None else NO_FIGURE, FOLDED if figure is None else "")

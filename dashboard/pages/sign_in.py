@@ -17,6 +17,8 @@ def layout(**_query: str) -> html.Div:
         html.P("Paste your Signals API key. It is checked with the API and kept in this browser tab only "
                "(closing the tab forgets it); every number you see is fetched with it, so your plan and "
                "its limits apply."),
+        html.P("No key yet? Keys come with a subscription from whoever runs this Signals; on the demo, "
+               "./scripts/run.sh prints one (the whole line starting sig_live_).", className="hint"),
         html.Div(id="sign-in-notice"),
         html.Div([
             html.Label("API key", htmlFor="api-key", className="control-label"),

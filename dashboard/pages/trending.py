@@ -12,7 +12,7 @@ dash.register_page(__name__, path="/trending", title="Trending · Signals", name
 
 def _draw(replies, _values) -> Drawn:
     body = replies[0].body
-    return Drawn(figures.trending_figure(body),
+    return Drawn(figures.trending_figure(body, total=replies[0].total_rows),
                  ui.records_table(body["trending"], ["value", "recent", "baseline", "growth_pct"],
                                    ["recent", "baseline"], table_id="trending-rows"))
 

@@ -42,7 +42,7 @@ def _query_keys(req: Any) -> tuple[str, ...]:
 
 
 def _all(req: Any) -> Any:
-    return dataclasses.replace(req, limit=_ALL)
+    return dataclasses.replace(req, limit=_ALL, offset=0)
 
 
 _TIMESERIES = RecordShape(lambda req: ("ts",), ("suppressions", "users_est", "events"), "users_est", _SUMS)
@@ -59,6 +59,6 @@ SHAPES: dict[str, RecordShape] = {
         "unique_users", {"adds": "events", "removes": "events", "edits": "events"},
         derived={"total_events": (("adds", 1), ("removes", 1), ("edits", 1)), "net_adds": (("adds", 1), ("removes", -1))},
         chance={"net_adds": ("adds", "removes")},
-        widen=lambda req: dataclasses.replace(req, limit=_ALL, type="all")),
+        widen=lambda req: dataclasses.replace(req, limit=_ALL, offset=0, type="all")),
     "query": RecordShape(_query_keys, ("suppressions", "unique_users", "events"), "unique_users", _SUMS, widen=_all),
 }

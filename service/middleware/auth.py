@@ -27,13 +27,31 @@ def _unauthorized(detail: str, *, invalid_token: bool) -> Problem:
     return Problem(401, detail, headers={"WWW-Authenticate": challenge})
 
 
+# The next step after each failure: where a key comes from, and how to check one.
+_GET_A_KEY = ("Keys are issued with a subscription by the API's operator (python -m service keys create; on the demo, "
+              "./scripts/run.sh prints one).")
+_CHECK_A_KEY = "GET /api/v1/account with a key says whether it works and its plan."
 _FAILURE_DETAIL = {
-    AuthFailure.MISSING: "Send your API key in the Authorization header: 'Authorization: Bearer <key>'.",
-    AuthFailure.MALFORMED: "The API key is malformed. Keys look like sig_live_ followed by 40 letters and digits.",
-    AuthFailure.UNKNOWN: "The API key is not valid.",
-    AuthFailure.REVOKED: "The API key has been revoked.",
-    AuthFailure.EXPIRED: "The API key has expired.",
+    AuthFailure.MISSING: f"Send your API key in the Authorization header: 'Authorization: Bearer <key>'. {_GET_A_KEY}",
+    AuthFailure.MALFORMED: "The API key is malformed. Keys look like sig_live_ followed by 40 letters and digits: "
+                           f"send the whole key. {_CHECK_A_KEY}",
+    AuthFailure.UNKNOWN: "The API key is not valid: no key like it was issued here. Check that you sent the whole "
+                         f"key, copied from where it was issued, and this API's address. {_CHECK_A_KEY} {_GET_A_KEY}",
+    AuthFailure.REVOKED: f"The API key has been revoked; ask for a new one. {_GET_A_KEY}",
+    AuthFailure.EXPIRED: f"The API key has expired; ask for a new one. {_GET_A_KEY}",
 }
+# A key's public prefix (sig_live_ and 7 characters, as `keys list` and the account show it) sent as the key.
+_PREFIX_LENGTH = 16
+
+
+def failure_detail(outcome: AuthFailure, token: str | None) -> str:
+    """The 401's detail: what is wrong with the key sent, and what to do next."""
+    if outcome is AuthFailure.MALFORMED and token is not None and token.startswith("sig_live_") \
+            and len(token) == _PREFIX_LENGTH:
+        return (f"The API key is malformed: {_PREFIX_LENGTH} characters is a key's public prefix (as keys list "
+                "shows it), not the key. Send the whole key: sig_live_ followed by 40 letters and digits. "
+                + _CHECK_A_KEY)
+    return _FAILURE_DETAIL[outcome]
 
 
 def bearer_token(req: falcon.Request) -> str | None:
@@ -62,8 +80,9 @@ class AuthenticationMiddleware:
     def process_resource(self, req: falcon.Request, resp: falcon.Response, resource: object, params: dict) -> None:
         if resource is None or not getattr(resource, "auth_required", True):
             return
+        token = bearer_token(req)
         try:
-            outcome = self._accounts.authenticate(bearer_token(req))
+            outcome = self._accounts.authenticate(token)
         except AccountsUnavailable:  # logged once per outage by the authenticator
             raise Problem(503, "Keys cannot be checked right now; retry shortly.", headers={"Retry-After": "5"}) from None
         if isinstance(outcome, AuthFailure):
@@ -71,7 +90,7 @@ class AuthenticationMiddleware:
                 block = self._gate.record_auth_failure(self._client_address(req))
                 if not block.allowed:
                     refuse_blocked_address(block)
-            raise _unauthorized(_FAILURE_DETAIL[outcome], invalid_token=outcome is not AuthFailure.MISSING)
+            raise _unauthorized(failure_detail(outcome, token), invalid_token=outcome is not AuthFailure.MISSING)
         req.context.principal = outcome
 
 

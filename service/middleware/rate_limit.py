@@ -65,5 +65,11 @@ class RateLimitMiddleware:
 def refuse_blocked_address(block: Admission) -> None:
     """The 429 a wrong key gets from an address blocked for failed authentications (no rate-limit
     headers, the block's own Retry-After)."""
-    raise Problem(429, "Too many failed authentications from this address; retry later.",
-                  headers={"Retry-After": str(block.retry_after)})
+    raise Problem(
+        429,
+        f"Too many failed authentications from this address: {block.limit} requests with a wrong or malformed "
+        f"API key within {block.window_seconds} seconds. Requests with a wrong key from this address are refused "
+        f"for the next {block.retry_after} s (Retry-After), a valid key is served meanwhile. The key sent is not "
+        f"valid: send the whole key (sig_live_ followed by 40 letters and digits), and check it with "
+        f"GET /api/v1/account.",
+        headers={"Retry-After": str(block.retry_after)})

@@ -15,6 +15,7 @@ silently ignore.
 from __future__ import annotations
 
 import json
+import math
 import sys
 from typing import Any
 
@@ -38,7 +39,7 @@ def read_json_body(req: falcon.Request) -> Any:
         raise Problem(400, "The request body is empty; send a JSON object, e.g. {\"window\": \"24h\"}.",
                       errors=[FieldError("body", "is empty")])
     try:
-        body = json.loads(raw, object_pairs_hook=_object, parse_int=_integer)
+        body = json.loads(raw, object_pairs_hook=_object, parse_int=_integer, parse_float=_float)
     except UnicodeDecodeError:
         raise Problem(400, "The request body is not valid UTF-8.", errors=[FieldError("body", "is not valid UTF-8")]) from None
     except json.JSONDecodeError as exc:
@@ -70,6 +71,13 @@ def _integer(text: str) -> int | HugeNumber:
 
 
 _MAX_DIGITS = sys.get_int_max_str_digits() or 4300
+
+
+def _float(text: str) -> float | HugeNumber:
+    """A JSON number with a fraction or exponent; one beyond a float's range (1e400, which would
+    read as inf) stays text, so that the 400 echoes what was sent."""
+    value = float(text)
+    return value if math.isfinite(value) else HugeNumber(text)
 
 
 def _read_bounded(req: falcon.Request) -> bytes:

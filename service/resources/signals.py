@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Callable
 from email.utils import format_datetime
-from typing import Any
+from typing import Any, NoReturn
 
 import falcon
 
@@ -36,10 +36,12 @@ from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
 from service.engine import cost as query_cost
 from service.engine.interface import EventSource, QueryEngine, Snapshot
+from service.engine.ordering import counting_rows
 from service.engine.requests import FlexibleQuery, Request
 from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
 from service.etags import etag_for, if_none_match
 from service.flights import Busy, Flights
+from service.paging import CURSOR, Cursor, CursorError, cursor_errors, page_headers, read_cursor
 from service.params import ValidationFailed, parse_body, parse_query
 from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
 from service.render import csv_body, csv_filename, json_envelope
@@ -161,10 +163,23 @@ class SignalsResource:
             values = self._validated(req)
             current = as_of
             asked_as_of = values.pop("as_of", None)
+            cursor = self._cursor(req)
+            if cursor is not None:  # a later page of POST /query: the first page's as_of
+                pinned = self._requested_as_of(cursor.as_of, values["window"], current, frames)
+                if asked_as_of is not None and self._requested_as_of(
+                        asked_as_of, values["window"], current, frames) != pinned:
+                    self._refuse(FieldError(CURSOR, "was issued for another as_of: post the same body as for "
+                                                    "the previous page"))
+                asked_as_of = cursor.as_of
             as_of = self._requested_as_of(asked_as_of, values["window"], current, frames)
             if values.get("compare"):
                 self._check_previous_period(values["window"], as_of, frames)
             request = self.endpoint.build(values)
+            if cursor is not None:
+                errors = cursor_errors(cursor, request)
+                if errors:
+                    self._refuse(*errors)
+                request = dataclasses.replace(request, offset=cursor.offset)
         except Problem as problem:
             return PreparedRequest(problem=problem)
         key, ttl, identity = None, None, None
@@ -184,6 +199,23 @@ class SignalsResource:
         )
         return PreparedRequest(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
                                headers=headers, ttl=ttl, identity=identity, stale_ok=asked_as_of is None)
+
+    @staticmethod
+    def _cursor(req: falcon.Request) -> Cursor | None:
+        """POST /query's `cursor` query parameter (a later page), read; None without one."""
+        text = req.params.get(CURSOR)
+        if text is None:
+            return None
+        if not isinstance(text, str):
+            SignalsResource._refuse(FieldError(CURSOR, "is given more than once; send the one of the Link header"))
+        try:
+            return read_cursor(text)
+        except CursorError as exc:
+            SignalsResource._refuse(FieldError(CURSOR, str(exc)))
+
+    @staticmethod
+    def _refuse(*errors: FieldError) -> NoReturn:
+        raise Problem(400, summary(list(errors)), errors=list(errors))
 
     def _requested_as_of(self, text: str | None, window: str, current: dt.datetime,
                          frames: Snapshot) -> dt.datetime:
@@ -216,10 +248,10 @@ class SignalsResource:
         endpoint = self.endpoint
         try:
             if endpoint.in_body:
-                if req.params:
+                if set(req.params) - {CURSOR}:  # the cursor of a later page is the one query parameter
                     raise ValidationFailed([
                         FieldError(name, "query parameters are not accepted here; send every field in the JSON body")
-                        for name in sorted(req.params)
+                        for name in sorted(req.params) if name != CURSOR
                     ])
                 req.context.body = body = read_json_body(req)
                 values = parse_body(endpoint.params, body)
@@ -253,7 +285,7 @@ class SignalsResource:
         stale = self._stale_answer(req, prepared)
         if stale is not None:
             self._start(prepared, req.context.frames)  # the current answer computes meanwhile
-            self._send_stale(req, resp, stale)
+            self._send_stale(req, resp, prepared, stale)
             return
         try:
             entry, _computed = self._flights.answer(
@@ -272,8 +304,9 @@ class SignalsResource:
     def _remember(self, req: falcon.Request, prepared: PreparedRequest) -> None:
         """Keep how to ask this request again (once an hour, on its first miss): the precompute
         process asks the most asked ones again when the hour turns (service/precompute.py)."""
-        if prepared.identity is None:
-            return
+        offset: int = getattr(prepared.request, "offset", None) or 0
+        if prepared.identity is None or offset:
+            return  # a later page is asked after its first one, which is what gets asked again
         spec = {"endpoint": self.endpoint.name}
         if self.endpoint.in_body:
             spec["body"] = req.context.body
@@ -363,19 +396,23 @@ class SignalsResource:
     def _computed(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
         request, as_of = prepared.request, prepared.as_of
         assert request is not None and as_of is not None  # prepared without a problem: it has both
-        frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
+        with counting_rows() as rows:
+            frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
+        # A ranked answer's rows before the page was cut from it; any other answer is whole.
+        total = rows.total if rows.total is not None else frame.height
         if getattr(request, "format", "json") == "csv":
             body = csv_body(frame)
-            return CacheEntry(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body)
+            return CacheEntry(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body, total)
         head = {name: _echo(getattr(request, name)) for name in self.endpoint.echo}
         if self.endpoint.extra:
             head.update(self.endpoint.extra(request, as_of))
         body = json_envelope(head, self.endpoint.records_field, frame)
-        return CacheEntry(etag_for(body), falcon.MEDIA_JSON, None, body)
+        return CacheEntry(etag_for(body), falcon.MEDIA_JSON, None, body, total)
 
     def _send(self, req: falcon.Request, resp: falcon.Response, prepared: PreparedRequest, entry: CacheEntry,
               outcome: str) -> None:
         fresh = seconds_until_next_hour(req.context.now)
+        assert prepared.as_of is not None  # prepared without a problem
         resp.set_headers((
             ("X-Cache", outcome),
             # RFC 9211: how the cache answered ("fwd=miss": computed, or waited for its computation)
@@ -383,11 +420,13 @@ class SignalsResource:
             ("ETag", entry.etag),
             ("Cache-Control", f"private, max-age={fresh}"),
             *prepared.headers,
+            *self._page_headers(req, prepared.request, prepared.as_of, entry),
         ))
         metrics.CACHE_ANSWERS.labels(self.endpoint.name, outcome).inc()
         self._body(req, resp, entry)
 
-    def _send_stale(self, req: falcon.Request, resp: falcon.Response, stale: StaleAnswer) -> None:
+    def _send_stale(self, req: falcon.Request, resp: falcon.Response, prepared: PreparedRequest,
+                    stale: StaleAnswer) -> None:
         """The previous answer, labelled as what it is: its own as_of and generation, its age, and
         a Cache-Status saying it is served stale while the current one is computed (RFC 5861)."""
         entry = stale.entry
@@ -395,7 +434,7 @@ class SignalsResource:
             # The body says which hour it is for (a member the current answer leaves out: its
             # as_of is the current one); a CSV says it in its headers and file name.
             body = b'{"as_of":"' + iso_z(stale.as_of).encode() + b'",' + entry.body[1:]
-            entry = CacheEntry(etag_for(body), entry.content_type, entry.filename, body)
+            entry = CacheEntry(etag_for(body), entry.content_type, entry.filename, body, entry.rows)
         resp.set_headers((
             ("X-Cache", "stale"),
             ("Cache-Status", f"signals; hit; ttl={-stale.stale_for}; detail=stale-while-revalidate"),
@@ -405,9 +444,16 @@ class SignalsResource:
             ("Last-Modified", format_datetime(stale.as_of, usegmt=True)),
             ("X-Signals-As-Of", iso_z(stale.as_of)),
             ("X-Signals-Data-Generation", str(stale.generation)),
+            *self._page_headers(req, prepared.request, stale.as_of, entry),
         ))
         metrics.CACHE_ANSWERS.labels(self.endpoint.name, "stale").inc()
         self._body(req, resp, entry)
+
+    def _page_headers(self, req: falcon.Request, request: Request | None, as_of: dt.datetime,
+                      entry: CacheEntry) -> list[tuple[str, str]]:
+        """The row total and the next page's link (service/paging.py)."""
+        return page_headers(self.endpoint.full_path, req.query_string, request, as_of, entry.rows,
+                            self.endpoint.in_body)
 
     def _body(self, req: falcon.Request, resp: falcon.Response, entry: CacheEntry) -> None:
         resp.append_header("Vary", "Authorization")  # appended: never drops a Vary set before

@@ -53,6 +53,18 @@ def test_any_number_in_any_query_field_is_400_naming_it(client, keys, field, dig
         assert "out of bounds" in reason and "digits)" in reason, reason
 
 
+@pytest.mark.parametrize("number", ["1e400", "-1e400", "2.5E+309", "1e99999"])
+def test_a_number_beyond_a_float_is_echoed_as_sent(client, keys, number):
+    """`"limit": 1e400` reads as inf in Python: the 400 must say what was sent, not 'inf' (issue 42)."""
+    result = _raw_post(client, keys["professional"], BASE + "/query", '{"window": "24h", "limit": ' + number + '}')
+    reason = assert_problem(result, 400, "limit")["errors"][0]["reason"]
+    assert reason.startswith(f"{number} is out of bounds; expected") and "inf" not in reason, reason
+    assert number in result.json["detail"]
+    query = get(client, "/trending", keys["professional"], {"min_baseline": number})
+    reason = assert_problem(query, 400, "min_baseline")["errors"][0]["reason"]
+    assert reason.startswith(f"{number} is out of bounds") and "inf" not in reason, reason
+
+
 @pytest.fixture
 def webhooks_client(accounts, tmp_path) -> falcon.testing.TestClient:
     settings = Settings(data_dir=tmp_path, webhook_allow_private=True)

@@ -333,3 +333,42 @@ def test_a_thousand_busy_keys_cost_a_few_queries_per_ttl_not_one_per_key(account
     later = store.queries[first_sight:]
     assert 0 < len(later) <= 15                   # 30 s after the first 10: 4 batches per 10 s (518 before busy keys past their time were kept in batches)
     assert sum(len(query) for query in later) >= 3 * 1000  # yet every key was checked every 10 s
+
+
+# -- what a refused key is told (issue 42) ------------------------------------------------------
+
+def test_a_401_says_how_to_get_and_check_a_key(client):
+    for header in ({}, {"Authorization": f"Bearer {generate_key()}"}):
+        detail = assert_problem(call(client, "/top-keywords", header), 401)["detail"]
+        assert "python -m service keys create" in detail and "./scripts/run.sh" in detail, detail
+    unknown = assert_problem(call(client, "/top-keywords", {"Authorization": f"Bearer {generate_key()}"}), 401)
+    assert "GET /api/v1/account" in unknown["detail"] and "whole key" in unknown["detail"]
+
+
+def test_a_keys_prefix_sent_as_the_key_is_named_as_such(client, accounts):
+    key, _ = accounts.create_key(Tier.OBSERVER, subscription="prefix-test")
+    detail = assert_problem(call(client, "/top-keywords", {"Authorization": f"Bearer {key[:16]}"}), 401)["detail"]
+    assert "16 characters is a key's public prefix" in detail and "Send the whole key" in detail
+    assert key[:16] not in detail  # nothing of the key is echoed
+    other = assert_problem(call(client, "/top-keywords", {"Authorization": "Bearer sig_live_abc"}), 401)["detail"]
+    assert "prefix" not in other and "40 letters and digits" in other
+
+
+def test_the_failed_authentication_429_names_its_cause_and_how_long(fixture_data_dir, fixture_store, accounts):
+    from service.clock import FixedClock
+    from tests.support.fixture_data import FIXTURE_NOW
+
+    client = _app_client(fixture_data_dir, fixture_store, accounts, FixedClock(FIXTURE_NOW))
+    wrong = {"Authorization": f"Bearer {generate_key()}"}
+    for _ in range(20):
+        assert_problem(call(client, "/top-keywords", wrong), 401)
+    blocked = call(client, "/top-keywords", wrong)
+    detail = assert_problem(blocked, 429)["detail"]
+    seconds = int(blocked.headers["retry-after"])
+    assert 1 <= seconds <= 60
+    assert detail.startswith("Too many failed authentications from this address: 20 requests with a wrong or "
+                             "malformed API key within 60 seconds.")
+    assert f"refused for the next {seconds} s" in detail and "a valid key is served meanwhile" in detail
+    assert "GET /api/v1/account" in detail
+    key, _ = accounts.create_key(Tier.OBSERVER, subscription="blocked-address-valid-key")
+    assert call(client, "/top-keywords", {"Authorization": f"Bearer {key}"}).status_code == 200

@@ -14,7 +14,7 @@ def test_a_type_the_api_also_has_carries_the_apis_status() -> None:
     statuses = {"INVALID_REQUEST": 400, "UNAUTHORIZED": 401, "INSUFFICIENT_TIER": 403, "INTERNAL_ERROR": 500,
                 "UNAVAILABLE": 503}
     assert {name: by_type[kind] for kind, name in shared.items() if kind in by_type} == statuses
-    assert {"UNREACHABLE", "UNKNOWN_OPERATION", "UNEXPECTED_ANSWER"} == {
+    assert {"UNREACHABLE", "UNKNOWN_OPERATION", "UNEXPECTED_ANSWER", "TOO_MANY_PAGES"} == {
         name for kind, name in shared.items() if kind not in by_type}  # the consumers' own: never the API's
 
 

@@ -112,8 +112,17 @@ def test_sign_in_every_page_offline_without_console_errors(stack, browser, profe
     wait(browser, lambda d: css(d, "#api-key"))
     settle(browser)
     browser.save_screenshot(str(shots() / "sign-in.png"))
+    # Signed out: no plan, no count and no "Sign out" shown (issue 42: the button showed here)
+    assert not css(browser, "#sign-out")[0].is_displayed() and not css(browser, "#nav")[0].is_displayed()
     sign_in(browser, base, professional)
     wait(browser, lambda d: d.current_url == base + "/" and css(d, "#overview-leader"))
+    assert css(browser, "#sign-out")[0].is_displayed()
+    browser.get(base + "/sign-in")  # signed in, on the sign-in page: still no "Sign out" there
+    wait(browser, lambda d: css(d, "#api-key"))
+    settle(browser)
+    assert not css(browser, "#sign-out")[0].is_displayed()
+    browser.get(base + "/")
+    wait(browser, lambda d: css(d, "#overview-leader") and css(d, "#sign-out")[0].is_displayed())
     assert "Professional plan" in content(css(browser, "#plan-badge")[0])
     assert "requests used this minute" in content(css(browser, "#rate-use")[0])
     urls = []
@@ -147,6 +156,21 @@ def test_values_shown_equal_the_apis_answer(stack, browser, professional):
     first = [content(css(browser, f"#geo-rows tbody tr:first-child {selector}")[0])
              for selector in ("[data-col='label'] .cell-main", "[data-col='geo_key']", "[data-col='suppressions'] .value")]
     assert first == [geo["label"], geo["geo_key"], f"{geo['suppressions']:,}"]
+
+
+def test_the_keywords_page_reads_keyword_from_the_url(stack, browser, professional):
+    """`/keywords?keyword=...` draws that keyword (issue 42: it was dropped silently) and the URL
+    then says `keywords=`."""
+    sign_in(browser, stack["dash"], professional)
+    wait(browser, lambda d: css(d, "#overview-leader"))
+    with SignalsClient(stack["api"], professional) as api:
+        keyword = api.top_keywords(window="7d", limit=5)["keywords"][4]["keyword_raw"]  # not a default one
+    browser.get(stack["dash"] + "/keywords?keyword=" + keyword.replace(" ", "+") + "&window=7d")
+    wait(browser, lambda d: figure_data(d, "keywords-graph") not in (None, "[]"))
+    drawn = json.loads(figure_data(browser, "keywords-graph"))
+    assert [trace["name"] for trace in drawn] == [keyword]
+    assert css(browser, "#keywords-subjects")[0].get_attribute("value") == keyword
+    wait(browser, lambda d: "keywords=" in d.current_url and "keyword=" not in d.current_url.replace("keywords=", ""))
 
 
 def test_a_control_changes_the_figure(stack, browser, professional):

@@ -11,7 +11,7 @@ from connectors.client import SignalsError  # noqa: E402
 from dashboard import figures, places  # noqa: E402
 from dashboard.api import Usage, explain  # noqa: E402
 from dashboard.app import usage_text  # noqa: E402
-from tests.support.layouts import find
+from tests.support.layouts import find, texts
 from tests.support.processes import ROOT
 
 DISCLAIMER = "Numbers are approximate estimates."
@@ -294,3 +294,43 @@ def test_the_tests_screenshots_go_to_a_temporary_directory_unless_asked(monkeypa
     monkeypatch.setenv("SIGNALS_SCREENSHOTS_DIR", str(tmp_path / "shots"))
     assert shots.__wrapped__() == tmp_path / "shots" and (tmp_path / "shots").is_dir()
     assert "SIGNALS_SCREENSHOTS_DIR=\"$PWD/docs/dashboard\"" in (ROOT / "scripts" / "screenshots.sh").read_text()
+
+
+def test_the_header_counts_the_reset_down_from_when_it_was_said():
+    """'resets in' is the answer's X-RateLimit-Reset counted from when the answer came (issue 42:
+    1 -> 5 -> 6 -> 31 s between page loads), and an earlier answer arriving last does not replace
+    a later one's."""
+    from dashboard.app import newest_usage
+
+    said = {"limit": 300, "remaining": 290, "reset": 12, "at": 1000.0}
+    assert usage_text(said, now=1000.0) == "10 of 300 requests used this minute · resets in 12 s"
+    assert usage_text(said, now=1008.0) == "10 of 300 requests used this minute · resets in 4 s"
+    assert usage_text(said, now=1013.0) == "10 of 300 requests used this minute"  # past: nothing to count
+    later = {"limit": 300, "remaining": 288, "reset": 5, "at": 1007.0}
+    assert newest_usage(later, said) is later
+    assert newest_usage(said, later) is later  # the earlier answer, arriving last, is not shown
+    assert newest_usage({"status": 401}, later) is later and newest_usage(said, None) is said
+
+
+def test_figures_say_how_many_of_how_many():
+    """A ranking cut by its limit says "the first 10 of 390" (Signals-Total-Rows), issue 42."""
+    top = {"window": "24h", "keywords": [{"keyword_raw": f"k{i}", "suppressions": 10 - i} for i in range(10)]}
+    assert "the first 10 of 390 keywords" in figures.top_keywords_figure(top, total=390).layout.title.text
+    assert "<sup>" not in figures.top_keywords_figure(top, total=10).layout.title.text
+    rows = [{"country_id": f"C{i}", "country_name": f"Country {i}", "suppressions": 100 - i} for i in range(100)]
+    title = figures.query_figure({"window": "7d", "group_by": ["country"], "results": rows}, total=390).layout.title.text
+    assert "the first 20 of 390 rows; and 80 more in the table" in title and "290 more with a larger limit" in title
+    activity = {"window": "7d", "type": "all",
+                "keywords": [{"keyword": f"k{i}", "adds": 1, "removes": 0, "edits": 0} for i in range(50)]}
+    assert "the first 20 of 103, 50 in the table" in figures.activity_figure(activity, total=103).layout.title.text
+
+
+def test_a_count_zero_in_both_periods_reads_as_one_short_line(served_document):
+    from dashboard import ui
+
+    row = {"keyword": "k", "adds": 5, "removes": 0, "previous": {"adds": 4, "removes": 0},
+           "change": {"adds": {"pct": 25.0, "beyond_noise": False}, "removes": {"pct": None, "beyond_noise": False}}}
+    table = ui.records_table([row], ["keyword", "adds", "removes"], ["adds", "removes"])
+    _keyword, adds, removes = table.children[2].children[0].children
+    assert texts(adds) == "5 ▲ 25.0 % from 4 within noise"
+    assert texts(removes) == "0 suppressed? 0 before too"  # not "0 in both within noise before 0"

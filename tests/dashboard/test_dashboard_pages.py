@@ -187,3 +187,32 @@ def test_a_document_without_plans_names_the_plan_by_its_slug(monkeypatch):
     monkeypatch.setattr(api, "_document", (time.monotonic(), Operations.from_openapi(document)))
     assert api.min_plan_label("query") == "analyst"
     assert Operations.from_openapi(build_openapi()).plan_label("analyst") == "Analyst"
+
+
+def test_the_keywords_page_takes_keyword_from_the_url(served_document):
+    """`/keywords?keyword=climate change` (the singular a person writes, issue 42) fills the box as
+    `?keywords=` does; the URL is written back as `keywords=`. The domains page alike."""
+    from dashboard.pages import domains, keywords
+
+    def box(page, **query):
+        layout = page.PAGE.layout(**query)
+        return next(c.value for c in layout.children[2].children[0].children if hasattr(c, "value"))
+
+    assert box(keywords, keyword="climate change") == "climate change"
+    assert box(keywords, keywords="a, b", keyword="ignored") == "a, b"  # the page's own name first
+    assert box(keywords) == ""
+    assert box(domains, domain="reddit.com") == "reddit.com"
+    assert keywords.PAGE.url_controls()[0] == ("keywords", "keywords-subjects")
+
+
+def test_a_ranking_page_says_how_many_rows_of_how_many(served_document):
+    """Above the footer: "50 of 103 rows" when the answer holds more than the page shows."""
+    from connectors.client import Reply
+
+    page = ChartPage(prefix="r", operation="keyword_activity", title="R", controls=(Param("limit"),), draw=_nothing)
+    body = {"keywords": [{"keyword": "a"}, {"keyword": "b"}], "disclaimer": "d"}
+    part = page._rows_note(Reply(body, 200, None, None, headers={"signals-total-rows": "103"}))
+    assert texts(part[0]) == "2 of 103 rows: the answer holds 101 more; raise limit to see them"
+    assert part[0].id == "r-rows"
+    assert page._rows_note(Reply(body, 200, None, None, headers={"signals-total-rows": "2"})) == []
+    assert page._rows_note(Reply(body, 200, None, None)) == []

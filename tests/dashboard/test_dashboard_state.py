@@ -73,8 +73,9 @@ def shown(driver, table_id: str):
 
 
 def change_label(change: dict) -> str:
-    figure, verdict, _kind = numbers.change_words(change)
-    return f"{figure} {verdict}"
+    """A change's line as the table shows it: its figure (the verdict is on the line under it)."""
+    figure, _verdict, _kind = numbers.change_words(change)
+    return figure if change.get("pct") is not None else "new"
 
 
 def test_a_url_restores_the_view_with_previous_values_equal_to_the_apis(demo, browser):
@@ -94,8 +95,8 @@ def test_a_url_restores_the_view_with_previous_values_equal_to_the_apis(demo, br
         assert row["change_suppressions"].startswith(change_label(region["change"]["suppressions"]))
         low, high = region["intervals"]["suppressions"]
         assert row["intervals_suppressions"] == f"90 % interval: {low:,}–{high:,}"
-    marked = css(browser, "#geo-rows .beyond-noise")
-    within = css(browser, "#geo-rows .within-noise")
+    marked = css(browser, "#geo-rows .change.beyond-noise")  # the change's line (its verdict is under it)
+    within = css(browser, "#geo-rows .change.within-noise")
     changes = [c["beyond_noise"] for r in regions for c in r["change"].values()]  # every measure's
     assert (len(marked), len(within)) == (sum(changes), len(changes) - sum(changes))
     assert within
@@ -216,8 +217,11 @@ def test_run_on_a_restored_query_shows_the_apis_answer(demo, browser):
     css(browser, "#query-run")[0].click()
     wait(browser, lambda d: css(d, "#query-count") and shown(d, "query-rows")(d))
     with SignalsClient(demo["api"], demo["key"]) as api:
-        results = api.query(window="7d", group_by=["country"], compare="previous_period", limit=5)["results"]
-    assert css(browser, "#query-count")[0].text == f"{len(results)} rows"
+        reply = api.fetch("query", {"window": "7d", "group_by": ["country"], "compare": "previous_period", "limit": 5})
+    results, total = reply.body["results"], reply.total_rows
+    assert total > 5  # the answer holds more than the 5 asked for: the page says how many
+    assert css(browser, "#query-count")[0].text == \
+        f"{len(results)} of {total} rows: the answer holds {total - 5} more; raise limit to see them"
     table = rows(browser, "query-rows")
     assert len(table) == len(results) == 5
     assert [(r["country_id"], r["country_name"], r["suppressions"], r["previous_suppressions"]) for r in table] == \

@@ -54,10 +54,12 @@ def test_a_records_table_stacks_change_previous_and_interval_under_each_count(se
     head = table.children[1].children.children
     assert [texts(th) for th in head] == ["place", "suppressions", "events"]  # three columns, not nine
     assert table.children[0].children.startswith(
-        "Under each count: its change and the previous period's value and its 90 % interval. Marks (hover one)")
+        "Under each count: its change and the previous period's value and its 90 % interval. 'beyond noise': ")
+    assert ui.VERDICTS in table.children[0].children and "Marks (hover one)" in table.children[0].children
     label, suppressions, events = table.children[2].children[0].children
     assert texts(label) == "Greece GR"
-    assert texts(suppressions) == "12,000 ▲ 20.0 % within noise before 10,000 90 %: 11,000–13,000"
+    # the change from the value before on one line, the verdict on the next (issue 42: no line wraps)
+    assert texts(suppressions) == "12,000 ▲ 20.0 % from 10,000 within noise 90 %: 11,000–13,000"
     assert suppressions.title == "12,000"
     change = suppressions.children[1]
     assert change.className == "sub change within-noise" and "True" not in texts(table) + texts(head)

@@ -57,14 +57,16 @@ CELL = {"suppressions": "suppressions", "unique_users": "unique_users", "events"
 # method, request, (table, dims, {published column: measure}, time range, bucket, fixed constraints)
 CALLS = [
     ("top_keywords", TopKeywords("24h", 5),
-     ("suppressions", ("keyword",), {"suppressions": "suppressions", "unique_users": "unique_users"}, W24, None, {})),
+     # events: only to bound the user count (publication/reconcile.py), not shown
+     ("suppressions", ("keyword",), {"suppressions": "suppressions", "unique_users": "unique_users",
+                                     "events": "events"}, W24, None, {})),
     ("keyword_timeseries", KeywordTimeseries("snakes", "7d", "day"),
      ("suppressions", ("keyword", "ts"), CELL, W7, "day", {})),
     ("domain_timeseries", DomainTimeseries("x.com", "24h", "hour"),
      ("suppressions", ("domain", "ts"), CELL, W24, "hour", {})),
     ("geo_heat", GeoHeat("24h", "city"),
      ("suppressions", ("city",), {"suppressions": "suppressions", "unique_users": "unique_users",
-                                  "keyword_count": "keyword_count"}, W24, None, {})),
+                                  "keyword_count": "keyword_count", "events": "events"}, W24, None, {})),
     ("trending", Trending("7d", "domain", "events", 5, 10),
      ("suppressions", ("domain",), {"recent": "events", "baseline": "events"}, W7, None, {})),
     ("keyword_activity", KeywordActivity("24h", "added", 3),

@@ -112,3 +112,25 @@ def test_gunicorn_worker_count(monkeypatch, tmp_path, env, expected):
                                                     log=types.SimpleNamespace(warning=lambda *a, sink=warnings: sink.append(a))))
         per_process_limits = not env.get("REDIS_URL") and running > 1
         assert bool(warnings) == per_process_limits  # several workers without Redis: said at start
+
+
+@pytest.mark.process
+def test_two_api_instances_do_not_share_a_control_socket(tmp_path):
+    """gunicorn 27's control socket is one path per user by default: a second instance took it, and
+    stopping the second removed the first one's (issue 42). Each instance has its own, in its run
+    directory, named by its port; stopping one leaves the other's."""
+    data_dir = tmp_path / "data"
+    write_fixture_store(data_dir)
+    home = tmp_path / "home"  # where gunicorn's per-user default would go
+    home.mkdir()
+    run_dir = data_dir / "run"
+    with gunicorn(data_dir, HOME=str(home)) as (first, _log):
+        first_socket = run_dir / f"gunicorn-{first.rsplit(':', 1)[1]}.ctl"
+        with gunicorn(data_dir, HOME=str(home)) as (second, _log2):
+            second_socket = run_dir / f"gunicorn-{second.rsplit(':', 1)[1]}.ctl"
+            assert first_socket.is_socket() and second_socket.is_socket() and first_socket != second_socket
+        assert not second_socket.exists()  # the second removed its own ...
+        assert first_socket.is_socket()  # ... and not the first one's
+        assert httpx.get(first + "/healthz", timeout=10).status_code == 200
+        assert not (home / ".gunicorn").exists()  # the per-user default is not used
+    assert not first_socket.exists()

@@ -159,6 +159,26 @@ for (const table of document.querySelectorAll('main table')) {
 }
 return {tables: out, page: document.documentElement.scrollWidth, window: window.innerWidth};
 """
+# The header's visible parts (brand, links, plan, use, sign-out) as their rows: the distinct tops of
+# their boxes, rounded (one row: one top, give or take the vertical centring).
+_HEADER_ROWS = """
+const parts = Array.from(document.querySelectorAll('header.top .brand, header.top .nav-link, header.top .who > *'))
+  .filter(e => e.offsetParent !== null && e.getBoundingClientRect().height > 0);
+const middles = parts.map(e => { const r = e.getBoundingClientRect(); return (r.top + r.bottom) / 2; });
+return middles.length ? Math.max(...middles) - Math.min(...middles) : 0;
+"""
+# Every count cell's lines (its value, its change, its previous value, its interval) and how many
+# lines of text each takes.
+_CELL_LINES = """
+return Array.from(document.querySelectorAll('main td.count')).map(td => {
+  const parts = Array.from(td.children);
+  const lines = parts.map(p => {
+    const style = getComputedStyle(p), line = parseFloat(style.lineHeight) || parseFloat(style.fontSize) * 1.25;
+    return Math.round(p.getBoundingClientRect().height / line);
+  });
+  return {text: td.innerText.replace(/\\n/g, ' / '), parts: parts.length, lines: lines.reduce((a, b) => a + b, 0)};
+});
+"""
 # Each text field's placeholder measured in the field's own font against the room inside it.
 _PLACEHOLDERS = """
 const canvas = document.createElement('canvas').getContext('2d');
@@ -211,6 +231,13 @@ def layout_problems(driver) -> list[str]:
             problems.append(f"the toolbar of {plot['id']} covers its title")
         if plot["height"] and plot["height"] < 150:  # 0: being drawn again (the page re-rendered)
             problems.append(f"the figure {plot['id']} is squashed to {plot['height']:.0f} px")
+    if driver.execute_script("return window.innerWidth") >= 1440:
+        spread = driver.execute_script(_HEADER_ROWS)
+        if spread > 12:  # two rows are a line apart (about 40 px); one row's parts differ by a few px
+            problems.append(f"the header wraps to more than one row ({spread:.0f} px between its parts)")
+    for cell in driver.execute_script(_CELL_LINES):
+        if cell["lines"] > cell["parts"]:  # a part (a change, a previous value) wrapped
+            problems.append(f"a table cell wraps to {cell['lines']} lines: {cell['text']!r}")
     rate = css(driver, "#rate-use")
     if not rate or "requests used" not in rate[0].text:
         problems.append("the header does not say how many requests were used")

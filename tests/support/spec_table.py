@@ -46,7 +46,11 @@ GET_ENDPOINTS = {
 # Issue 25 adds optional parameters without defaults (body fields on /query): `as_of` everywhere,
 # `compare` and `intervals` where a record has a previous period and intervals to show.
 COMPARE_PATHS = ["/top-keywords", "/geo-heat", "/keyword-activity", "/keyword-timeseries", "/domain-timeseries"]
+# Issue 42 adds `offset` (a later page) to the ranked GET endpoints; /query's later pages are asked
+# with a `cursor` query parameter instead (the body stays as it is).
+PAGED_PATHS = ["/top-keywords", "/trending", "/keyword-activity"]
 ADDED = {path: {"as_of"} | ({"compare", "intervals"} if path in [*COMPARE_PATHS, "/query"] else set())
+         | ({"offset"} if path in PAGED_PATHS else set())
          for path in [*GET_ENDPOINTS, "/query"]}
 
 REQUIRED = {"/keyword-timeseries": {"keyword": "bitcoin"}, "/domain-timeseries": {"domain": "reddit.com"}}

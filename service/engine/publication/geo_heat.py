@@ -12,8 +12,9 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.engine.geo_labels import label_series
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, published
+from service.engine.measures import EVENTS, SUPPRESSIONS, UNIQUE_USERS, as_strings, published
 from service.engine.noise_std import std_columns
+from service.engine.publication.reconcile import users_within_counts
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.windows import TimeRange
@@ -30,13 +31,16 @@ def publish_geo_heat(cells: pl.DataFrame, contributions: Contributions, level: s
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=(level,),
-            published=published(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT),
+            # events only to bound the user count (reconcile.py): the number /query publishes for
+            # this cell, not shown here.
+            published=published(SUPPRESSIONS, UNIQUE_USERS, KEYWORD_COUNT, EVENTS),
             time_range=window,
             versions=versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
         noise_std=noise,
     )
+    shown = users_within_counts(shown, UNIQUE_USERS, [SUPPRESSIONS, EVENTS])
     ordered = shown.sort([SUPPRESSIONS, level], descending=[True, False])
     return ordered.select(
         pl.col(level).alias("geo_key"),

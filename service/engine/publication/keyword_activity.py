@@ -14,6 +14,7 @@ import polars as pl
 from service.engine.measures import EVENTS, UNIQUE_USERS, as_strings
 from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
+from service.engine.publication.reconcile import users_within_counts
 from service.engine.requests import KeywordActivity
 from service.privacy import CellContext, Contributions, Privacy, Published
 from service.store import schema
@@ -55,6 +56,8 @@ def publish_keyword_activity(cells: pl.DataFrame, contributions: Contributions, 
         (pl.col(ADDS) + pl.col(REMOVES) + pl.col(EDITS)).alias("total_events"),
         (pl.col(ADDS) - pl.col(REMOVES)).alias("net_adds"),
     )
+    # Every user counted made at least one of these changes.
+    derived = users_within_counts(derived, UNIQUE_USERS, ["total_events"])
     order_by = _ORDER_BY[req.type]
     if req.type != "all":
         derived = derived.filter(pl.col(order_by) > 0)
@@ -66,7 +69,7 @@ def publish_keyword_activity(cells: pl.DataFrame, contributions: Contributions, 
         )
     names = {m: m for m in (ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds")}
     return (
-        first_rows(derived, [order_by, "keyword"], [True, False], req.limit)
+        first_rows(derived, [order_by, "keyword"], [True, False], req.limit, req.offset)
         .select("keyword", ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds",
                 *std_columns(noise, names))
     )

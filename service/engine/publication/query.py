@@ -17,9 +17,10 @@ import polars as pl
 import polars.selectors as cs
 
 from service.engine.geo_labels import label_series
-from service.engine.measures import CELL_MEASURES, as_strings, published
+from service.engine.measures import CELL_MEASURES, EVENTS, SUPPRESSIONS, UNIQUE_USERS, as_strings, published
 from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
+from service.engine.publication.reconcile import users_within_counts
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.privacy import CellContext, Contributions, Privacy
 from service.privacy.cells import family_dimension, family_in_frame
@@ -131,7 +132,9 @@ def publish_query(cells: pl.DataFrame, contributions: Contributions, window: Tim
         noise_std=noise,
         family=family,
     )
+    shown = users_within_counts(shown, UNIQUE_USERS, [SUPPRESSIONS, EVENTS])
     # Ties break on the dimension values (ascending) so equal measures come back in a fixed order.
-    ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit)
+    ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit,
+                         req.offset)
     return ordered.select(*_output_columns(ordered, req.group_by),
                           *std_columns(noise, {m: m for m in CELL_MEASURES}))

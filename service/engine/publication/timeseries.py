@@ -21,6 +21,7 @@ from service.engine.measures import (
     zero_filled,
 )
 from service.engine.noise_std import std_columns
+from service.engine.publication.reconcile import users_within_counts
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
 from service.windows import TimeRange, bucket_starts
@@ -49,6 +50,7 @@ def publish_timeseries(counts: pl.DataFrame, contributions: Contributions, colum
         noise_std=noise,
     )
     # Joined back onto the bucket list, so the answer always lists every bucket.
+    shown = users_within_counts(shown, UNIQUE_USERS, [SUPPRESSIONS, EVENTS])
     series = buckets.join(shown.drop(column), on="ts", how="left", maintain_order="left")
     return zero_filled(series, CELL_MEASURES).select(
         "ts", SUPPRESSIONS, pl.col(UNIQUE_USERS).alias("users_est"), EVENTS,

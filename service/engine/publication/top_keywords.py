@@ -11,9 +11,10 @@ from collections.abc import Mapping
 
 import polars as pl
 
-from service.engine.measures import SUPPRESSIONS, UNIQUE_USERS, as_strings, published
+from service.engine.measures import EVENTS, SUPPRESSIONS, UNIQUE_USERS, as_strings, published
 from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
+from service.engine.publication.reconcile import users_within_counts
 from service.engine.requests import TopKeywords
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
@@ -30,17 +31,20 @@ def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, wind
         CellContext(
             table=schema.SUPPRESSIONS,
             dims=("keyword",),
-            published=published(SUPPRESSIONS, UNIQUE_USERS),
+            # events only to bound the user count (reconcile.py): the number /query publishes for
+            # this cell, not shown here.
+            published=published(SUPPRESSIONS, UNIQUE_USERS, EVENTS),
             time_range=window,
             versions=versions.get(schema.SUPPRESSIONS, {}),
         ),
         contributions,
         noise_std=noise,
     )
+    shown = users_within_counts(shown, UNIQUE_USERS, [SUPPRESSIONS, EVENTS])
     # Ranked after publishing: a rank must agree with the numbers shown next to it.
     return (
-        first_rows(shown, [SUPPRESSIONS, "keyword"], [True, False], req.limit)
-        .with_row_index("rank", offset=1)
+        first_rows(shown, [SUPPRESSIONS, "keyword"], [True, False], req.limit, req.offset)
+        .with_row_index("rank", offset=req.offset + 1)
         .select(
             pl.col("keyword").alias("keyword_raw"),
             SUPPRESSIONS,

@@ -60,6 +60,6 @@ def publish_trending(recent: pl.DataFrame, baseline: pl.DataFrame, contributions
                                       z=confidence)
     growing = bounded.filter(pl.col("growth_lower_bound") > 0)
     return (
-        first_rows(growing, ["growth_lower_bound", dimension], [True, False], req.limit)
+        first_rows(growing, ["growth_lower_bound", dimension], [True, False], req.limit, req.offset)
         .select(pl.col(dimension).alias("value"), RECENT, BASELINE, "growth_pct")
     )

@@ -27,6 +27,10 @@ CALLS = {
                           order_by="events", order="asc", limit=20),
 }
 
+RECORDS = {"signals_top_keywords": "keywords", "signals_keyword_timeseries": "timeseries", "signals_geo_heat": "regions",
+           "signals_domain_timeseries": "timeseries", "signals_trending": "trending",
+           "signals_keyword_activity": "keywords", "signals_query": "results"}
+
 
 # -- the tools ---------------------------------------------------------------------------------
 
@@ -75,6 +79,15 @@ def test_every_tool_answers_the_rest_body(stack, transport):
         assert json.loads(result.content[0].text) == expected.json(), name
         # and which hour the numbers end at: the answer's own as_of (X-Signals-As-Of)
         assert result.content[1].text == f"Numbers as of {expected.headers['x-signals-as-of']} (UTC).", name
+        # and, when the answer holds more rows than it shows, how many (Signals-Total-Rows); this
+        # stack's data (the real privacy stage on the small fixture) answers whole: a part is
+        # tested in process, tests/connectors/mcp/test_mcp_parts.py
+        shown = len(expected.json()[RECORDS[name]])
+        total = int(expected.headers["signals-total-rows"])
+        if total > shown:
+            assert result.content[2].text.startswith(f"This answer shows {shown} of {total} rows"), name
+        else:
+            assert len(result.content) == 2, name
 
 
 def test_as_of_compare_and_intervals_reach_the_tools(stack):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import os
+import re
 import subprocess
 import sys
 
@@ -34,7 +35,7 @@ def stored_report(fake, worksheet):
 def test_push_writes_header_typed_rows_and_footer_in_one_batch(run, fake):
     status, out, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Top", "top-keywords", "window=24h", "limit=3")
     assert status == 0, err
-    assert "Top (top-keywords): written: 3 rows" in err
+    assert "Top (top-keywords): written: 3 of 9 rows" in err  # the answer holds 9: it says so
     assert len(batch_updates(fake)) == 1  # the new worksheet, its cells and its ETag in one request
     values = fake.values(SHEET, "Top")
     assert values[0] == ["keyword_raw", "suppressions", "users_est", "rank"]
@@ -49,12 +50,50 @@ def test_push_writes_header_typed_rows_and_footer_in_one_batch(run, fake):
     assert footer["as_of (UTC)"] == pytest.approx(AS_OF_SERIAL)
     assert grid[6][1]["userEnteredFormat"]["numberFormat"] == {"type": "DATE_TIME", "pattern": "yyyy-mm-dd hh:mm"}
     assert footer["window"] == "24h"
+    assert footer["Rows"].startswith("3 of 9 rows: the answer holds more") and "--all" in footer["Rows"]
     assert footer["Disclaimer"].startswith("Aggregated, anonymous statistics")
     sheet = fake.sheet(SHEET, "Top")
     assert (sheet.rows, sheet.cols, sheet.frozen_rows) == (len(values), 4, 1)  # nothing else on the sheet
     report = stored_report(fake, "Top")
     assert report["etag"].startswith('"') and report["as_of"] == "2026-03-10T12:00:00Z"
     assert all(auth is None for auth in fake.authorizations)  # SIGNALS_SHEETS_API_URL: no credentials
+
+
+def test_push_all_writes_every_page(run, fake):
+    status, _, err = run("push", "--spreadsheet", SHEET, "--worksheet", "All", "--all", "top-keywords", "window=24h",
+                         "limit=2")
+    assert status == 0, err
+    assert "All (top-keywords): written: 9 rows" in err
+    values = fake.values(SHEET, "All")
+    rows = values[1:values.index([])]
+    assert [r[3] for r in rows] == list(range(1, 10))  # every rank, pages of 2 joined in order
+    status, _, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Whole", "top-keywords", "window=24h",
+                         "limit=500")
+    assert fake.values(SHEET, "Whole")[1:10] == rows
+    footer = {row[0]: row[1] for row in values[values.index([]) + 1:]}
+    assert "Rows" not in footer  # nothing left out, nothing to say
+
+
+def test_push_all_of_a_query_and_the_dry_run_say_the_part(run, fake, capsys):
+    query = ["query", "window=7d", "group_by=keyword,platform", "limit=3"]
+    status, out, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Q", "--dry-run", *query)
+    assert status == 0, err
+    total = int(re.search(r"Rows +3 of (\d+) rows", out)[1])
+    assert total > 3
+    status, _, err = run("push", "--spreadsheet", SHEET, "--worksheet", "Q", "--all", *query)
+    assert status == 0 and f"Q (query): written: {total} rows" in err
+
+
+def test_sync_all_in_the_config(run, fake, tmp_path):
+    config = write_config(tmp_path, [("Top", "top-keywords", {"window": "24h", "limit": 4})])
+    config.write_text(config.read_text().replace('worksheet = "Top"', 'worksheet = "Top"\nall = true'))
+    status, _, err = run("sync", str(config))
+    assert status == 0 and "Top (top-keywords): written: 9 rows" in err
+    log = fake.values(SHEET, "Signals run log")
+    assert log[1][1:3] == ["Top (top-keywords)", 9] and log[1][3:] == []  # no error, no note
+    config.write_text(config.read_text().replace("all = true", 'all = "yes"'))
+    status, _, err = run("sync", str(config))
+    assert status == 2 and "all is true or false" in err
 
 
 def test_timestamps_are_dates_the_sheet_understands(run, fake):
@@ -127,7 +166,7 @@ def test_unchanged_etag_is_not_rewritten(run, fake):
     assert run("push", "--spreadsheet", SHEET, "--worksheet", "Top", "top-keywords", "window=7d", "limit=2")[0] == 0
     assert len(batch_updates(fake)) == 2
     values = fake.values(SHEET, "Top")
-    assert len(values) == 1 + 2 + 1 + 6 and fake.sheet(SHEET, "Top").rows == len(values)
+    assert len(values) == 1 + 2 + 1 + 7 and fake.sheet(SHEET, "Top").rows == len(values)  # the footer says "2 of 8 rows"
     assert stored_report(fake, "Top")["request"].endswith("limit=2&window=7d")
 
 
@@ -334,7 +373,7 @@ def test_the_sheets_page_examples_are_valid_reports(api_url, keys, tmp_path, run
     with SignalsClient(api_url, keys["analyst"]) as api:
         assert len(Runner(api, None).check(specs)) == 4
     pushes = [line for line in section.replace("\\\n", " ").splitlines() if "connectors.sheets push" in line]
-    assert len(pushes) == 6  # five examples and the emulator's
+    assert len(pushes) == 7  # six examples (one with --all) and the emulator's
     for line in pushes:  # each, as written, on the command line (printed, not written)
         words = shlex.split(line.split("  #")[0])
         args = words[words.index("connectors.sheets") + 1:]
