@@ -203,10 +203,10 @@ def test_a_running_computation_keeps_its_expectation_current(tmp_path):
     with slots.slot(1.0, name="k"):
         assert 0.5 < slots.estimate() <= 1.0
         slots.report("k", 10.0)
-        assert 9.0 < slots.estimate() <= 10.0
-        assert 9.0 < ComputeSlots(tmp_path, 1).estimate() <= 10.0  # other processes read it too
+        assert 9.0 < slots.estimate() <= 10.01  # written to the millisecond
+        assert 9.0 < ComputeSlots(tmp_path, 1).estimate() <= 10.01  # other processes read it too
         slots.report("nobody", 99.0)  # no slot held by that name: nothing changes
-        assert slots.estimate() <= 10.0
+        assert slots.estimate() <= 10.01
     assert slots.estimate() == 0.0
     slots.report("k", 5.0)  # released: nothing to report
     assert slots.estimate() == 0.0
@@ -235,6 +235,6 @@ def test_a_queued_computation_knows_when_its_turn_comes(tmp_path):
             time.sleep(0.01)
         assert seen and 1.0 < seen[0] <= 2.0  # behind the running one's 2 s
         slots.report("first", 6.0)  # the running one slowed down: the turn comes later
-        assert 5.0 < slots.starts_in("k") <= 6.0
+        assert 5.0 < slots.starts_in("k") <= 6.01
     waiter.join()
     assert slots.starts_in("k") is None  # its turn came
