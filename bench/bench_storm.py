@@ -106,8 +106,9 @@ class Server:
 
     def __enter__(self) -> Server:
         gunicorn = str(Path(sys.executable).parent / "gunicorn")
+        self.log = tempfile.NamedTemporaryFile("w+", prefix="storm-web-", suffix=".log", delete=False)  # noqa: SIM115
         self._processes.append(subprocess.Popen([gunicorn, "-c", "gunicorn.conf.py", "service.wsgi:app"], cwd=ROOT,
-                                                env=self.env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                                env=self.env, stdout=self.log, stderr=subprocess.STDOUT))
         deadline = time.monotonic() + 600
         while True:
             with contextlib.suppress(httpx.TransportError):
@@ -132,6 +133,13 @@ class Server:
                 process.wait(timeout=30)
             except subprocess.TimeoutExpired:
                 process.kill()
+        # What the web process warned of (a computation stopped, a fill lock lost) goes with the figures.
+        self.log.seek(0)
+        warned = [line.rstrip() for line in self.log if "WARNING" in line or "ERROR" in line or "stopped after" in line]
+        self.log.close()
+        os.unlink(self.log.name)
+        for line in warned[-20:]:
+            print(f"web: {line}", file=sys.stderr)
         import redis
 
         client = redis.Redis.from_url(self.redis_url)
