@@ -262,30 +262,41 @@ class Flights:
 
     def _renew_held(self) -> None:
         """Keep this process's locks alive while it computes (a dead process stops renewing), each
-        note saying when its answer is now expected."""
+        note saying when its answer is now expected. Nothing may end this loop: a lock not renewed
+        for a lease is taken over, and its answer computed twice."""
+        beat = time.monotonic()
         while True:
             time.sleep(self._renew_every)
+            late = time.monotonic() - beat - self._renew_every
+            beat = time.monotonic()
+            if late > self._lease / 2:
+                log.warning("the fill locks' heartbeat ran %.1f s late (their lease: %g s)", late, self._lease)
             with self._lock:
                 held = list(self._held.items())
             for key, lock in held:
-                left: float | None
-                if lock.usage is not None:  # computing: when it will be done, at its present pace
-                    left = lock.seconds_left()
-                    self._slots.report(key, left)
-                else:  # queued: when its turn comes (the computations ahead move on), and its own time
-                    start_in = self._slots.starts_in(key)
-                    left = None if start_in is None else start_in + lock.expected
-                if left is not None:
-                    lock.note = _note(time.time() + left)
-                    with self._lock:
-                        flight = self._flights.get(key)
-                    if flight is not None:
-                        flight.eta = time.time() + left
                 try:
+                    self._refresh_note(key, lock)
                     if not self._gate.renew(key, lock.token, self._lease, lock.note):
                         log.warning("the fill lock of a computation in progress was lost; it goes on")
                 except Exception:  # noqa: BLE001 -- a failed renewal is retried at the next beat
                     log.exception("renewing a fill lock failed")
+
+    def _refresh_note(self, key: str, lock: _Held) -> None:
+        """The lock's note (and this process's flight) say when the answer is now expected."""
+        left: float | None
+        if lock.usage is not None:  # computing: when it will be done, at its present pace
+            left = lock.seconds_left()
+            self._slots.report(key, left)
+        else:  # queued: when its turn comes (the computations ahead move on), and its own time
+            start_in = self._slots.starts_in(key)
+            left = None if start_in is None else start_in + lock.expected
+        if left is None:
+            return
+        lock.note = _note(time.time() + left)
+        with self._lock:
+            flight = self._flights.get(key)
+        if flight is not None:
+            flight.eta = time.time() + left
 
 
 def _note(eta: float) -> str:
