@@ -88,12 +88,14 @@ function signalsShowPlan() {
  * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
  * @param {string} compare previous_period: add each record's numbers in the period before, and their change
  * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
+ * @param {number} offset the rows to skip, for the next page of a longer answer (empty: 0); the
+ *   answer's total row count is in the API's Signals-Total-Rows header
  * @return A table: keyword_raw, suppressions, users_est, rank (then "suppressions, previous period", "…, change %", "…, beyond noise", "…, low/high (… interval)" columns)
  * @customfunction
  */
-function SIGNALS_TOP_KEYWORDS(window, limit, as_of, compare, intervals) {
+function SIGNALS_TOP_KEYWORDS(window, limit, as_of, compare, intervals, offset) {
   return signalsTable_('GET', '/top-keywords',
-    {window: window, limit: limit, as_of: as_of, compare: compare, intervals: signalsFlag_(intervals)});
+    {window: window, limit: limit, as_of: as_of, compare: compare, intervals: signalsFlag_(intervals), offset: offset});
 }
 
 /**
@@ -151,12 +153,15 @@ function SIGNALS_GEO_HEAT(window, level, as_of, compare, intervals) {
  * @param {number} limit 1 to 500 (empty: 50)
  * @param {number} min_baseline values with a smaller baseline are left out (empty: 10)
  * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
+ * @param {number} offset the rows to skip, for the next page of a longer answer (empty: 0); the
+ *   answer's total row count is in the API's Signals-Total-Rows header
  * @return A table: value, recent, baseline, growth_pct
  * @customfunction
  */
-function SIGNALS_TRENDING(window, dimension, metric, limit, min_baseline, as_of) {
+function SIGNALS_TRENDING(window, dimension, metric, limit, min_baseline, as_of, offset) {
   return signalsTable_('GET', '/trending',
-    {window: window, dimension: dimension, metric: metric, limit: limit, min_baseline: min_baseline, as_of: as_of});
+    {window: window, dimension: dimension, metric: metric, limit: limit, min_baseline: min_baseline, as_of: as_of,
+     offset: offset});
 }
 
 /**
@@ -167,12 +172,14 @@ function SIGNALS_TRENDING(window, dimension, metric, limit, min_baseline, as_of)
  * @param {string} as_of an earlier UTC hour the window ends at, e.g. "2026-11-20T13:00:00Z" (empty: now)
  * @param {string} compare previous_period: add each record's numbers in the period before, and their change
  * @param {boolean} intervals TRUE: add [low, high] columns holding each count's exact value about 9 times in 10
+ * @param {number} offset the rows to skip, for the next page of a longer answer (empty: 0); the
+ *   answer's total row count is in the API's Signals-Total-Rows header
  * @return A table: keyword, adds, removes, edits, total_events, unique_users, net_adds
  * @customfunction
  */
-function SIGNALS_KEYWORD_ACTIVITY(window, type, limit, as_of, compare, intervals) {
+function SIGNALS_KEYWORD_ACTIVITY(window, type, limit, as_of, compare, intervals, offset) {
   return signalsTable_('GET', '/keyword-activity', {window: window, type: type, limit: limit, as_of: as_of,
-    compare: compare, intervals: signalsFlag_(intervals)});
+    compare: compare, intervals: signalsFlag_(intervals), offset: offset});
 }
 
 /**

@@ -219,7 +219,7 @@ test('a bad parameter shows the API\'s own words', {skip}, () => {
 
 test('a wrong key says so and where to set it', {skip}, () => {
   const {error} = run('wrong_key');
-  assert.match(error.message, /^Signals API key refused: The API key is not valid\. Use the menu Signals → Set API key…$/);
+  assert.match(error.message, /^Signals API key refused: The API key is not valid: .*GET \/api\/v1\/account.* Use the menu Signals → Set API key…$/);
 });
 
 test('a plan below the endpoint\'s: "Plan Observer cannot call /query"', {skip}, () => {
