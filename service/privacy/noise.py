@@ -10,14 +10,25 @@ import math
 import struct
 import sys
 from collections.abc import Sequence
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
 import polars as pl
 import pyarrow as pa
 
-from service.privacy.params import EVENTS, KEYWORD_COUNT, PILOT, SUPPRESSIONS, UNIQUE_USERS, PrivacyParams
+from service.privacy.params import (
+    EVENTS,
+    KEYWORD_COUNT,
+    PILOT,
+    SUPPRESSIONS,
+    UNIQUE_USERS,
+    PrivacyParams,
+    geometric_std,
+)
 
 # Each draw has its own slot of the cell's digest: 2 x 32 bits per slot, 8 slots = 512 bits.
+if TYPE_CHECKING:
+    from service.privacy.cells import Seeds
+
 _SLOTS = {UNIQUE_USERS: 0, SUPPRESSIONS: 1, EVENTS: 2, KEYWORD_COUNT: 3,
           SUPPRESSIONS + PILOT: 4, EVENTS + PILOT: 5}
 _U32 = 2.0**32
@@ -98,6 +109,20 @@ def uniforms(key: bytes, messages: list[str]) -> Uniforms:
     return Uniforms(flat)
 
 
+class Draws:
+    """The uniforms of each time level of a set of cells (`cells.Seeds`), with each row's weight
+    at that level: what `noisy` draws a row's noise from."""
+
+    def __init__(self, levels: Sequence[tuple[Uniforms, pl.Series]]) -> None:
+        self.levels = list(levels)
+
+
+def draws(key: bytes, seeds: Seeds) -> Draws:
+    """The uniforms of every level's descriptions under the key. A row without a level (weight 0)
+    has the empty description there, whose words are never read with a weight."""
+    return Draws([(uniforms(key, messages), weights) for messages, weights in seeds.levels])
+
+
 def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
     """The noise standard deviation of a summed measure for a cap column."""
     epsilon = params.summed_epsilon(measure)
@@ -107,34 +132,36 @@ def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
     return (2.0 * alpha).sqrt() / (1.0 - alpha)
 
 
-def noisy(params: PrivacyParams, true: pl.Series, measure: str, uniforms: Sequence[pl.Series],
+def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
           cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
-    """True values plus discrete Laplace noise from the measure's slot, clipped at 0. The
-    geometric parameter is `alpha`, or per row from `cap` (summed measures), or the measure's."""
+    """True values plus noise, rounded to whole numbers and clipped at 0. The noise of a row is the
+    sum over its time levels of weight x a Laplace draw from the level's words in the measure's
+    slot; the weights' squares add up to 1, so it has the standard deviation sigma of two-sided
+    geometric noise with parameter `alpha`, or per row from `cap` (summed measures), or the
+    measure's (`geometric_std`: the s.d. the intervals and margins read). A row of one level is a
+    Laplace draw of that s.d."""
     true = true.fill_null(0).cast(pl.Int64)
     slot = _SLOTS[measure]
     if cap is not None:
         epsilon = params.summed_epsilon(measure)
         if math.isinf(epsilon):
             return true.clip(lower_bound=0)
-        log_alpha: pl.Expr = -epsilon / pl.col("cap").cast(pl.Float64)
+        sigma: pl.Expr = summed_std(params, measure, pl.col("cap"))
     else:
         alpha = params.alpha(measure) if alpha is None else alpha
         if alpha == 0.0:  # infinite epsilon: no noise
             return true.clip(lower_bound=0)
-        log_alpha = pl.lit(math.log(alpha))
-    frame = pl.DataFrame({
-        "t": true,
-        "a": uniforms[2 * slot].cast(pl.Float64),
-        "b": uniforms[2 * slot + 1].cast(pl.Float64),
-        **({"cap": cap} if cap is not None else {}),  # only a summed measure's log_alpha reads it
-    })
-
-    def geometric(column: str) -> pl.Expr:
-        # Inverse CDF of the geometric distribution on {0, 1, ...} with P(g) = (1 - alpha) alpha^g.
-        u = (pl.col(column) + 0.5) / _U32
-        return (u.log() / log_alpha).floor().cast(pl.Int64)
-
-    return frame.select(
-        (pl.col("t") + geometric("a") - geometric("b")).clip(lower_bound=0).alias("noisy")
+        sigma = pl.lit(geometric_std(alpha))
+    columns: dict[str, pl.Series] = {"t": true, **({"cap": cap} if cap is not None else {})}
+    unit = []
+    for index, (words, weights) in enumerate(drawn.levels):
+        columns[f"a{index}"] = words[2 * slot].cast(pl.Float64)
+        columns[f"b{index}"] = words[2 * slot + 1].cast(pl.Float64)
+        columns[f"w{index}"] = weights
+        # A unit Laplace draw (scale 1, s.d. sqrt 2): the difference of two exponential draws.
+        laplace = ((pl.col(f"b{index}") + 0.5) / _U32).log() - ((pl.col(f"a{index}") + 0.5) / _U32).log()
+        unit.append(pl.when(pl.col(f"w{index}") > 0).then(pl.col(f"w{index}") * laplace).otherwise(0.0))
+    noise = (sigma / math.sqrt(2.0)) * pl.sum_horizontal(unit)
+    return pl.DataFrame(columns).select(
+        (pl.col("t") + noise.round(0).cast(pl.Int64)).clip(lower_bound=0).alias("noisy")
     ).to_series()

@@ -4,7 +4,6 @@ publishes (the package docstring has what it does and why)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import polars as pl
 
@@ -12,12 +11,13 @@ from service.privacy.caps import Contributions, capped_true, choose_caps, family
 from service.privacy.cells import (
     CellContext,
     Published,
-    cell_messages,
+    cell_seeds,
     family_dimension,
     family_in_frame,
-    family_message,
+    family_seeds,
 )
-from service.privacy.noise import noise_key, noisy, summed_std, uniforms
+from service.privacy.noise import Draws, noise_key, noisy, summed_std
+from service.privacy.noise import draws as seeded_draws
 from service.privacy.params import PILOT, SUMMED, UNIQUE_USERS, PrivacyParams
 
 
@@ -30,7 +30,7 @@ class _Draws:
     stds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
     # Summed columns: each cell's cap, and the cell's uniforms and suppression.
     caps: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
-    summed: dict[str, tuple[Sequence[pl.Series], pl.Series]] = dataclasses.field(default_factory=dict)
+    summed: dict[str, tuple[Draws, pl.Series]] = dataclasses.field(default_factory=dict)
 
 
 class Privacy:
@@ -83,7 +83,7 @@ class Privacy:
         for item in cell.published:
             groups.setdefault((item.period, item.extra, item.users), []).append(item)
         for (_period, _extra, users), items in groups.items():
-            drawn = uniforms(self._key, cell_messages(frame, cell, items[0]))
+            drawn = seeded_draws(self._key, cell_seeds(frame, cell, items[0], self.params))
             users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn)
             below = users_noisy < self.params.min_users
             for item in items:
@@ -121,7 +121,7 @@ class Privacy:
             raise ValueError(f"the cells' family (every {dimension}) is not in the frame: pass `family`")
         else:
             members = family
-        drawn = uniforms(self._key, [family_message(cell, item, dimension)])
+        drawn = seeded_draws(self._key, family_seeds(cell, item, dimension, self.params))
         pilot_alpha, users_alpha = self.params.family_alphas(item.measure)
         pilot = self._noisy(pl.Series([members.get_column(f"{item.column}{PILOT}").sum()]), item.measure + PILOT,
                             drawn, alpha=pilot_alpha)
@@ -146,7 +146,7 @@ class Privacy:
             if noise_std:
                 draws.stds[item.column] = pl.select(summed_std(self.params, item.measure, pl.lit(cap))).to_series()
 
-    def _noisy(self, true: pl.Series, measure: str, uniforms: Sequence[pl.Series],
+    def _noisy(self, true: pl.Series, measure: str, uniforms: Draws,
                cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
         """Every draw of the stage goes through here (`noise.noisy`); bench/bench_endpoints.py's
         `Noiseless` overrides it to switch the noise off."""
