@@ -96,14 +96,15 @@ def time_levels(start: dt.datetime, end: dt.datetime, version: int, params: Priv
     """A range's time levels: (level, weight, the time part of its description at that level).
 
     Level 0, weight sqrt(time_base_share): "version|start/end", as every cell was described before.
-    Levels l = 1, 2, ... while 2^l <= time_span_blocks x the range's length in hours, the rest of
-    the variance shared equally: "T<l>|<start hour // 2^l>/<end hour // 2^l>". Two ranges of the
+    The time_top_levels largest levels l >= 1 with 2^l <= time_span_blocks x the range's length in
+    hours share the rest of the variance equally: "T<l>|<start hour // 2^l>/<end hour // 2^l>"
+    (a 30-day window: blocks of 256, 512 and 1,024 hours; a day: 8, 16 and 32). Two ranges of the
     same length that share a level overlap (2^l is at most twice their length), so disjoint ranges
     (the buckets of a series) never share noise, while a window moved by an hour keeps most of it."""
     base = f"{version}|{_iso(start)}/{_iso(end)}"
     first, last = _hours(start), _hours(end)
     span = max(last - first, 0)
-    upper = [level for level in range(1, 63) if 2 ** level <= params.time_span_blocks * span]
+    upper = [level for level in range(1, 63) if 2 ** level <= params.time_span_blocks * span][-params.time_top_levels:]
     if not upper:
         return [(0, 1.0, base)]
     share = (1.0 - params.time_base_share) / len(upper)

@@ -136,7 +136,8 @@ def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
           cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
     """True values plus noise, rounded to whole numbers and clipped at 0. The noise of a row is the
     sum over its time levels of weight x a Laplace draw from the level's words in the measure's
-    slot; the weights' squares add up to 1, so it has the standard deviation sigma of two-sided
+    slot, of variance sigma^2 - 1/12 (rounding adds the 1/12); the weights' squares add up to 1, so
+    it has the standard deviation sigma of two-sided
     geometric noise with parameter `alpha`, or per row from `cap` (summed measures), or the
     measure's (`geometric_std`: the s.d. the intervals and margins read). A row of one level is a
     Laplace draw of that s.d."""
@@ -161,7 +162,9 @@ def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
         # A unit Laplace draw (scale 1, s.d. sqrt 2): the difference of two exponential draws.
         laplace = ((pl.col(f"b{index}") + 0.5) / _U32).log() - ((pl.col(f"a{index}") + 0.5) / _U32).log()
         unit.append(pl.when(pl.col(f"w{index}") > 0).then(pl.col(f"w{index}") * laplace).otherwise(0.0))
-    noise = (sigma / math.sqrt(2.0)) * pl.sum_horizontal(unit)
+    # Rounding adds about 1/12 to the variance (Sheppard): the Laplace draws leave room for it.
+    scale = (sigma.pow(2) - 1.0 / 12.0).clip(lower_bound=0.0).sqrt() / math.sqrt(2.0)
+    noise = scale * pl.sum_horizontal(unit)
     return pl.DataFrame(columns).select(
         (pl.col("t") + noise.round(0).cast(pl.Int64)).clip(lower_bound=0).alias("noisy")
     ).to_series()

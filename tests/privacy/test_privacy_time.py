@@ -40,6 +40,7 @@ def test_the_weights_keep_each_cells_variance(hours):
     assert sum(weight**2 for _level, weight, _text in levels) == pytest.approx(1.0)
     assert levels[0][1] == pytest.approx(math.sqrt(PARAMS.time_base_share))
     assert max(level for level, _w, _t in levels) == int(math.log2(PARAMS.time_span_blocks * hours))
+    assert len(levels) == 1 + min(PARAMS.time_top_levels, int(math.log2(PARAMS.time_span_blocks * hours)))
 
 
 def test_one_cell_has_the_variance_it_had():
