@@ -213,12 +213,13 @@ def _family_constraints(cell: CellContext, published: Published, dimension: str)
 
 
 def family_seeds(cell: CellContext, published: Published, dimension: str, params: PrivacyParams) -> Seeds:
-    """The family's noise seeds (`family_message` at level 0, and the time levels of its range)."""
+    """The family's noise seed: `family_message`, its range's own level only (weight 1)."""
     span = published.period or cell.time_range
     version = data_version(cell.versions, span.start, span.end)
     constraints = _family_constraints(cell, published, dimension)
-    return Seeds(tuple(([f"v3f|{cell.table}|{text}|{constraints}"], pl.Series([weight]))
-                       for _level, weight, text in time_levels(span.start, span.end, version, params)))
+    # Level 0 alone: the family's releases set caps, as the pilots do (noise.noisy).
+    text = time_levels(span.start, span.end, version, params)[0][2]
+    return Seeds(((([f"v3f|{cell.table}|{text}|{constraints}"], pl.Series([1.0]))),))
 
 
 def family_message(cell: CellContext, published: Published, dimension: str) -> str:

@@ -132,17 +132,31 @@ def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
     return (2.0 * alpha).sqrt() / (1.0 - alpha)
 
 
-def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
-          cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
-    """True values plus noise, rounded to whole numbers and clipped at 0. The noise of a row is the
-    sum over its time levels of weight x a Laplace draw from the level's words in the measure's
-    slot, of variance sigma^2 - 1/12 (rounding adds the 1/12); the weights' squares add up to 1, so
-    it has the standard deviation sigma of two-sided
-    geometric noise with parameter `alpha`, or per row from `cap` (summed measures), or the
-    measure's (`geometric_std`: the s.d. the intervals and margins read). A row of one level is a
-    Laplace draw of that s.d."""
-    true = true.fill_null(0).cast(pl.Int64)
+def unit_noise(drawn: Draws, measure: str) -> pl.Series:
+    """Each row's noise of variance 1 from the measure's slot: the sum over its time levels of
+    weight x a Laplace draw of variance 1 (the difference of two exponential draws over sqrt 2)."""
     slot = _SLOTS[measure]
+    columns: dict[str, pl.Series] = {}
+    unit = []
+    for index, (words, weights) in enumerate(drawn.levels):
+        columns[f"a{index}"] = words[2 * slot].cast(pl.Float64)
+        columns[f"b{index}"] = words[2 * slot + 1].cast(pl.Float64)
+        columns[f"w{index}"] = weights
+        laplace = (((pl.col(f"b{index}") + 0.5) / _U32).log() - ((pl.col(f"a{index}") + 0.5) / _U32).log()) \
+            / math.sqrt(2.0)
+        unit.append(pl.when(pl.col(f"w{index}") > 0).then(pl.col(f"w{index}") * laplace).otherwise(0.0))
+    return pl.DataFrame(columns).select(pl.sum_horizontal(unit).alias("unit")).to_series()
+
+
+def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
+          cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None) -> pl.Series:
+    """True values plus noise, rounded to whole numbers and clipped at 0. The noise of a row is
+    `unit_noise` (the sum over its time levels of weight x a Laplace draw from the level's words in
+    the measure's slot) scaled to variance sigma^2 - 1/12 (rounding adds the 1/12), where sigma is
+    the s.d. of two-sided geometric noise with parameter `alpha`, or per row from `cap` (summed
+    measures), or the measure's (`geometric_std`: the s.d. the intervals and margins read); plus
+    `layer` (user counts of cells restricted to places: `layers.place_layers`) before rounding."""
+    true = true.fill_null(0).cast(pl.Int64)
     if cap is not None:
         epsilon = params.summed_epsilon(measure)
         if math.isinf(epsilon):
@@ -153,18 +167,17 @@ def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
         if alpha == 0.0:  # infinite epsilon: no noise
             return true.clip(lower_bound=0)
         sigma = pl.lit(geometric_std(alpha))
-    columns: dict[str, pl.Series] = {"t": true, **({"cap": cap} if cap is not None else {})}
-    unit = []
-    for index, (words, weights) in enumerate(drawn.levels):
-        columns[f"a{index}"] = words[2 * slot].cast(pl.Float64)
-        columns[f"b{index}"] = words[2 * slot + 1].cast(pl.Float64)
-        columns[f"w{index}"] = weights
-        # A unit Laplace draw (scale 1, s.d. sqrt 2): the difference of two exponential draws.
-        laplace = ((pl.col(f"b{index}") + 0.5) / _U32).log() - ((pl.col(f"a{index}") + 0.5) / _U32).log()
-        unit.append(pl.when(pl.col(f"w{index}") > 0).then(pl.col(f"w{index}") * laplace).otherwise(0.0))
+    if measure.endswith(PILOT):
+        # A pilot sum is never published; it sets the cap, whose rule was fitted to a single
+        # Laplace-shaped draw: its range's own draw alone (level 0, weight 1).
+        drawn = Draws([(drawn.levels[0][0], pl.repeat(1.0, true.len(), dtype=pl.Float64, eager=True))])
+    columns: dict[str, pl.Series] = {"t": true, "u": unit_noise(drawn, measure),
+                                     **({"cap": cap} if cap is not None else {})}
     # Rounding adds about 1/12 to the variance (Sheppard): the Laplace draws leave room for it.
-    scale = (sigma.pow(2) - 1.0 / 12.0).clip(lower_bound=0.0).sqrt() / math.sqrt(2.0)
-    noise = scale * pl.sum_horizontal(unit)
+    noise = (sigma.pow(2) - 1.0 / 12.0).clip(lower_bound=0.0).sqrt() * pl.col("u")
+    if layer is not None:
+        columns["l"] = layer
+        noise = noise + pl.col("l")
     return pl.DataFrame(columns).select(
         (pl.col("t") + noise.round(0).cast(pl.Int64)).clip(lower_bound=0).alias("noisy")
     ).to_series()

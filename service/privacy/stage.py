@@ -16,6 +16,7 @@ from service.privacy.cells import (
     family_in_frame,
     family_seeds,
 )
+from service.privacy.layers import place_layers
 from service.privacy.noise import Draws, noise_key, noisy, summed_std
 from service.privacy.noise import draws as seeded_draws
 from service.privacy.params import PILOT, SUMMED, UNIQUE_USERS, PrivacyParams
@@ -84,7 +85,9 @@ class Privacy:
             groups.setdefault((item.period, item.extra, item.users), []).append(item)
         for (_period, _extra, users), items in groups.items():
             drawn = seeded_draws(self._key, cell_seeds(frame, cell, items[0], self.params))
-            users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn)
+            # A cell restricted to places: a draw per place on its user counts (layers.py).
+            layer = place_layers(self._key, frame, cell, items[0], self.params)
+            users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn, layer=layer and layer[0])
             below = users_noisy < self.params.min_users
             for item in items:
                 if item.measure in SUMMED:
@@ -97,11 +100,13 @@ class Privacy:
                     draws.summed[item.column] = (drawn, below)
                     continue
                 # The cell's own user count was just drawn; any other measure gets its own slot.
+                layered = layer if item.measure == UNIQUE_USERS else None
                 value = users_noisy if item.column == users else \
-                    self._noisy(frame.get_column(item.column), item.measure, drawn)
+                    self._noisy(frame.get_column(item.column), item.measure, drawn, layer=layered and layered[0])
                 draws.noisy[item.column] = value
                 if noise_std:
-                    draws.stds[item.column] = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                    std = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                    draws.stds[item.column] = std if layered is None else (std.pow(2) + layered[1]).sqrt()
                 if item.when_suppressed == "drop":
                     draws.drop = draws.drop | below
                 else:
@@ -147,7 +152,7 @@ class Privacy:
                 draws.stds[item.column] = pl.select(summed_std(self.params, item.measure, pl.lit(cap))).to_series()
 
     def _noisy(self, true: pl.Series, measure: str, uniforms: Draws,
-               cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
+               cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None) -> pl.Series:
         """Every draw of the stage goes through here (`noise.noisy`); bench/bench_endpoints.py's
         `Noiseless` overrides it to switch the noise off."""
-        return noisy(self.params, true, measure, uniforms, cap, alpha)
+        return noisy(self.params, true, measure, uniforms, cap, alpha, layer)
