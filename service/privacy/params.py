@@ -49,7 +49,7 @@ class PrivacyParams:
     # own range and data version (level 0); the rest is shared equally by the time_top_levels
     # largest levels l with 2^l hours at most time_span_blocks times the range's length, drawn from
     # the blocks its ends fall in, so a window moved by an hour keeps most of its noise.
-    time_base_share: float = 0.25
+    time_base_share: float = 0.5
     time_span_blocks: int = 2
     time_top_levels: int = 3
     # A noise layer per place on the user count of a cell restricted to places (layers.py): its s.d.
