@@ -11,7 +11,7 @@ and the other places' draws cancel in a difference: the difference of [town + S]
 town's count plus the town's draw, whatever S, and averaging cannot remove it.
 
 The price: a cell restricted to k places has k layer draws more, s.d. `place_layer_std` each, on
-its user count (a city alone: s.d. 1.7 instead of 1.4; 48 cities: about 8.4, against their
+its user count (a city alone: s.d. 2.0 instead of 1.4; 48 cities: about 10.5, against their
 thousands of users). It is added noise, so each release is at least as private as without it.
 """
 

@@ -54,7 +54,7 @@ class PrivacyParams:
     time_top_levels: int = 3
     # A noise layer per place on the user count of a cell restricted to places (layers.py): its s.d.
     # for each place the cell holds.
-    place_layer_std: float = 1.2
+    place_layer_std: float = 1.5
     max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
     min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published
