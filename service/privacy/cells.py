@@ -112,7 +112,7 @@ def time_levels(start: dt.datetime, end: dt.datetime, version: int, params: Priv
         (level, share ** 0.5, f"T{level}|{first >> level}/{last >> level}") for level in upper]
 
 
-def _constraints(frame: pl.DataFrame, cell: CellContext, published: Published) -> list[pl.Expr]:
+def _constraints(cell: CellContext, published: Published) -> list[pl.Expr]:
     """The description of each row's cell apart from its time: its dimension values and filters."""
     row_dims = [d for d in cell.dims if d != "ts"]
     constraints: dict[str, pl.Expr] = {}
@@ -153,7 +153,7 @@ def _row_levels(frame: pl.DataFrame, cell: CellContext, published: Published,
 def cell_seeds(frame: pl.DataFrame, cell: CellContext, published: Published, params: PrivacyParams) -> Seeds:
     """Each row's noise seeds for one Published group (`Seeds`)."""
     by_bucket, spans = _row_levels(frame, cell, published, params)
-    constraints = _constraints(frame, cell, published)
+    constraints = _constraints(cell, published)
     depth = max(len(levels) for levels in spans.values()) if spans else 1
     out = []
     for index in range(depth):
