@@ -318,3 +318,15 @@ def test_new_data_redraws_noise_only_for_the_cells_it_touches(tmp_path, demo_dir
     # The 7d cells cover the late day: new noise (else the two answers would difference exactly).
     changed = sum(before_top[k] != after_top.get(k) for k in before_top)
     assert changed > len(before_top) * 0.8
+
+
+def test_one_meaning_one_noise_with_compare_and_intervals(client, key):
+    """The period before (compare) and the intervals are computed from the same canonical cells."""
+    cities = get(client, "/geo-heat", key, {"window": "7d", "level": "city"}).json["regions"]
+    pair = [cities[0]["geo_key"], cities[2]["geo_key"]]
+    for extra in ({"compare": "previous_period"}, {"intervals": True}):
+        plain = post_query(client, key, {"window": "7d", "filters": {"cities": pair}, "group_by": ["platform"], **extra})
+        padded = post_query(client, key, {"window": "7d", "filters": {"cities": [*pair, "zz1"], "platforms": [
+            "chrome", "firefox", "safari", "edge", "ios", "android", "other"]}, "group_by": ["platform"], **extra})
+        assert plain.status_code == padded.status_code == 200
+        assert plain.json["results"] and padded.json["results"] == plain.json["results"]
