@@ -12,7 +12,10 @@ town's count plus the town's draw, whatever S, and averaging cannot remove it.
 
 The price: a cell restricted to k places has k layer draws more, s.d. `place_layer_std` each, on
 its user count (a city alone: s.d. 2.0 instead of 1.4; 48 cities: about 10.5, against their
-thousands of users). It is added noise, so each release is at least as private as without it.
+thousands of users). It is added noise, so each release is at least as private as without it. A
+cell with layers is shown only when its noisy user count also stands `layer_min_sds` of its s.d.
+above 0 (`Privacy._draw_counts`): with 48 places' layers an empty cell would otherwise pass k = 10
+about one time in six.
 """
 
 from __future__ import annotations

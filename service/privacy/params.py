@@ -55,6 +55,7 @@ class PrivacyParams:
     # A noise layer per place on the user count of a cell restricted to places (layers.py): its s.d.
     # for each place the cell holds.
     place_layer_std: float = 1.5
+    layer_min_sds: float = 2.0  # such a cell is shown only when its user count is this many s.d. above 0
     max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
     min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published

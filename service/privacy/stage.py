@@ -89,6 +89,12 @@ class Privacy:
             layer = place_layers(self._key, frame, cell, items[0], self.params)
             users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn, layer=layer and layer[0])
             below = users_noisy < self.params.min_users
+            if layer is not None:
+                # Many places' layers make a user count noisy enough to lift an empty cell past k:
+                # it is shown only when it also stands layer_min_sds of its noise s.d. above 0
+                # (a decision on the published count and its public s.d.: post-processing).
+                sd = (self.params.noise_std(UNIQUE_USERS) ** 2 + layer[1]).sqrt()
+                below = below | (users_noisy.cast(pl.Float64) < self.params.layer_min_sds * sd)
             for item in items:
                 if item.measure in SUMMED:
                     pilot = frame.get_column(f"{item.column}{PILOT}")

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import random
@@ -79,3 +80,19 @@ def test_cells_not_restricted_to_places_have_no_layer():
                                                                  published=(USERS,), time_range=WEEK), noise_std=True)
     assert set(shown["users_std"].to_list()) == {params.noise_std("unique_users")}
     assert abs((shown["users"] - 100).cast(pl.Float64).std() - params.noise_std("unique_users")) < 0.1
+
+
+def test_a_cell_of_many_places_is_not_shown_on_its_layers_noise_alone():
+    """48 places' layers give a user count an s.d. of about 10.5: an empty cell of them would pass
+    k = 10 about one time in six. It is shown only when it also stands two s.d. above 0."""
+    privacy = Privacy("layers", PrivacyParams())  # k = 10
+    places = sorted(BUSY)[:48]
+    frame = pl.DataFrame({"ts": [WEEK.start + dt.timedelta(hours=h) for h in range(168)], "users": [0] * 168})
+    cell = CellContext(table="suppressions", dims=("ts",), published=(Published("users", "unique_users", "users"),),
+                       time_range=WEEK, bucket="hour", fixed={"city": tuple(places)})
+    shown = privacy.publish(frame, cell)
+    assert shown.height <= 168 * 0.05, shown.height
+    # A cell of one place is decided by k as before (its s.d., 2.0, puts 2 s.d. below 10).
+    busy = pl.DataFrame({"ts": frame["ts"], "users": [12] * 168})
+    one = privacy.publish(busy, dataclasses.replace(cell, fixed={"city": (places[0],)}))
+    assert one.height >= 168 * 0.6
