@@ -87,9 +87,20 @@ class Seeds:
     start and end fall in (no data version): ranges that start and end in the same blocks share it.
     A row's noise is the sum over its levels of the level's draw times the weight; the squares of a
     row's weights add up to 1, so its noise has the variance of one draw (docs/privacy.md, "How
-    it works", point 3)."""
+    it works", point 3).
 
-    levels: tuple[tuple[list[str], pl.Series], ...]
+    `messages` holds each level's descriptions (String) and weights (Float64); `repeats` says
+    whether rows may share a description (bucketed rows: the empty one, or a block two buckets
+    share), so that `noise.draws` looks for repeats to hash each description once; rows of one
+    range, one a cell, repeat none worth looking for."""
+
+    messages: tuple[tuple[pl.Series, pl.Series], ...]
+    repeats: bool = True
+
+    @property
+    def levels(self) -> list[tuple[list[str], pl.Series]]:
+        """Each level's descriptions as a list, and its weights."""
+        return [(messages.to_list(), weights) for messages, weights in self.messages]
 
 
 def time_levels(start: dt.datetime, end: dt.datetime, version: int, params: PrivacyParams) -> list[tuple[int, float, str]]:
@@ -155,7 +166,7 @@ def cell_seeds(frame: pl.DataFrame, cell: CellContext, published: Published, par
     by_bucket, spans = _row_levels(frame, cell, published, params)
     constraints = _constraints(cell, published)
     depth = max(len(levels) for levels in spans.values()) if spans else 1
-    out = []
+    columns: list[pl.Expr] = []
     for index in range(depth):
         texts = {k: levels[index][2] for k, levels in spans.items() if index < len(levels)}
         weights = {k: levels[index][1] for k, levels in spans.items() if index < len(levels)}
@@ -164,12 +175,11 @@ def cell_seeds(frame: pl.DataFrame, cell: CellContext, published: Published, par
             weight = pl.col("ts").replace_strict(weights, default=0.0, return_dtype=pl.Float64)
         else:
             time_part, weight = pl.lit(texts.get("all")), pl.lit(weights.get("all", 0.0))
-        rows = frame.select(
-            pl.concat_str([pl.lit(f"v3|{cell.table}|"), time_part, *constraints]).fill_null("").alias("m"),
-            weight.alias("w"),
-        )
-        out.append((rows.get_column("m").to_list(), rows.get_column("w")))
-    return Seeds(tuple(out))
+        columns += [pl.concat_str([pl.lit(f"v3|{cell.table}|"), time_part, *constraints]).fill_null("").alias(f"m{index}"),
+                    weight.cast(pl.Float64).alias(f"w{index}")]
+    rows = frame.select(columns)  # every level at once
+    return Seeds(tuple((rows.get_column(f"m{index}"), rows.get_column(f"w{index}")) for index in range(depth)),
+                 repeats=by_bucket)
 
 
 def cell_messages(frame: pl.DataFrame, cell: CellContext, published: Published) -> list[str]:
@@ -219,7 +229,8 @@ def family_seeds(cell: CellContext, published: Published, dimension: str, params
     constraints = _family_constraints(cell, published, dimension)
     # Level 0 alone: the family's releases set caps, as the pilots do (noise.noisy).
     text = time_levels(span.start, span.end, version, params)[0][2]
-    return Seeds(((([f"v3f|{cell.table}|{text}|{constraints}"], pl.Series([1.0]))),))
+    return Seeds(((pl.Series([f"v3f|{cell.table}|{text}|{constraints}"], dtype=pl.String), pl.Series([1.0])),),
+                 repeats=False)
 
 
 def family_message(cell: CellContext, published: Published, dimension: str) -> str:

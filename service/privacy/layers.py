@@ -39,7 +39,14 @@ def _place_draws(key: bytes, places: pl.DataFrame, dimension: str, cell: CellCon
                           published=(), time_range=published.period or cell.time_range,
                           bucket=cell.bucket if bucketed else None)
     plain = Published(column="", measure=UNIQUE_USERS, users="", period=published.period)
-    return unit_noise(draws(key, cell_seeds(places, context, plain, params)), UNIQUE_USERS)
+    # A place's draw is the same in every row of it: drawn once a distinct row, then gathered.
+    distinct = places.unique()
+    if distinct.height == places.height:
+        return unit_noise(draws(key, cell_seeds(places, context, plain, params)), UNIQUE_USERS)
+    drawn = distinct.with_columns(unit_noise(draws(key, cell_seeds(distinct, context, plain, params)),
+                                             UNIQUE_USERS).alias("_z"))
+    return places.join(drawn, on=places.columns, how="left", maintain_order="left", nulls_equal=True) \
+        .get_column("_z")
 
 
 def place_layers(key: bytes, frame: pl.DataFrame, cell: CellContext, published: Published,
