@@ -16,9 +16,17 @@ real, under a fixed secret):
   and hour) plus the same grouped by city and hour (8,064 cells): the differencing attack's shape.
 
     .venv/bin/python bench/bench_noise.py --code /tmp/base --code . [--rounds 5] [--cases NAME...]
+    .venv/bin/python bench/bench_noise.py --code /tmp/base --code . --data-dir bench/out/data-10000000-90-7
 
 `--code` names a tree holding `service/` (the first is "before", the last "after"). Each tree's
 published frames are printed as a hash: two trees that differ only in speed must show the same.
+
+With `--data-dir` (a demo data set, e.g. bench/out/data-10000000-90-7), the cases are instead
+whole engine calls (`PolarsEngine.<endpoint>`, as bench/bench_endpoints.py times its "engine"
+column, with the served privacy parameters and the development secret) on the snapshot loaded
+by each tree, the same requests in every tree (`--endpoint-cases`: parts of bench_endpoints'
+case names); a process per tree and round loads the snapshot once and runs each case --repeats
+times after a warm-up, its best kept.
 """
 
 from __future__ import annotations
@@ -100,6 +108,52 @@ def _inputs(case: str):  # noqa: ANN202 - runs inside the tree under test
     raise ValueError(case)
 
 
+ENDPOINT_CASES = ("query 90d US, county x platform", "query 90d keyword x day", "top-keywords 30d limit 500",
+                  "geo-heat 30d city", "trending 30d keyword unique_users", "keyword-timeseries 90d hour, #1 ")
+
+
+def endpoint_worker(data_dir: str, parts: list[str], repeats: int) -> None:
+    """In the tree under test: the engine's calls for bench_endpoints' cases named by `parts`."""
+    sys.path.insert(1, str(Path.cwd() / "bench"))
+    import polars as pl
+    from bench_endpoints import case_requests, case_subjects, endpoint_of
+
+    from service.app import privacy_params
+    from service.clock import SystemClock
+    from service.engine.polars import PolarsEngine, user_keys
+    from service.privacy import Privacy
+    from service.settings import Settings
+    from service.store.reader import EventStore
+    from service.windows import compute_as_of
+
+    frames = EventStore(Path(data_dir)).snapshot()
+    user_keys.learn(frames)
+    as_of = compute_as_of(SystemClock().now(), frames.last_event)
+    settings = Settings.from_env()
+    engine = PolarsEngine(Privacy(settings.secret, privacy_params(settings)))
+    requests = [(name, req) for name, req in case_requests(*case_subjects(engine, frames, as_of))
+                if any(part in name for part in parts)]
+    out = {}
+    for name, req in requests:
+        run = getattr(engine, endpoint_of(req))
+        first = run(frames, as_of, req)
+        timings = []
+        for _ in range(repeats):
+            started = time.perf_counter()
+            run(frames, as_of, req)
+            timings.append(time.perf_counter() - started)
+        digest = "-"
+        if isinstance(first, pl.DataFrame):
+            # Values, not a process's categories: a Categorical's IPC bytes hold its dictionary.
+            first = first.with_columns(pl.col(name).cast(pl.String) for name, dtype in first.schema.items()
+                                       if isinstance(dtype, pl.Categorical | pl.Enum))
+            rows = first.hash_rows(seed=0).sort().to_list()  # in any order, any chunking
+            digest = hashlib.sha256(repr((first.schema, rows)).encode()).hexdigest()[:12]
+        out[name] = {"ms": min(timings) * 1000, "rows": first.height if isinstance(first, pl.DataFrame) else 0,
+                     "hash": digest}
+    print(json.dumps(out))
+
+
 def worker(case: str, repeats: int) -> None:
     """In the tree under test (its root first on sys.path): time `publish` on the case's inputs."""
     import polars as pl
@@ -128,24 +182,36 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--repeats", type=int, default=3, help="timed runs per process (its best is kept)")
     parser.add_argument("--cases", nargs="+", default=list(CASES), choices=CASES)
+    parser.add_argument("--data-dir", help="time whole engine calls on this demo data set instead")
+    parser.add_argument("--endpoint-cases", nargs="+", default=list(ENDPOINT_CASES))
     parser.add_argument("--worker", help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.worker == "endpoints":
+        endpoint_worker(args.data_dir, args.endpoint_cases, args.repeats)
+        return
     if args.worker:
         worker(args.worker, args.repeats)
         return
     trees = [path.resolve() for path in (args.code or [ROOT])]
     results: dict[tuple[str, Path], list[dict]] = {}
     for _round in range(args.rounds):
-        for case in args.cases:
+        for case in (["endpoints"] if args.data_dir else args.cases):
             for tree in trees if _round % 2 == 0 else reversed(trees):
-                code = (f"import sys; sys.path.insert(0, {str(tree)!r}); sys.argv = {['bench_noise', '--worker', case, '--repeats', str(args.repeats)]!r};"
-                        f"__file__ = {str(Path(__file__).resolve())!r}; exec(compile(open({str(Path(__file__).resolve())!r}).read(), 'bench_noise', 'exec'))")
+                argv = ["bench_noise", "--worker", case, "--repeats", str(args.repeats)]
+                if args.data_dir:
+                    argv += ["--data-dir", str(Path(args.data_dir).resolve()), "--endpoint-cases", *args.endpoint_cases]
+                code = (f"import sys; sys.path.insert(0, {str(tree)!r}); sys.argv = {argv!r};"
+                        f"__file__ = {str(Path(__file__).resolve())!r}; exec("
+                        f"compile(open({str(Path(__file__).resolve())!r}).read(), 'bench_noise', 'exec'))")
                 out = subprocess.run([sys.executable, "-c", code], cwd=tree, capture_output=True, text=True, check=True)
-                results.setdefault((case, tree), []).append(json.loads(out.stdout.strip().splitlines()[-1]))
-    header = "| case | cells | " + " | ".join(f"{tree.name or tree} (ms)" for tree in trees) + " | ratio last/first | numbers (hash per tree) |"
+                answer = json.loads(out.stdout.strip().splitlines()[-1])
+                for name, result in (answer.items() if args.data_dir else [(case, answer)]):
+                    results.setdefault((name, tree), []).append(result)
+    header = "| case | rows | " + " | ".join(f"{tree.name or tree} (ms)" for tree in trees) + \
+        " | ratio last/first | numbers (hash per tree) |"
     print(header)
     print("|" + "---|" * (header.count("|") - 1))
-    for case in args.cases:
+    for case in dict.fromkeys(name for name, _tree in results):
         medians = [statistics.median(r["ms"] for r in results[(case, tree)]) for tree in trees]
         # The numbers' hash per tree (equal hashes: equal numbers, row for row).
         same = " / ".join(",".join(sorted({r["hash"] for r in results[(case, tree)]})) for tree in trees)
