@@ -1,21 +1,27 @@
 """The privacy stage: every number the service publishes passes through `Privacy.publish`.
 
-The modules: `params` (budget, cap rule, k, noise rate), `cells` (what a cell is and its
-description), `noise` (the draws), `caps` (the per-cell caps and capped sums), `stage` (`Privacy`).
+The modules: `params` (budget, cap rule, k, noise rate), `cells` (what a cell is, its description
+and time levels), `meaning` (filters in canonical form), `noise` (the draws), `layers` (a draw per
+place on user counts), `caps` (the per-cell caps and capped sums), `stage` (`Privacy`).
 
 What it does to an aggregated frame (one row per cell):
 
-1. **Consistent noise.** Each cell is described canonically — table, the dimension values (a
-   grouped value or a filter's set of values), the time range it covers, and the data version of
-   that range (the last generation that landed data for any of its dates) — and that
-   description is hashed with HMAC-SHA512 under the secret. The 512-bit digest gives two 32-bit
-   uniform numbers for each of up to eight draws, each turned into two geometric variables whose
-   difference is two-sided geometric ("discrete Laplace") noise. The same cell therefore gets the
-   same noise whichever endpoint or query shape asks for it, and asking again cannot average it
-   away — not in this hour and not in later hours (`as_of` is deliberately not part of the
-   description: a finished day bucket keeps its noise for good), while new data for a cell's
-   dates does give it new noise (otherwise two answers around an ingest would difference out
-   the new rows exactly).
+1. **Consistent noise, one meaning one noise.** Each cell is described canonically — table, the
+   dimension values (a grouped value or a filter's set of values), the time range it covers, and
+   the data version of that range (the last generation that landed data for any of its dates) —
+   and that description is hashed with HMAC-SHA512 under the secret; the digest's 32-bit words
+   drive the draws. /query's filters are first put in their canonical form (`meaning`: values no
+   stored event holds, a filter of every value, a coarser place implied by finer ones dropped),
+   so phrasings of one meaning are one cell. A cell's noise is a weighted sum of Laplace draws
+   (`cells.time_levels`): half its variance from its own description, half from draws seeded by
+   its meaning and the blocks of hours its range's ends fall in, so a window moved by an hour
+   keeps most of its noise; and a cell restricted to places carries on its user count one draw per
+   place (`layers`), the same in every cell holding the place, so differencing sets of places
+   cannot average it away. The same cell therefore gets the same noise whichever endpoint or
+   query shape asks for it, and asking again cannot average it away — not in this hour and not
+   in later hours (`as_of` is deliberately not part of the description: a finished day bucket
+   keeps its noise for good), while new data for a cell's dates redraws its own part (otherwise
+   two answers around an ingest would difference out the new rows exactly).
 2. **A contribution cap per cell, chosen privately (sums: suppressions, events).** One user's
    total in a cell is capped at C before summing, and the sum's noise is scaled to C. A fixed C
    cannot serve a 30-user cell and a 200,000-user cell alike (too small: a silent undercount of

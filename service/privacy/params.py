@@ -45,6 +45,17 @@ class PrivacyParams:
     family_users_share: float = 0.005
     family_weight: float = 30.0
     family_low: float = 0.4
+    # Time levels of a cell's noise (cells.time_levels): the share of its variance drawn from its
+    # own range and data version (level 0); the rest is shared equally by the time_top_levels
+    # largest levels l with 2^l hours at most time_span_blocks times the range's length, drawn from
+    # the blocks its ends fall in, so a window moved by an hour keeps most of its noise.
+    time_base_share: float = 0.5
+    time_span_blocks: int = 2
+    time_top_levels: int = 3
+    # A noise layer per place on the user count of a cell restricted to places (layers.py): its s.d.
+    # for each place the cell holds.
+    place_layer_std: float = 1.5
+    layer_min_sds: float = 2.0  # such a cell is shown only when its user count is this many s.d. above 0
     max_cap: int = Settings.privacy_max_cap  # no cap above this: the most one user adds to one cell's sum
     keyword_rows_per_user: int = 20  # rows (so keywords) one user brings into a geo keyword_count
     min_users: int = Settings.privacy_min_users  # k: cells with fewer (noisy) users are not published
@@ -62,6 +73,8 @@ class PrivacyParams:
         if not (self.family_pilot_share > 0 and self.family_users_share > 0
                 and self.family_pilot_share + self.family_users_share < self.pilot_share):
             raise ValueError("the family's shares must be positive and leave the cell's pilot a share")
+        if not (0 < self.time_base_share <= 1 and self.time_span_blocks >= 0 and self.time_top_levels >= 0):
+            raise ValueError("time_base_share must be in (0, 1], time_span_blocks and time_top_levels not negative")
         if not (self.family_weight >= 0 and 0 <= self.family_low <= 1):
             raise ValueError("family_weight must not be negative and family_low must be between 0 and 1")
 

@@ -4,7 +4,6 @@ publishes (the package docstring has what it does and why)."""
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import polars as pl
 
@@ -12,12 +11,14 @@ from service.privacy.caps import Contributions, capped_true, choose_caps, family
 from service.privacy.cells import (
     CellContext,
     Published,
-    cell_messages,
+    cell_seeds,
     family_dimension,
     family_in_frame,
-    family_message,
+    family_seeds,
 )
-from service.privacy.noise import noise_key, noisy, summed_std, uniforms
+from service.privacy.layers import place_layers
+from service.privacy.noise import Draws, noise_key, noisy, summed_std
+from service.privacy.noise import draws as seeded_draws
 from service.privacy.params import PILOT, SUMMED, UNIQUE_USERS, PrivacyParams
 
 
@@ -30,7 +31,7 @@ class _Draws:
     stds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
     # Summed columns: each cell's cap, and the cell's uniforms and suppression.
     caps: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
-    summed: dict[str, tuple[Sequence[pl.Series], pl.Series]] = dataclasses.field(default_factory=dict)
+    summed: dict[str, tuple[Draws, pl.Series]] = dataclasses.field(default_factory=dict)
 
 
 class Privacy:
@@ -83,9 +84,17 @@ class Privacy:
         for item in cell.published:
             groups.setdefault((item.period, item.extra, item.users), []).append(item)
         for (_period, _extra, users), items in groups.items():
-            drawn = uniforms(self._key, cell_messages(frame, cell, items[0]))
-            users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn)
+            drawn = seeded_draws(self._key, cell_seeds(frame, cell, items[0], self.params))
+            # A cell restricted to places: a draw per place on its user counts (layers.py).
+            layer = place_layers(self._key, frame, cell, items[0], self.params)
+            users_noisy = self._noisy(frame.get_column(users), UNIQUE_USERS, drawn, layer=layer and layer[0])
             below = users_noisy < self.params.min_users
+            if layer is not None:
+                # Many places' layers make a user count noisy enough to lift an empty cell past k:
+                # it is shown only when it also stands layer_min_sds of its noise s.d. above 0
+                # (a decision on the published count and its public s.d.: post-processing).
+                sd = (self.params.noise_std(UNIQUE_USERS) ** 2 + layer[1]).sqrt()
+                below = below | (users_noisy.cast(pl.Float64) < self.params.layer_min_sds * sd)
             for item in items:
                 if item.measure in SUMMED:
                     pilot = frame.get_column(f"{item.column}{PILOT}")
@@ -100,11 +109,13 @@ class Privacy:
                     draws.summed[item.column] = (drawn, below)
                     continue
                 # The cell's own user count was just drawn; any other measure gets its own slot.
+                layered = layer if item.measure == UNIQUE_USERS else None
                 value = users_noisy if item.column == users else \
-                    self._noisy(frame.get_column(item.column), item.measure, drawn)
+                    self._noisy(frame.get_column(item.column), item.measure, drawn, layer=layered and layered[0])
                 draws.noisy[item.column] = value
                 if noise_std:
-                    draws.stds[item.column] = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                    std = pl.repeat(self.params.noise_std(item.measure), frame.height, eager=True)
+                    draws.stds[item.column] = std if layered is None else (std.pow(2) + layered[1]).sqrt()
                 if item.when_suppressed == "drop":
                     draws.drop = draws.drop | below
                 else:
@@ -124,7 +135,7 @@ class Privacy:
             raise ValueError(f"the cells' family (every {dimension}) is not in the frame: pass `family`")
         else:
             members = family
-        drawn = uniforms(self._key, [family_message(cell, item, dimension)])
+        drawn = seeded_draws(self._key, family_seeds(cell, item, dimension, self.params))
         pilot_alpha, users_alpha = self.params.family_alphas(item.measure)
         pilot = self._noisy(pl.Series([members.get_column(f"{item.column}{PILOT}").sum()]), item.measure + PILOT,
                             drawn, alpha=pilot_alpha)
@@ -149,8 +160,8 @@ class Privacy:
             if noise_std:
                 draws.stds[item.column] = pl.select(summed_std(self.params, item.measure, pl.lit(cap))).to_series()
 
-    def _noisy(self, true: pl.Series, measure: str, uniforms: Sequence[pl.Series],
-               cap: pl.Series | None = None, alpha: float | None = None) -> pl.Series:
+    def _noisy(self, true: pl.Series, measure: str, uniforms: Draws,
+               cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None) -> pl.Series:
         """Every draw of the stage goes through here (`noise.noisy`); bench/bench_endpoints.py's
         `Noiseless` overrides it to switch the noise off."""
-        return noisy(self.params, true, measure, uniforms, cap, alpha)
+        return noisy(self.params, true, measure, uniforms, cap, alpha, layer)

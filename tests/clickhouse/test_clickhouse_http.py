@@ -110,6 +110,11 @@ QUERIES = [
     # Places over more than a week are in a family; filtered on the place, the engine computes it beside.
     {"window": "30d", "filters": {"countries": ["US"]}},
     {"window": "90d", "filters": {"countries": ["US", "DE"], "platforms": ["firefox", "chrome"]}, "group_by": ["country"]},
+    # One meaning, one noise (privacy/meaning.py): junk values and every platform dropped alike.
+    {"window": "30d", "filters": {"countries": ["US", "ZZ"], "regions": ["US-CA", "XX-1"],
+                                  "platforms": ["chrome", "firefox", "safari", "edge", "ios", "android", "other"]},
+     "group_by": ["platform"]},
+    {"window": "7d", "filters": {"cities": ["no such city"]}},
 ]
 
 

@@ -225,16 +225,26 @@ def test_the_noise_of_known_cells_is_what_it_always_was():
     from service.privacy.params import EVENTS, SUPPRESSIONS, UNIQUE_USERS
 
     key = noise.noise_key("pinned secret")
-    drawn = noise.uniforms(key, [f"v3|suppressions|0|2026-01-01T00:00:00Z/2026-01-02T00:00:00Z|keyword=1:2:k{i}"
-                                 for i in range(8)])
+    messages = [f"v3|suppressions|0|2026-01-01T00:00:00Z/2026-01-02T00:00:00Z|keyword=1:2:k{i}" for i in range(8)]
+    drawn = noise.Draws([(noise.uniforms(key, messages), pl.Series([1.0] * 8))])  # one time level
     params, true = PrivacyParams(), pl.Series([1000] * 8)
-    # Values from the code of 2026-11-26 (before the uniforms were read by Arrow).
+    # Values from the code of 2026-11-28 (issue 41: a rounded Laplace draw per time level, from the
+    # same words as the two-sided geometric draw before it, which gave 994, 1000, 997, 1001, ...).
     assert noise.noisy(params, true, UNIQUE_USERS, drawn, alpha=0.8).to_list() == [
-        994, 1000, 997, 1001, 1003, 1000, 995, 1000]
+        994, 1000, 998, 1001, 1003, 1001, 995, 1000]
     assert noise.noisy(params, true, SUPPRESSIONS, drawn, cap=pl.Series([3, 10, 1, 50, 2, 7, 100, 4])).to_list() == [
-        991, 1000, 998, 1044, 999, 994, 1042, 993]
+        991, 1000, 998, 1044, 998, 994, 1042, 993]
     assert noise.noisy(params, true, EVENTS, drawn, alpha=0.95).to_list() == [
-        997, 969, 1017, 1011, 1018, 1067, 1014, 992]
+        997, 968, 1016, 1011, 1019, 1067, 1014, 991]
+
+
+def test_the_time_levels_of_a_known_range_are_what_they_always_were():
+    from service.privacy.cells import time_levels
+
+    day = time_levels(dt.datetime(2026, 1, 1, tzinfo=dt.UTC), dt.datetime(2026, 1, 2, tzinfo=dt.UTC), 3, PrivacyParams())
+    assert [(level, text) for level, _weight, text in day] == [
+        (0, "3|2026-01-01T00:00:00Z/2026-01-02T00:00:00Z"), (3, "T3|61362/61365"), (4, "T4|30681/30682"),
+        (5, "T5|15340/15341")]
 
 
 def test_uniforms_take_each_word_when_first_read():

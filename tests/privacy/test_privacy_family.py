@@ -209,10 +209,10 @@ def test_the_familys_releases_see_one_user_at_most_pilot_cap_and_one():
     seen: list[tuple[str, int]] = []
 
     class Recording(Privacy):
-        def _noisy(self, true, measure, uniforms, cap=None, alpha=None):
+        def _noisy(self, true, measure, uniforms, cap=None, alpha=None, layer=None):
             if true.len() == 1 and alpha is not None and alpha in self.params.family_alphas("suppressions"):
                 seen.append((measure, int(true[0])))
-            return super()._noisy(true, measure, uniforms, cap, alpha)
+            return super()._noisy(true, measure, uniforms, cap, alpha, layer)
 
     base = dict(CITIES)
     for heavy in (1, PARAMS.pilot_cap, 10**6):

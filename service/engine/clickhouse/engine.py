@@ -34,7 +34,7 @@ from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.publication.keyword_activity import ACTION_COUNTS, publish_keyword_activity
-from service.engine.publication.query import TIME, family_cells, publish_query
+from service.engine.publication.query import TIME, canonical_query, family_cells, publish_query
 from service.engine.publication.timeseries import publish_timeseries
 from service.engine.publication.top_keywords import publish_top_keywords
 from service.engine.publication.trending import BASELINE, RECENT, publish_trending
@@ -48,6 +48,7 @@ from service.engine.requests import (
     Trending,
 )
 from service.privacy import PILOT, Contributions, Privacy
+from service.privacy.meaning import Vocabulary
 from service.store import schema
 from service.windows import TimeRange, trending_periods, window_range
 
@@ -170,6 +171,7 @@ class ClickHouseEngine:
         if TIME in req.group_by and req.bucket is None:
             raise ValueError("a bucket is required to group by time")
         window = window_range(req.window, as_of)
+        req = canonical_query(snapshot, req, lambda columns: _vocabulary(snapshot, columns))
         found, contributions = self._query_cells(snapshot, window, req)
         family = family_cells(snapshot, req, window, lambda relaxed: self._query_cells(snapshot, window, relaxed)[0])
         return publish_query(found, contributions, window, snapshot.versions, req, self.privacy, noise, family)
@@ -187,3 +189,19 @@ class ClickHouseEngine:
                 where.append(f"isNotNull({dim})")
                 keys.append(dimension(dim, not_null=True))
         return cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters), self.privacy.params)
+
+
+def _vocabulary(snapshot: ClickHouseSnapshot, columns: tuple[str, ...]) -> Vocabulary:
+    """What the stored suppressions hold (privacy.meaning.Vocabulary), in SQL: each column's distinct
+    values and whether it has a null, and the distinct combinations of the geographic columns."""
+    rows = f"FROM {schema.SUPPRESSIONS} WHERE generation <= {int(snapshot.generation)}"
+    values, nulls = {}, set()
+    for column in columns:
+        found = snapshot.ch.frame(f"SELECT DISTINCT toString({column}) AS v {rows} AND isNotNull({column})")
+        values[column] = frozenset(found.get_column("v").to_list())
+        if snapshot.ch.frame(f"SELECT count() AS n {rows} AND isNull({column})").item() > 0:
+            nulls.add(column)
+    geo = ", ".join(f"toNullable(toString({level})) AS {level}" for level in schema.GEO_LEVELS)
+    places = snapshot.ch.frame(f"SELECT DISTINCT {geo} {rows}")
+    return Vocabulary(values=values, nulls=frozenset(nulls),
+                      places=places.select(pl.col(level).cast(pl.String) for level in schema.GEO_LEVELS))

@@ -15,9 +15,10 @@ import polars as pl
 from service.engine.measures import bucket_key, cell_contributions, key_guards
 from service.engine.polars.slicing import bucket_parts, time_slice
 from service.engine.polars.user_keys import known_bits
-from service.engine.publication.query import TIME, family_cells, publish_query
+from service.engine.publication.query import TIME, canonical_query, family_cells, publish_query
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
 from service.privacy import Contributions, Privacy, PrivacyParams
+from service.privacy.meaning import Vocabulary
 from service.store.reader import EventFrames
 from service.windows import TimeRange, window_range
 
@@ -55,6 +56,8 @@ def flexible_query(frames: EventFrames, as_of: dt.datetime, req: FlexibleQuery, 
     if TIME in req.group_by and req.bucket is None:
         raise ValueError("a bucket is required to group by time")
     window = window_range(req.window, as_of)
+    # The filters as their meaning, not their phrasing: the same events, described alike (one noise).
+    req = canonical_query(frames, req, lambda columns: Vocabulary.of_frame(frames.suppressions, columns))
     cells, contributions = query_cells(frames, window, req, privacy.params)
     family = family_cells(frames, req, window, lambda relaxed: query_cells(frames, window, relaxed, privacy.params)[0])
     return publish_query(cells, contributions, window, frames.versions, req, privacy, noise, family)

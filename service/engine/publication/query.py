@@ -24,6 +24,7 @@ from service.engine.publication.reconcile import users_within_counts
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.privacy import CellContext, Contributions, Privacy
 from service.privacy.cells import family_dimension, family_in_frame
+from service.privacy.meaning import Vocabulary, canonical_filters
 from service.store import schema
 from service.windows import TimeRange
 
@@ -49,6 +50,28 @@ def _output_columns(frame: pl.DataFrame, group_by: tuple[str, ...]) -> list[pl.E
 def _fixed(req: FlexibleQuery) -> dict[str, tuple[str, ...]]:
     """The filters as cell constraints: event column -> values."""
     return {FILTER_COLUMNS[key]: values for key, values in req.filters.items()}
+
+
+# Per snapshot (compared by identity; dropped with it): what the store holds, for canonical_query.
+_VOCABULARIES: weakref.WeakKeyDictionary[Any, Vocabulary] = weakref.WeakKeyDictionary()
+_VOCABULARIES_LOCK = threading.Lock()
+
+
+def canonical_query(snapshot: Any, req: FlexibleQuery, build: Callable[[tuple[str, ...]], Vocabulary]) -> FlexibleQuery:
+    """req with its filters in their canonical form (privacy.meaning.canonical_filters): the same
+    events, so the same exact numbers, described alike however they were phrased, so the same noise.
+    `build(columns)` reads the store's vocabulary of the filtered columns, once per snapshot."""
+    if not req.filters:
+        return req
+    with _VOCABULARIES_LOCK:
+        vocabulary = _VOCABULARIES.get(snapshot)
+    if vocabulary is None:
+        vocabulary = build(tuple(FILTER_COLUMNS.values()))
+        with _VOCABULARIES_LOCK:
+            _VOCABULARIES[snapshot] = vocabulary
+    canonical = canonical_filters(_fixed(req), vocabulary)
+    keys = {column: key for key, column in FILTER_COLUMNS.items()}
+    return dataclasses.replace(req, filters=dict(sorted((keys[column], values) for column, values in canonical.items())))
 
 
 def family_request(req: FlexibleQuery, window: TimeRange) -> FlexibleQuery | None:
