@@ -100,7 +100,7 @@ class Privacy:
                     pilot = frame.get_column(f"{item.column}{PILOT}")
 
                     def noisy_pilot(alpha: float, pilot: pl.Series = pilot, measure: str = item.measure + PILOT,
-                                    drawn: Sequence[pl.Series] = drawn) -> pl.Series:
+                                    drawn: Draws = drawn) -> pl.Series:
                         return self._noisy(pilot, measure, drawn, alpha=alpha)
 
                     draws.caps[item.column] = choose_caps(
