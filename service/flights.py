@@ -269,10 +269,10 @@ class Flights:
             time.sleep(self._renew_every)
             late = time.monotonic() - beat - self._renew_every
             beat = time.monotonic()
-            if late > self._lease / 2:
-                log.warning("the fill locks' heartbeat ran %.1f s late (their lease: %g s)", late, self._lease)
             with self._lock:
                 held = list(self._held.items())
+            if held and late > self._lease / 2:  # only a late beat with locks to keep can lose one
+                log.warning("the fill locks' heartbeat ran %.1f s late (their lease: %g s)", late, self._lease)
             for key, lock in held:
                 try:
                     self._refresh_note(key, lock)

@@ -25,24 +25,38 @@ def frames(default_demo_dir):
     return EventStore(default_demo_dir).snapshot()
 
 
-@pytest.fixture(scope="module")
-def engine():
-    settings = Settings()  # as served: the settings' privacy parameters and the development secret
-    return Engine(Privacy(settings.secret, privacy_params(settings)))
+SECRETS = [Settings().secret] + [f"trending-secret-{i}" for i in range(7)]  # the served one, and others
 
 
-@pytest.mark.parametrize("metric", ["suppressions", "events", "unique_users"])
-@pytest.mark.parametrize(("window", "dimension"), CASES, ids=[f"{w}-{d}" for w, d in CASES])
-def test_the_injected_bursts_lead_with_default_parameters(frames, engine, window, dimension, metric):
-    injected = {b.value for b in DEMO_BURSTS if (b.window, b.dimension) == (window, dimension)}
-    # A shorter window's burst lies inside this window's recent period: it is real growth too
-    # (a 6-hour burst lifts the last 24 hours), and may rank among this window's own.
-    bursts = {b.value for b in DEMO_BURSTS if b.dimension == dimension}
+def _trending(frames, secret: str, window: str, dimension: str, metric: str) -> list[str]:
+    engine = Engine(Privacy(secret, privacy_params(Settings())))  # the settings' privacy parameters
     request = Trending(window, dimension, metric, limit=50, min_baseline=10)  # the API's defaults
-    values = engine.trending(frames, AS_OF, request)["value"].to_list()
-    assert injected <= set(values), values[:10]
-    last = max(values.index(v) for v in injected)
-    assert set(values[:last + 1]) <= bursts, values[:10]
+    return engine.trending(frames, AS_OF, request)["value"].to_list()
+
+
+def test_the_injected_bursts_lead_with_default_parameters(frames):
+    """Over 8 secrets (8 draws of the noise), every case and metric: a burst that is shown is ahead of
+    every value whose growth is only noise, and a burst is left out at most once in 40 (one that draws
+    its recent count low by more than its noise's s.d. can fall under the lower bound; 2 of 192 before
+    issue 41's noise, 4 after, 1 of them with the served secret: 24h keyword suppressions, drawn 1.4 s.d.
+    low)."""
+    missed, cases = [], 0
+    for secret in SECRETS:
+        for window, dimension in CASES:
+            injected = {b.value for b in DEMO_BURSTS if (b.window, b.dimension) == (window, dimension)}
+            # A shorter window's burst lies inside this window's recent period: it is real growth too
+            # (a 6-hour burst lifts the last 24 hours), and may rank among this window's own.
+            bursts = {b.value for b in DEMO_BURSTS if b.dimension == dimension}
+            for metric in ("suppressions", "events", "unique_users"):
+                cases += 1
+                values = _trending(frames, secret, window, dimension, metric)
+                shown = injected & set(values)
+                if shown != injected:
+                    missed.append((secret, window, dimension, metric, values[:5]))
+                if shown:
+                    last = max(values.index(v) for v in shown)
+                    assert set(values[:last + 1]) <= bursts, (secret, window, dimension, metric, values[:10])
+    assert len(missed) * 40 <= cases, missed
 
 
 def test_the_demo_ends_where_the_fixture_says(frames):
