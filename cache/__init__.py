@@ -9,7 +9,7 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 from cache.bodies import ProcessBodies
-from cache.gate import Admission, Gate, GateSettings
+from cache.gate import Admission, Gate, GateSettings, Spend
 from cache.local_gate import LocalGate
 
 if TYPE_CHECKING:
@@ -39,7 +39,7 @@ REDIS_TIMEOUT_SECONDS = 0.25
 # workers, and polling"). SIGNALS_REDIS_SPIN_MICROSECONDS turns it on.
 REDIS_SPIN_SECONDS = 0.0
 
-__all__ = ["Admission", "Gate", "GateSettings", "LocalGate", "ProcessBodies", "RedisGate", "ReplyWait", "ResilientGate",
+__all__ = ["Admission", "Gate", "GateSettings", "Spend", "LocalGate", "ProcessBodies", "RedisGate", "ReplyWait", "ResilientGate",
            "Wire", "connect", "redis_connection"]
 
 

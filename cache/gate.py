@@ -54,6 +54,17 @@ class Admission:
                 f"reset_seconds={self.reset_seconds}, blocked_by={self.blocked_by!r}, cached={self.cached is not None})")
 
 
+@dataclasses.dataclass(frozen=True)
+class Spend:
+    """A privacy ledger's answer to a charge (service/privacy/budget.py): whether the answer may be
+    shown, what the ledger has spent after it, and what this charge added (micro-epsilon; a
+    refusal's `charged` is what the answer would have cost)."""
+
+    allowed: bool
+    spent: int
+    charged: int
+
+
 # A fill lock's value is "<token>|<note>": the note says when its holder expects the answer
 # (service/flights.py), so waiters can decide at once whether to wait.
 LOCK_SEPARATOR = "|"
@@ -74,6 +85,8 @@ class Gate(Protocol):
     def lock_note(self, cache_key: str) -> str | None: ...
     def unlock(self, cache_key: str, token: str) -> None: ...
     def most_asked(self, count: int) -> list[tuple[str, float]]: ...
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend: ...
+    def spent(self, ledger: str) -> int: ...
     def fade_asked(self, factor: float, keep: int) -> None: ...
     def status(self) -> dict: ...
     def close(self) -> None: ...

@@ -8,7 +8,7 @@ import time
 import uuid
 
 from cache.bodies import ProcessBodies
-from cache.gate import _US, Admission, GateSettings, _seconds
+from cache.gate import _US, Admission, GateSettings, Spend, _seconds
 
 _SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
 
@@ -25,6 +25,8 @@ class LocalGate:
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
         self._fill_locks: dict[str, tuple[float, str, str]] = {}  # key -> (expiry, token, note)
         self._asked: collections.Counter[str] = collections.Counter()
+        # Privacy ledgers: name -> (expiry, micro-epsilon spent, answer -> micro-epsilon charged).
+        self._ledgers: dict[str, tuple[float, int, dict[str, int]]] = {}
         self._failures_recorded = 0
 
     def _sweep(self, now: float) -> None:
@@ -128,6 +130,27 @@ class LocalGate:
             held = self._fill_locks.get(cache_key)
             if held is not None and held[1] == token:
                 del self._fill_locks[cache_key]
+
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
+        """cache/charge.lua in this process's memory (a ledger lives until its period's end)."""
+        now = self._clock()
+        with self._lock:
+            expiry, spent, answers = self._ledgers.get(ledger, (0.0, 0, {}))
+            if expiry <= now:
+                spent, answers = 0, {}
+            delta = amount - answers.get(answer, 0)
+            if delta <= 0:
+                return Spend(True, spent, 0)
+            if spent + delta > limit:
+                return Spend(False, spent, delta)
+            answers[answer] = amount
+            self._ledgers[ledger] = (now + max(1, ttl_seconds), spent + delta, answers)
+            return Spend(True, spent + delta, delta)
+
+    def spent(self, ledger: str) -> int:
+        with self._lock:
+            expiry, spent, _answers = self._ledgers.get(ledger, (0.0, 0, {}))
+            return spent if expiry > self._clock() else 0
 
     def most_asked(self, count: int) -> list[tuple[str, float]]:
         with self._lock:

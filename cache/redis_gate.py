@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from cache.bodies import ProcessBodies
-from cache.gate import _US, LOCK_SEPARATOR, Admission, GateSettings, _seconds
+from cache.gate import _US, LOCK_SEPARATOR, Admission, GateSettings, Spend, _seconds
 from cache.wire import Wire
 
 _SCRIPTS = Path(__file__).parent
@@ -53,6 +53,7 @@ class _Script:
 
 _ADMIT = _Script((_SCRIPTS / "admit.lua").read_text())
 _FAIL = _Script((_SCRIPTS / "fail.lua").read_text())
+_CHARGE = _Script((_SCRIPTS / "charge.lua").read_text())
 # A fill lock's value is "<token>|<note>"; ARGV[1] is "<token>|" (the token and the separator).
 _OURS = "local v = redis.call('GET', KEYS[1]) local ours = v and string.sub(v, 1, #ARGV[1]) == ARGV[1] "
 # try_lock sent again: the lock is ours if the lost first send took it.
@@ -209,6 +210,15 @@ class RedisGate:
     @property
     def _asked_key(self) -> str:
         return self._prefix + "asked"
+
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
+        """Charge an answer to a privacy ledger, shared by every worker (cache/charge.lua)."""
+        allowed, spent, charged = self._script(_CHARGE, [self._key("privacy", ledger)],
+                                               [answer, amount, limit, max(1, ttl_seconds), "charge"])
+        return Spend(bool(allowed), int(spent), int(charged))
+
+    def spent(self, ledger: str) -> int:
+        return int(self._script(_CHARGE, [self._key("privacy", ledger)], ["", 0, 0, 1, "peek"])[1])
 
     def most_asked(self, count: int) -> list[tuple[str, float]]:
         flat = self._command("ZREVRANGE", self._asked_key, 0, max(0, count - 1), "WITHSCORES")

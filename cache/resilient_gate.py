@@ -8,7 +8,7 @@ import time
 
 import redis
 
-from cache.gate import Admission
+from cache.gate import Admission, Spend
 from cache.local_gate import LocalGate
 from cache.redis_gate import RedisGate
 
@@ -64,6 +64,12 @@ class ResilientGate:
 
     def peek(self, subject: str, limit: int) -> Admission:
         return self._call("peek", subject, limit)
+
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
+        return self._call("charge", ledger, answer, amount, limit, ttl_seconds)
+
+    def spent(self, ledger: str) -> int:
+        return self._call("spent", ledger)
 
     def record_auth_failure(self, client: str) -> Admission:
         return self._call("record_auth_failure", client)

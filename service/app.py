@@ -28,6 +28,7 @@ from service.middleware.request_id import RequestIdMiddleware
 from service.middleware.url_length import UrlLengthMiddleware
 from service.operations import OPERATIONS
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
+from service.privacy.budget import PrivacyBudget
 from service.resources.account import AccountResource
 from service.resources.health import HealthResource, ReadinessResource
 from service.resources.openapi import OpenApiResource
@@ -64,12 +65,13 @@ def signals_resources(settings: Settings, engine: QueryEngine, store: EventSourc
     decoded = DecodedEntries()  # one per app: keys are unique per deployment, not across apps
     flights = Flights(gate, ComputeSlots(settings.run_dir / "compute", settings.slots), decoded, background=background)
     stale = StalePolicy(settings.stale_seconds, clock)
+    budget = PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget)
     # Nobody waits on background work, and it runs at a lower priority: it may take longer.
     deadline = settings.compute_deadline_seconds * (BACKGROUND_DEADLINE_FACTOR if background else 1)
     return [SignalsResource(endpoint, engine, store, clock, gate, flights,
                             cache_responses=settings.cache_responses, cache_variant=cache_variant(settings),
                             decoded=decoded, query_max_cells=settings.query_max_cells,
-                            deadline_seconds=deadline, wait_seconds=settings.patience, stale=stale)
+                            deadline_seconds=deadline, wait_seconds=settings.patience, stale=stale, budget=budget)
             for endpoint in ENDPOINTS]
 
 
@@ -116,7 +118,7 @@ def create_app(
     # Every operation of the table (service/operations.py) at its path, served by its resource.
     resources = {
         **{resource.endpoint.name: resource for resource in signals_resources(settings, engine, store, clock, gate)},
-        "account": AccountResource(),
+        "account": AccountResource(PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget), clock),
         **webhook_resources.resources(WebhookStore(accounts.db_engine, clock), clock,
                                       allow_private=settings.webhook_allow_private),
     }

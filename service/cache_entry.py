@@ -27,10 +27,14 @@ class CacheEntry:
     filename: str | None
     body: bytes
     rows: int | None = None  # None: stored by a version that did not count them
+    # What the answer costs the people in it (micro-epsilon, service/privacy/charges.py), and
+    # whether the shared ledger paid it for everyone (precomputed: service/privacy/budget.py).
+    charge: int = 0
+    shared: bool = False
 
     def encode(self) -> bytes:
         head = json.dumps({"etag": self.etag, "type": self.content_type, "file": self.filename,
-                           "rows": self.rows}).encode()
+                           "rows": self.rows, "charge": self.charge, "shared": self.shared}).encode()
         return head + b"\n" + self.body
 
     @classmethod
@@ -38,7 +42,7 @@ class CacheEntry:
         head, _, body = raw.partition(b"\n")
         meta = json.loads(head)
         return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body,
-                   rows=meta.get("rows"))
+                   rows=meta.get("rows"), charge=meta.get("charge", 0), shared=meta.get("shared", False))
 
 
 class DecodedEntries:

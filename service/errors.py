@@ -44,8 +44,9 @@ _KINDS = {
 COMPUTATION_TIMEOUT = "computation-timeout"
 WEBHOOK_LIMIT = "webhook-limit-reached"
 ANSWER_NOT_READY = "answer-not-ready"
+PRIVACY_BUDGET = "privacy-budget"
 _OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long", WEBHOOK_LIMIT: "Webhook limit reached",
-                ANSWER_NOT_READY: "Answer not ready yet"}
+                ANSWER_NOT_READY: "Answer not ready yet", PRIVACY_BUDGET: "Privacy budget spent"}
 
 
 def problem_type(status: int, slug: str | None = None) -> str:

@@ -36,6 +36,9 @@ COMPUTE_SECONDS = Histogram("signals_compute_seconds", "Seconds the engine took 
 STOPPED = Counter("signals_computations_stopped",
                   "Computations stopped at their work limit (SIGNALS_COMPUTE_DEADLINE_SECONDS of the machine's "
                   "CPU time), by endpoint", ["endpoint"])
+PRIVACY_REFUSALS = Counter("signals_privacy_budget_refusals",
+                           "Answers refused because they would pass the subscription's privacy budget "
+                           "(429 privacy-budget), by endpoint", ["endpoint"])
 RUNNING = Gauge("signals_computations_running", "Computations holding a compute slot now",
                 multiprocess_mode="livesum")
 QUEUED = Gauge("signals_computations_queued", "Computations waiting for a compute slot now",

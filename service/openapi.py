@@ -8,10 +8,11 @@ from connectors.columns import document_entry, flat_columns, schema_shape
 from service import __version__
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ACCOUNT_SCHEMA, INTERVAL_LEVEL, Endpoint
-from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, problem_type
+from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, PRIVACY_BUDGET, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
 from service.operations import OPERATIONS, Operation
 from service.paging import CURSOR, LINK_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_HEADER
+from service.privacy.budget import HEADER as BUDGET_HEADER
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
 from service.tiers import Tier
 from service.webhooks.openapi import webhook_operation
@@ -22,7 +23,10 @@ _ERRORS = {
     "403": "The endpoint requires a higher plan tier.",
     "414": f"The URL (path and query string) is longer than {MAX_URL_BYTES} bytes.",
     "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
-           "address). Carries `Retry-After` in whole seconds.",
+           "address), or, on the signals endpoints, the subscription's privacy budget for the month would be "
+           "passed by this answer (type " + problem_type(429, PRIVACY_BUDGET) + ", with `privacy_budget`: "
+           "`limit`, `spent`, `remaining`, the answer's `charge` and when it `renews`, in epsilon; "
+           "`Retry-After` is the time until it renews). Carries `Retry-After` in whole seconds.",
     "500": "Internal server error. Quote `request_id` to support.",
     "503": "The answer is being computed and will not be ready within the request's wait (type "
            + problem_type(503, ANSWER_NOT_READY) + ": the usual 503 when the hour turns; `Retry-After` says when it "
@@ -81,6 +85,13 @@ QUERY_TOO_LARGE_SCHEMA: dict[str, Any] = {
             "required": ["estimated_cells", "max_cells", "narrowings"],
         },
     ],
+}
+
+_BUDGET_HEADER = {
+    BUDGET_HEADER: {"schema": {"type": "string"}, "description": (
+        "The subscription's privacy budget this month, in epsilon (an RFC 8941 dictionary): "
+        'remaining=<left>, limit=<a month>, spent=<so far>, charged=<this answer>, renews="<ISO 8601 UTC>". '
+        "An answer already received costs nothing to ask again. Absent when the deployment has no budget.")},
 }
 
 _RATE_HEADERS = {
@@ -192,6 +203,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
                 TOTAL_HEADER: {"schema": {"type": "integer", "minimum": 0}, "description": TOTAL_DESCRIPTION},
                 **({"Link": {"schema": {"type": "string"}, "description": LINK_DESCRIPTION}} if paged else {}),
                 **_RATE_HEADERS,
+                **_BUDGET_HEADER,
             },
             "content": ok_content,
         }
@@ -218,6 +230,7 @@ def _account_operation(operation: Operation) -> dict[str, Any]:
                 "ETag": {"schema": {"type": "string"}, "description": "Send it back in If-None-Match to get 304."},
                 "Cache-Control": {"schema": {"type": "string"}, "description": "private, no-cache"},
                 **_RATE_HEADERS,
+                **_BUDGET_HEADER,
             },
             "content": {"application/json": {"schema": ACCOUNT_SCHEMA}},
         },

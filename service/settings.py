@@ -21,6 +21,9 @@ _DEFAULT_SPIN_MICROSECONDS = round(REDIS_SPIN_SECONDS * 1e6)
 # the bound computes well within the deadline; gunicorn's timeout follows the deadline (gunicorn.conf.py).
 QUERY_MAX_CELLS = 1_000_000
 COMPUTE_DEADLINE_SECONDS = 20.0
+# The privacy budget's defaults, epsilon a month (docs/privacy.md "The privacy budget").
+PRIVACY_BUDGET = 200_000_000.0
+PRIVACY_SHARED_BUDGET = 2_000_000_000.0
 MAX_COMPUTE_DEADLINE_SECONDS = 600.0
 
 ENGINES = ("polars", "clickhouse")
@@ -78,6 +81,11 @@ class Settings:
     # the most one user adds to one cell's sum (caps are chosen per cell)
     privacy_max_cap: int = _env("SIGNALS_PRIVACY_MAX_CAP", 10_000)
     privacy_min_users: int = _env("SIGNALS_PRIVACY_MIN_USERS", 10)
+    # The privacy budget (service/privacy/budget.py): epsilon one subscription may be charged a
+    # calendar month (0 = no budget: every answer served), and the shared ledger's, which pays
+    # once for the answers precompute makes ready for everyone.
+    privacy_budget: float = _env("SIGNALS_PRIVACY_BUDGET", PRIVACY_BUDGET)
+    privacy_shared_budget: float = _env("SIGNALS_PRIVACY_SHARED_BUDGET", PRIVACY_SHARED_BUDGET)
     # networks whose X-Forwarded-For is believed (load balancers)
     trusted_proxies: tuple[Network, ...] = _env("SIGNALS_TRUSTED_PROXIES", ())
     # /query cost (engine/cost.py): the most cells (groups) a query may aggregate, by its upper bound.
@@ -186,6 +194,10 @@ class Settings:
         if not (math.isfinite(self.lander_interval_seconds) and 0.1 <= self.lander_interval_seconds <= 50):
             raise SettingsError("SIGNALS_LANDER_INTERVAL_SECONDS must be between 0.1 and 50 (events land within a "
                                 "minute)")
+        for name in ("privacy_budget", "privacy_shared_budget"):
+            value = getattr(self, name)
+            if not (math.isfinite(value) and 0 <= value <= 1e12):
+                raise SettingsError(f"SIGNALS_{name.upper()} must be a number of epsilon from 0 to 1e12, got {value!r}")
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")

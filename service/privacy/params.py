@@ -126,6 +126,29 @@ class PrivacyParams:
     def noise_std(self, measure: str, cap: float | None = None) -> float:
         return geometric_std(self.alpha(measure, cap))
 
+    def release_epsilon(self, measure: str) -> float:
+        """What one release of a measure in one cell can cost one user, pure epsilon: the bound of
+        docs/privacy.md "What this guarantees", steps 1-5. A number's noise is a sum of independent
+        Laplace draws of which its own (level 0) carries time_base_share of the variance; shifting
+        the true value by d changes the sum's density by at most e^(d / b), b the own draw's scale,
+        so a release costs sensitivity / b. A summed measure adds its pilot (one draw of weight 1,
+        sensitivity pilot_cap) and takes the smallest cap (cap_floor: the largest cost per unit).
+        Infinite budgets (`exact`) cost nothing (0)."""
+        if math.isinf(self.epsilon(measure)):
+            return 0.0
+        if measure in SUMMED:
+            pilot_alpha = math.exp(-self.epsilon(measure) * self.pilot_share / self.pilot_cap)
+            pilot = self.pilot_cap / laplace_scale(geometric_std(pilot_alpha), 1.0)
+            cap = max(self.cap_floor, 1)
+            return pilot + cap / laplace_scale(self.noise_std(measure, cap), self.time_base_share)
+        return self.sensitivity(measure) / laplace_scale(self.noise_std(measure), self.time_base_share)
+
+
+def laplace_scale(sigma: float, share: float) -> float:
+    """The scale of the Laplace draw carrying `share` of the variance of noise whose s.d., with
+    rounding's 1/12 (noise.noisy), is sigma."""
+    return math.sqrt(share * max(sigma * sigma - 1.0 / 12.0, 0.0) / 2.0)
+
 
 def geometric_std(alpha: float) -> float:
     """The standard deviation of two-sided geometric noise with parameter alpha."""

@@ -7,6 +7,7 @@ import dataclasses
 
 import polars as pl
 
+from service.privacy import charges
 from service.privacy.caps import Contributions, capped_true, choose_caps, family_mean
 from service.privacy.cells import (
     CellContext,
@@ -84,6 +85,9 @@ class Privacy:
         for item in cell.published:
             groups.setdefault((item.period, item.extra, item.users), []).append(item)
         for (_period, _extra, users), items in groups.items():
+            # The group's cells are releases (charges.py): its user count, and each other measure.
+            charges.record(self.params.release_epsilon(UNIQUE_USERS) + sum(
+                self.params.release_epsilon(item.measure) for item in items if item.column != users), frame.height)
             drawn = seeded_draws(self._key, cell_seeds(frame, cell, items[0], self.params))
             # A cell restricted to places: a draw per place on its user counts (layers.py).
             layer = place_layers(self._key, frame, cell, items[0], self.params)

@@ -5,7 +5,8 @@ Consumers (the client, the Sheets connector, the MCP server, the dashboard) call
 key may do before doing anything. It goes through the same request path as every endpoint:
 authentication (401), rate limit (429, the call counts), then the query string (400: it takes no
 parameters). The answer is per key, so it is never put in the shared response cache; it carries an
-ETag so that a client that asks again can get 304.
+ETag so that a client that asks again can get 304, and the subscription's privacy budget in the
+`Signals-Privacy-Budget` header (service/privacy/budget.py; asking it charges nothing).
 """
 
 from __future__ import annotations
@@ -18,11 +19,13 @@ import falcon
 
 from paramcheck import summary
 from service.accounts import Principal
+from service.clock import Clock, SystemClock
 from service.disclaimer import DISCLAIMER
 from service.endpoints import ENDPOINTS
 from service.errors import Problem
 from service.etags import etag_for, if_none_match
 from service.params import ValidationFailed, parse_query
+from service.privacy.budget import PrivacyBudget
 from service.windows import iso_z
 
 
@@ -55,6 +58,11 @@ def account_body(principal: Principal) -> dict[str, Any]:
 class AccountResource:
     rate_limited = True
 
+    def __init__(self, budget: PrivacyBudget | None = None, clock: Clock | None = None) -> None:
+        # The subscription's privacy budget, shown in its header (charging nothing).
+        self._budget = budget if budget is not None and budget.enabled else None
+        self._clock = clock or SystemClock()
+
     def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
         try:
             parse_query((), req.params)
@@ -73,6 +81,8 @@ class AccountResource:
         resp.set_header("ETag", etag)
         resp.set_header("Cache-Control", "private, no-cache")
         resp.append_header("Vary", "Authorization")
+        if self._budget is not None:
+            resp.set_header(*self._budget.state(req.context.principal.subscription_id, self._clock.now()).header())
         if if_none_match(req.get_header("If-None-Match"), etag):
             resp.status = falcon.HTTP_304
             return

@@ -41,6 +41,8 @@ from service.engine.requests import FlexibleQuery, Request
 from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
 from service.etags import etag_for, if_none_match
 from service.flights import Busy, Flights
+from service.privacy.budget import PrivacyBudget, answer_name
+from service.privacy.charges import charging
 from service.paging import CURSOR, Cursor, CursorError, cursor_errors, page_headers, read_cursor
 from service.params import ValidationFailed, parse_body, parse_query
 from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
@@ -76,6 +78,7 @@ class PreparedRequest:
     # counted among the requests asked recently, and the name of its last answer (served stale).
     identity: str | None = None
     stale_ok: bool = False  # no as_of was asked for: the previous answer may be served stale meanwhile
+    answer: str | None = None  # what the answer is for the privacy budget (budget.answer_name)
 
 
 PREPARED_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
@@ -90,8 +93,9 @@ class SignalsResource:
                  flights: Flights, *, cache_responses: bool = True, cache_variant: str = "",
                  decoded: DecodedEntries | None = None, query_max_cells: int | None = None,
                  deadline_seconds: float | None = None, wait_seconds: float | None = None,
-                 stale: StalePolicy | None = None) -> None:
+                 stale: StalePolicy | None = None, budget: PrivacyBudget | None = None) -> None:
         self.endpoint = endpoint
+        self._budget = budget if budget is not None and budget.enabled else None
         # The bound on its cells, checked before computing (None: not checked).
         self._max_cells = query_max_cells if endpoint.cost_bounded else None
         self._deadline_seconds = deadline_seconds  # a computation running longer is stopped (503)
@@ -183,22 +187,26 @@ class SignalsResource:
         except Problem as problem:
             return PreparedRequest(problem=problem)
         key, ttl, identity = None, None, None
+        # A past window changes only when data for its dates do: its data version names it.
+        covered = None if as_of == current else past_data_version(frames, covered_start(request, as_of), as_of)
         if self._cache_responses:
-            if as_of == current:  # the same entry as without as_of: the same body
+            if covered is None:  # the same entry as without as_of: the same body
                 key = cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant)
                 identity = request_identity(self.endpoint.name, request, self._cache_variant)
-            else:  # a past window changes only when data for its dates do
-                covered = past_data_version(frames, covered_start(request, as_of), as_of)
+            else:
                 key = cache_key(self.endpoint.name, request, as_of, frames.generation, self._cache_variant,
                                 data_version=covered)
                 ttl = PAST_AS_OF_SECONDS
+        answer = answer_name(self.endpoint.name, request, as_of,
+                             f"g{frames.generation}" if covered is None else f"d{covered}")
         headers = (
             ("Last-Modified", format_datetime(as_of, usegmt=True)),
             ("X-Signals-As-Of", iso_z(as_of)),
             ("X-Signals-Data-Generation", str(frames.generation)),
         )
         return PreparedRequest(request=request, generation=frames.generation, as_of=as_of, current=current, key=key,
-                               headers=headers, ttl=ttl, identity=identity, stale_ok=asked_as_of is None)
+                               headers=headers, ttl=ttl, identity=identity, stale_ok=asked_as_of is None,
+                               answer=answer)
 
     @staticmethod
     def _cursor(req: falcon.Request) -> Cursor | None:
@@ -319,11 +327,15 @@ class SignalsResource:
     def _ttl(self, prepared: PreparedRequest) -> int:
         return prepared.ttl or seconds_until_next_hour(self._clock.now())
 
-    def _computer(self, prepared: PreparedRequest, frames: Snapshot) -> Callable[[], CacheEntry]:
+    def _computer(self, prepared: PreparedRequest, frames: Snapshot, shared: bool = False) -> Callable[[], CacheEntry]:
         """The computation of a flight: the answer, and (for the current hour) its copy kept to be
-        served stale while the next hour's answer computes."""
+        served stale while the next hour's answer computes. `shared`: made ready for everyone by
+        the precompute process, charged once to the shared privacy ledger when it has room."""
         def compute() -> CacheEntry:
             entry = self._compute(prepared, frames)
+            if shared and self._budget is not None and prepared.answer is not None:
+                entry = dataclasses.replace(entry, shared=self._budget.charge_shared(
+                    prepared.answer, entry.charge, self._clock.now()))
             if self._stale is not None and prepared.identity is not None:
                 assert prepared.as_of is not None  # prepared without a problem: it has an as_of
                 self._stale.keep(self._gate, prepared.identity, entry, prepared.as_of, prepared.generation,
@@ -345,7 +357,7 @@ class SignalsResource:
         if self._gate.get(prepared.key) is not None:
             return False
         self._check_cost(prepared, frames)
-        _entry, computed = self._flights.answer(prepared.key, self._computer(prepared, frames),
+        _entry, computed = self._flights.answer(prepared.key, self._computer(prepared, frames, shared=True),
                                                 endpoint=self.endpoint.name, ttl=self._ttl(prepared),
                                                 patience=patience)
         return computed
@@ -396,23 +408,25 @@ class SignalsResource:
     def _computed(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
         request, as_of = prepared.request, prepared.as_of
         assert request is not None and as_of is not None  # prepared without a problem: it has both
-        with counting_rows() as rows:
+        with counting_rows() as rows, charging() as charges:
             frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
         # A ranked answer's rows before the page was cut from it; any other answer is whole.
         total = rows.total if rows.total is not None else frame.height
         if getattr(request, "format", "json") == "csv":
             body = csv_body(frame)
-            return CacheEntry(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body, total)
+            return CacheEntry(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body, total,
+                              charge=charges.micro)
         head = {name: _echo(getattr(request, name)) for name in self.endpoint.echo}
         if self.endpoint.extra:
             head.update(self.endpoint.extra(request, as_of))
         body = json_envelope(head, self.endpoint.records_field, frame)
-        return CacheEntry(etag_for(body), falcon.MEDIA_JSON, None, body, total)
+        return CacheEntry(etag_for(body), falcon.MEDIA_JSON, None, body, total, charge=charges.micro)
 
     def _send(self, req: falcon.Request, resp: falcon.Response, prepared: PreparedRequest, entry: CacheEntry,
               outcome: str) -> None:
         fresh = seconds_until_next_hour(req.context.now)
         assert prepared.as_of is not None  # prepared without a problem
+        self._charge(req, resp, prepared.answer, entry)
         resp.set_headers((
             ("X-Cache", outcome),
             # RFC 9211: how the cache answered ("fwd=miss": computed, or waited for its computation)
@@ -430,6 +444,9 @@ class SignalsResource:
         """The previous answer, labelled as what it is: its own as_of and generation, its age, and
         a Cache-Status saying it is served stale while the current one is computed (RFC 5861)."""
         entry = stale.entry
+        if prepared.request is not None:
+            self._charge(req, resp, answer_name(self.endpoint.name, prepared.request, stale.as_of,
+                                                f"g{stale.generation}"), entry)
         if entry.content_type == falcon.MEDIA_JSON and entry.body.startswith(b"{"):
             # The body says which hour it is for (a member the current answer leaves out: its
             # as_of is the current one); a CSV says it in its headers and file name.
@@ -448,6 +465,21 @@ class SignalsResource:
         ))
         metrics.CACHE_ANSWERS.labels(self.endpoint.name, "stale").inc()
         self._body(req, resp, entry)
+
+    def _charge(self, req: falcon.Request, resp: falcon.Response, answer: str | None, entry: CacheEntry) -> None:
+        """Charge the subscription's privacy budget for the answer it is about to be shown
+        (service/privacy/budget.py): 429 when it would pass the limit, else the budget's header."""
+        principal = getattr(req.context, "principal", None)
+        if self._budget is None or principal is None or answer is None:
+            return
+        if entry.shared:  # paid for everyone by the shared ledger
+            state = self._budget.state(principal.subscription_id, req.context.now)
+        else:
+            state = self._budget.charge(principal.subscription_id, answer, entry.charge, req.context.now)
+        if not state.allowed:
+            metrics.PRIVACY_REFUSALS.labels(self.endpoint.name).inc()
+            raise state.refusal()
+        resp.set_header(*state.header())
 
     def _page_headers(self, req: falcon.Request, request: Request | None, as_of: dt.datetime,
                       entry: CacheEntry) -> list[tuple[str, str]]:
