@@ -16,7 +16,9 @@ API's own words. Otherwise it behaves as API clients are expected to:
 
 - `Authorization: Bearer <key>`, a `User-Agent` naming the client and its version, timeouts;
 - 429: waits `Retry-After` and tries again while the waits stay under `max_rate_limit_wait`
-  seconds in all (a longer `Retry-After` is raised at once, without waiting for nothing);
+  seconds in all (a longer `Retry-After` is raised at once, without waiting for nothing); a
+  refusal by the privacy budget (429 of type privacy-budget) is raised at once (it renews with
+  the month). Every answer's `Reply.privacy_budget` is the subscription's budget after it;
 - connection failures (refused, reset, closed before the answer) and 503: retried up to
   `max_retries` times with exponential backoff and jitter (or the 503's `Retry-After`);
 - conditional requests: the ETag of each answer is remembered with its body and sent back as
@@ -60,7 +62,7 @@ from typing import Any
 import httpx
 import tenacity
 
-from connectors import __version__, problems
+from connectors import __version__, privacy_budget, problems
 from connectors.operations import INVALID_TITLE, FieldError, Operation, Operations, query_text, summary
 from connectors.settings import ConnectorSettings, Network
 
@@ -152,6 +154,11 @@ class Reply:
     def next_page(self) -> str | None:
         """The URL (path and query) of the next page (Link rel="next"), or None on the last page."""
         return next_link(self.headers.get("link"))
+
+    @property
+    def privacy_budget(self) -> privacy_budget.PrivacyBudget | None:
+        """The subscription's privacy budget after this answer (Signals-Privacy-Budget), or None."""
+        return privacy_budget.read(self.headers)
 
     def rows(self, operation: Operation) -> int:
         """The rows this answer holds (records, or CSV lines after the header)."""
@@ -455,7 +462,7 @@ class SignalsClient:
 
         def attempt() -> httpx.Response:
             response = self._http.request(method, path, params=params, content=content, headers=all_headers)
-            if response.status_code in (429, 503):
+            if response.status_code in (429, 503) and not _budget_spent(response):
                 raise _Transient(response)
             return response
 
@@ -512,6 +519,17 @@ def _retryable(exc: BaseException) -> bool:
 def _retryable_unsent(exc: BaseException) -> bool:
     """429 and 503 are refusals before acting; otherwise only a request that never left."""
     return isinstance(exc, (_Transient, *_NOT_SENT))
+
+
+def _budget_spent(response: httpx.Response) -> bool:
+    """A refusal by the privacy budget: waiting minutes does not help (it renews with the month)."""
+    if response.status_code != 429 or "problem+json" not in response.headers.get("content-type", ""):
+        return False
+    try:
+        problem = response.json()
+    except ValueError:
+        return False
+    return isinstance(problem, dict) and privacy_budget.is_refusal(problem)
 
 
 def _retry_after(response: httpx.Response) -> int | None:

@@ -191,8 +191,9 @@ class Backend:
         if not isinstance(body, dict):  # not JSON (cannot happen with format json)
             return error_result(problems.problem(problems.UNEXPECTED_ANSWER, "Unexpected answer", 502,
                                                  "The API did not answer with JSON."))
+        budget = reply.privacy_budget
         return ok_result(body, reply.as_of, stale=reply.headers.get("x-cache") == "stale",
-                         part=part_note(spec.operation, reply, arguments))
+                         part=part_note(spec.operation, reply, arguments), budget=budget.text() if budget else None)
 
 
     def read_resource(self, uri: str, key: str | None, forwarded_for: str | None = None) -> types.ReadResourceResult:

@@ -19,7 +19,7 @@ from typing import Any
 
 import mcp_types as types
 
-from connectors import problems
+from connectors import privacy_budget, problems
 from connectors.client import Reply, SignalsError, rows_text
 from connectors.operations import Operation, Operations
 
@@ -130,11 +130,12 @@ def part_note(operation: Operation, reply: Reply, arguments: Mapping[str, Any]) 
 
 
 def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = False,
-              part: str | None = None) -> types.CallToolResult:
+              part: str | None = None, budget: str | None = None) -> types.CallToolResult:
     """The endpoint's JSON body as structured content, and the same as text, with a line saying
     which hour the numbers end at (the answer's own as_of; an earlier one when it was served
-    stale while the current answer is computed), and `part` ("50 of 390 rows ...") when the
-    answer holds more rows than it shows."""
+    stale while the current answer is computed), `part` ("50 of 390 rows ...") when the
+    answer holds more rows than it shows, and `budget`: the subscription's privacy budget after it
+    (connectors/privacy_budget.py), so an agent sees what its questions spend."""
     content = [types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))]
     if as_of is not None:
         when = as_of.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
@@ -145,6 +146,8 @@ def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = Fals
         content.append(types.TextContent(type="text", text=note))
     if part:
         content.append(types.TextContent(type="text", text=part))
+    if budget:
+        content.append(types.TextContent(type="text", text=budget[0].upper() + budget[1:] + "."))
     return types.CallToolResult(content=content, structured_content=body)
 
 
@@ -156,8 +159,13 @@ def error_result(problem: Mapping[str, Any], retry_after: int | None = None) -> 
     text = problems.text(body)
     if retry_after is not None:
         body["retry_after"] = retry_after
-        text += f"\nRate limited: retry in {retry_after} s." if body.get("status") == 429 else \
-            f"\nRetry in {retry_after} s."
+        if privacy_budget.is_refusal(body):
+            text += (f"\nThe subscription's privacy budget for the month is spent: it renews in {retry_after} s; "
+                     "answers already received can be asked again meanwhile, and narrower questions cost less.")
+        elif body.get("status") == 429:
+            text += f"\nRate limited: retry in {retry_after} s."
+        else:
+            text += f"\nRetry in {retry_after} s."
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)],
                                 structured_content=body, is_error=True)
 

@@ -14,6 +14,7 @@ import gspread
 import requests
 from tqdm import tqdm
 
+from connectors import privacy_budget
 from connectors.client import Reply, SignalsClient, SignalsError, rows_text
 from connectors.operations import Operation
 from connectors.report import Cell, Table, build_table, describe_request
@@ -32,6 +33,7 @@ class Outcome:
     message: str
     rows: int = 0  # rows written
     total: int | None = None  # rows the full answer holds, when more than were written (a part)
+    budget: str | None = None  # the subscription's privacy budget after the report's answers
 
     @property
     def part(self) -> str | None:
@@ -50,6 +52,7 @@ class Runner:
         self.writer = writer  # None: dry run
         self._out = out or print_table
         self._now = now
+        self._budget: privacy_budget.PrivacyBudget | None = None  # as the last answer fetched left it
 
     def check(self, specs: Sequence[ReportSpec]) -> list[Checked]:
         """Every report's operation and request, or UsageError naming every problem; and the key's
@@ -178,11 +181,12 @@ class Runner:
 
     def _fetch(self, spec: ReportSpec, params: Any, etag: str | None) -> Reply:
         try:
-            if spec.all_pages:
-                return self.api.fetch_all(spec.endpoint, params)
-            return self.api.fetch(spec.endpoint, params, etag=etag)
+            reply = self.api.fetch_all(spec.endpoint, params) if spec.all_pages else \
+                self.api.fetch(spec.endpoint, params, etag=etag)
         except SignalsError as exc:
             raise ReportFailed(api_failure(exc)) from None
+        self._budget = reply.privacy_budget or self._budget
+        return reply
 
     def run(self, specs: Sequence[ReportSpec], checked: Sequence[Checked], progress: bool = False,
             run_log: str | None = None) -> list[Outcome]:
@@ -192,6 +196,7 @@ class Runner:
         bar = tqdm(checked, desc="reports", unit="report", disable=not progress, file=sys.stderr)
         for spec, operation, request in bar:
             bar.set_postfix_str(spec.worksheet[:30])
+            self._budget = None
             try:
                 outcome = self.refresh(spec, operation, request)
             except ReportFailed as exc:
@@ -199,6 +204,8 @@ class Runner:
             except (requests.RequestException, gspread.exceptions.GSpreadException) as exc:
                 outcome = Outcome(spec, "failed", f"Google Sheets: {type(exc).__name__}: {exc}; the worksheet keeps "
                                                   "its previous content.")
+            if self._budget is not None:
+                outcome = dataclasses.replace(outcome, budget=self._budget.text())
             line = f"{spec.label}: {outcome.status}: {outcome.message}"
             if progress:
                 tqdm.write(line, file=sys.stderr)
@@ -230,7 +237,8 @@ def print_table(text: str) -> None:
 
 def run_log_row(when: Cell, outcome: Outcome) -> tuple[Cell, ...]:
     """time, report, rows written (a number, or "unchanged"), error, note ("100 of 390 rows ..."
-    when only part of the answer was written)."""
+    when only part of the answer was written), and the subscription's privacy budget after the
+    report (connectors/privacy_budget.py; empty when the API sends none)."""
     if outcome.status == "written":
         written = Cell(outcome.rows, "number")
     elif outcome.status == "unchanged":
@@ -238,7 +246,7 @@ def run_log_row(when: Cell, outcome: Outcome) -> tuple[Cell, ...]:
     else:
         written = Cell(0, "number")
     error = Cell(outcome.message) if outcome.status == "failed" else Cell(None)
-    return (when, Cell(outcome.spec.label), written, error, Cell(outcome.part))
+    return (when, Cell(outcome.spec.label), written, error, Cell(outcome.part), Cell(outcome.budget))
 
 
 def _cut(parts: Sequence[tuple[int, int | None]]) -> str:

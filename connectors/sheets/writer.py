@@ -18,7 +18,7 @@ from connectors.sheets.google import account_email, api_error, sheets_retry
 
 METADATA_KEY = "signals-report"  # developer metadata on the worksheet: the report's ETag and request
 RUN_LOG_ROWS = 500  # runs the run log keeps (newest first; older ones fall off the bottom)
-RUN_LOG_HEADER = ("time (UTC)", "report", "rows written", "error", "note")
+RUN_LOG_HEADER = ("time (UTC)", "report", "rows written", "error", "note", "privacy budget")
 _CELL_FIELDS = "userEnteredValue,userEnteredFormat,note"
 
 Rows = Sequence[Sequence[Cell]]

@@ -1,4 +1,4 @@
-"""/account: the key's plan, prefix, limits and the endpoints the plan may call (GET /api/v1/account),
+"""/account: the key's plan, prefix, limits, privacy budget and the endpoints the plan may call (GET /api/v1/account),
 all as the API states them, and below them the subscription's webhooks (dashboard/webhooks/)."""
 
 from __future__ import annotations
@@ -6,6 +6,7 @@ from __future__ import annotations
 import dash
 from dash import Input, Output, State, html
 
+from connectors import privacy_budget
 from connectors.client import SignalsError
 from dashboard import api, ui
 from dashboard.webhooks import section
@@ -26,11 +27,15 @@ def layout(**_query: str):
     ], className="page")
 
 
-def _details(body: dict, usage: api.Usage) -> html.Div:
+def _details(body: dict, usage: api.Usage, budget: privacy_budget.PrivacyBudget | None = None) -> html.Div:
     facts = [("Subscription", body.get("subscription")), ("Plan", body.get("plan_label")),
              ("Key prefix", body.get("key_prefix")), ("Key expires", body.get("key_expires_at") or "never"),
              ("Requests per minute", body.get("requests_per_minute")),
              ("Used this minute", f"{(usage.limit or 0) - (usage.remaining or 0)} of {usage.limit}")]
+    if budget is not None:  # the subscription's privacy budget this month (docs/privacy.md)
+        facts += [("Privacy budget spent", f"{budget.spent:,.1f} of {budget.limit:,.0f} epsilon this month "
+                                           f"({budget.remaining:,.1f} left)"),
+                  ("Privacy budget renews", budget.renews)]
     return html.Div([
         html.Dl([item for label, value in facts
                  for item in (html.Dt(label), html.Dd(str(value), id=f"account-{label.lower().replace(' ', '-')}"))],
@@ -53,6 +58,7 @@ def load(_page, session):
     def render(replies):
         body = replies[0].body
         footer = ui.disclaimer_footer(body.get("disclaimer"), ui.as_of_text(replies[0]) or "— (account data is live)")
-        return [footer], _details(body, api.Usage.from_headers(replies[0].headers))
+        return [footer], _details(body, api.Usage.from_headers(replies[0].headers),
+                                  privacy_budget.read(replies[0].headers))
 
     return ui.answer(session, [("account", {})], render, empty=None)

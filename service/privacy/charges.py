@@ -16,9 +16,11 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import dataclasses
+import math
 from collections.abc import Iterator
 
 MICRO = 1_000_000  # charges are kept in micro-epsilon: whole numbers, so adding them is exact
+MOST = 2 ** 62     # a charge no budget can pay (noise too small to bound anything: infinite epsilon)
 
 
 @dataclasses.dataclass
@@ -36,6 +38,8 @@ class Charges:
     @property
     def micro(self) -> int:
         """The charge in micro-epsilon, rounded up (never under-charged)."""
+        if not math.isfinite(self.epsilon) or self.epsilon * MICRO >= MOST:
+            return MOST
         return -(-round(self.epsilon * MICRO * 1000) // 1000)
 
 
@@ -53,9 +57,8 @@ def charging() -> Iterator[Charges]:
         _current.reset(token)
 
 
-def record(epsilon_per_cell: float, cells: int) -> None:
-    """Called by the privacy stage for every group of cells it draws: counted when a computation
-    is collecting (`charging`), ignored otherwise (tests and benchmarks that call engines directly)."""
-    charges = _current.get()
-    if charges is not None:
-        charges.add(epsilon_per_cell, cells)
+def collecting() -> Charges | None:
+    """The charges of the computation running in this thread, or None when nothing collects them
+    (tests and benchmarks that call engines directly): the privacy stage adds each group of cells
+    it draws (`Charges.add`)."""
+    return _current.get()

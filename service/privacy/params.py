@@ -138,10 +138,15 @@ class PrivacyParams:
             return 0.0
         if measure in SUMMED:
             pilot_alpha = math.exp(-self.epsilon(measure) * self.pilot_share / self.pilot_cap)
-            pilot = self.pilot_cap / laplace_scale(geometric_std(pilot_alpha), 1.0)
             cap = max(self.cap_floor, 1)
-            return pilot + cap / laplace_scale(self.noise_std(measure, cap), self.time_base_share)
-        return self.sensitivity(measure) / laplace_scale(self.noise_std(measure), self.time_base_share)
+            return _cost(self.pilot_cap, laplace_scale(geometric_std(pilot_alpha), 1.0)) + \
+                _cost(cap, laplace_scale(self.noise_std(measure, cap), self.time_base_share))
+        return _cost(self.sensitivity(measure), laplace_scale(self.noise_std(measure), self.time_base_share))
+
+
+def _cost(sensitivity: float, scale: float) -> float:
+    """Pure epsilon of a Laplace draw of `scale` over a change of `sensitivity` (infinite without noise)."""
+    return sensitivity / scale if scale > 0 else math.inf
 
 
 def laplace_scale(sigma: float, share: float) -> float:

@@ -86,8 +86,10 @@ class Privacy:
             groups.setdefault((item.period, item.extra, item.users), []).append(item)
         for (_period, _extra, users), items in groups.items():
             # The group's cells are releases (charges.py): its user count, and each other measure.
-            charges.record(self.params.release_epsilon(UNIQUE_USERS) + sum(
-                self.params.release_epsilon(item.measure) for item in items if item.column != users), frame.height)
+            collecting = charges.collecting()
+            if collecting is not None:
+                collecting.add(self.params.release_epsilon(UNIQUE_USERS) + sum(
+                    self.params.release_epsilon(item.measure) for item in items if item.column != users), frame.height)
             drawn = seeded_draws(self._key, cell_seeds(frame, cell, items[0], self.params))
             # A cell restricted to places: a draw per place on its user counts (layers.py).
             layer = place_layers(self._key, frame, cell, items[0], self.params)

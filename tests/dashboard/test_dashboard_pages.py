@@ -216,3 +216,15 @@ def test_a_ranking_page_says_how_many_rows_of_how_many(served_document):
     assert part[0].id == "r-rows"
     assert page._rows_note(Reply(body, 200, None, None, headers={"signals-total-rows": "2"})) == []
     assert page._rows_note(Reply(body, 200, None, None)) == []
+
+
+def test_the_dashboards_account_page_shows_the_budget():
+    from connectors import privacy_budget
+    from dashboard.pages.account import _details
+
+    header = 'remaining=99.250, limit=100.000, spent=0.750, charged=0.750, renews="2026-12-01T00:00:00Z"'
+    budget = privacy_budget.read({"signals-privacy-budget": header})
+    text = str(_details({"subscription": "s", "plan_label": "Professional"}, api.Usage(300, 299, 60), budget))
+    assert "Privacy budget spent" in text and "0.8 of 100 epsilon this month (99.2 left)" in text
+    assert "2026-12-01T00:00:00Z" in text
+    assert "Privacy budget" not in str(_details({}, api.Usage(300, 299, 60)))
