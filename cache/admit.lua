@@ -4,17 +4,21 @@
 --
 -- KEYS[1] rate window (sorted set of request ids scored by server time in microseconds)
 -- KEYS[2] cached response body, or "" to skip
--- KEYS[3] (optional) the sorted set of requests asked recently, by how often (precompute reads it)
+-- KEYS[3] (optional) the sorted set of requests asked recently, by how often (precompute reads it), or ""
+-- KEYS[4] (optional) the subscription's privacy ledger (cache/charge.lua), read only, or ""
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
 -- ARGV[3] request id (unique member)
 -- ARGV[4] absent: count the request if it is accepted;
 --         "replay": sent again after a lost answer (a request already counted is accepted);
 --         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
 -- ARGV[5] (with KEYS[3]) the request's identity, counted once more in KEYS[3] when it is accepted
+-- ARGV[6] (with KEYS[4]) the answer's name in the ledger
 --
 -- Returns {allowed (1|0), remaining, micros until a slot frees (until the oldest counted request
 --          leaves the window; refused: until a request would be accepted),
---          blocked_by ("" | "rate"), body or false, milliseconds the body has left}
+--          blocked_by ("" | "rate"), body or false, milliseconds the body has left,
+--          and with KEYS[4], accepted: the ledger's spent and what the answer was charged so far
+--          (so an answer already paid for needs no second round trip)}
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
@@ -60,5 +64,10 @@ if KEYS[2] ~= '' then
   if body then
     ttl = redis.call('PTTL', KEYS[2])
   end
+end
+if KEYS[4] and KEYS[4] ~= '' then
+  local ledger = redis.call('HMGET', KEYS[4], 'spent', 'a:' .. ARGV[6])
+  return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body, ttl,
+          tonumber(ledger[1] or '0'), tonumber(ledger[2] or '0')}
 end
 return {1, limit - count - 1, tonumber(oldest[2]) + window - now, '', body, ttl}

@@ -30,10 +30,12 @@ _US = 1_000_000
 class Admission:
     """The gate's answer for one request. (A plain class with slots: one is made per request.)"""
 
-    __slots__ = ("allowed", "limit", "remaining", "reset_seconds", "blocked_by", "cached", "window_seconds")
+    __slots__ = ("allowed", "limit", "remaining", "reset_seconds", "blocked_by", "cached", "window_seconds",
+                 "ledger")
 
     def __init__(self, allowed: bool, limit: int, remaining: int, reset_seconds: int, blocked_by: str = "",
-                 cached: bytes | None = None, window_seconds: int = WINDOW_SECONDS) -> None:
+                 cached: bytes | None = None, window_seconds: int = WINDOW_SECONDS,
+                 ledger: tuple[str, str, int, int] | None = None) -> None:
         self.allowed = allowed
         self.limit = limit
         self.remaining = remaining
@@ -43,6 +45,9 @@ class Admission:
         self.blocked_by = blocked_by          # "" | "rate" | "auth"
         self.cached = cached
         self.window_seconds = window_seconds
+        # Read with the admission when asked (`Gate.admit`'s `ledger` and `answer`): (ledger, answer,
+        # micro-epsilon the ledger has spent, micro-epsilon the answer was charged so far).
+        self.ledger = ledger
 
     @property
     def retry_after(self) -> int:
@@ -75,7 +80,8 @@ def _seconds(micros: float) -> int:
 
 
 class Gate(Protocol):
-    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission: ...
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
+              ledger: str | None = None, answer: str | None = None) -> Admission: ...
     def peek(self, subject: str, limit: int) -> Admission: ...
     def record_auth_failure(self, client: str) -> Admission: ...
     def get(self, cache_key: str) -> bytes | None: ...

@@ -61,7 +61,8 @@ class LocalGate:
         # clock that sum rounds up, and a fresh entry's 60 s became 61.
         return _seconds((self._settings.window_seconds - (now - window[index])) * _US)
 
-    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
+              ledger: str | None = None, answer: str | None = None) -> Admission:
         now = self._clock()
         with self._lock:
             window = self._trim("rate:" + subject, now, create=True)
@@ -71,7 +72,12 @@ class LocalGate:
             if asked:
                 self._asked[asked] += 1
             remaining, reset = limit - len(window), self._reset(window, now)
-        return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None)
+            read = None
+            if ledger:
+                expiry, spent, answers = self._ledgers.get(ledger, (0.0, 0, {}))
+                read = (ledger, answer or "", *((spent, answers.get(answer or "", 0)) if expiry > now else (0, 0)))
+        return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None,
+                         ledger=read)
 
     def peek(self, subject: str, limit: int) -> Admission:
         now = self._clock()

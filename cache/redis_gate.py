@@ -146,23 +146,31 @@ class RedisGate:
 
     # -- the gate ---------------------------------------------------------------------------
 
-    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
+              ledger: str | None = None, answer: str | None = None) -> Admission:
         known = self._bodies.get(cache_key) if cache_key else None
         args = [limit, self._window_us, _members.next()]
         keys = [
             self._key("rate", subject),
             self._key("body", cache_key) if cache_key and known is None else "",
         ]
-        if asked:  # counted among the requests asked recently (what precompute computes first)
-            keys.append(self._asked_key)
-            replay = [*args, "replay", asked]
-            args = [*args, "", asked]
+        if asked or ledger:  # counted among the requests asked recently (what precompute computes first)
+            keys.append(self._asked_key if asked else "")
+            replay = [*args, "replay", asked or ""]
+            args = [*args, "", asked or ""]
         else:
             replay = [*args, "replay"]  # a request already counted by the lost first send is not refused
-        allowed, remaining, reset_us, blocked_by, body, ttl_ms = self._script(_ADMIT, keys, args, replay)
+        if ledger:  # and what the subscription's privacy ledger says of the answer (cache/charge.lua)
+            keys.append(self._key("privacy", ledger))
+            args.append(answer or "")
+            replay.append(answer or "")
+        allowed, remaining, reset_us, blocked_by, body, ttl_ms, *read = self._script(_ADMIT, keys, args, replay)
         if body and cache_key:  # a body is fetched only under a cache key
             self._bodies.put(cache_key, body, ttl_ms / 1000)
-        return _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
+        admission = _admission(limit, allowed, remaining, reset_us, blocked_by, (body or known) if allowed else None)
+        if ledger and len(read) == 2:
+            admission.ledger = (ledger, answer or "", int(read[0]), int(read[1]))
+        return admission
 
     def peek(self, subject: str, limit: int) -> Admission:
         """The subscription's window as it stands, counting nothing."""

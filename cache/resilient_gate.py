@@ -59,8 +59,9 @@ class ResilientGate:
                     self._down_since = None
         return result
 
-    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None) -> Admission:
-        return self._call("admit", subject, limit, cache_key, asked)
+    def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
+              ledger: str | None = None, answer: str | None = None) -> Admission:
+        return self._call("admit", subject, limit, cache_key, asked, ledger, answer)
 
     def peek(self, subject: str, limit: int) -> Admission:
         return self._call("peek", subject, limit)

@@ -16,6 +16,7 @@ import falcon
 
 from cache import Admission, Gate
 from service.errors import Problem
+from service.privacy.budget import ledger_name
 
 
 class _Prepared(Protocol):
@@ -50,8 +51,12 @@ class RateLimitMiddleware:
         if principal is None or not getattr(resource, "rate_limited", False):
             return
         prepared = cast(_RateLimited, resource).prepare(req)
+        # An answer (service/privacy/budget.py) is looked up in the subscription's privacy ledger in
+        # the same round trip: an answer already paid for is then served without another.
+        answer = getattr(prepared, "answer", None)
         admission = self._gate.admit(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute, prepared.key,
-                                     getattr(prepared, "identity", None))
+                                     getattr(prepared, "identity", None),
+                                     ledger_name(principal.subscription_id, req.context.now) if answer else None, answer)
         req.context.admission = admission
         headers = rate_limit_headers(admission, principal.tier.slug)
         resp.set_headers(headers)

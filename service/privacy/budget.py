@@ -47,6 +47,11 @@ def answer_name(endpoint: str, request: Any, as_of: dt.datetime, data: str) -> s
     return f"{endpoint}:{hashlib.sha256(canonical.encode()).hexdigest()[:32]}"
 
 
+def ledger_name(subscription_id: int, now: dt.datetime) -> str:
+    """The ledger of a subscription's budget in the month holding `now`."""
+    return f"sub{subscription_id}:{month_bounds(now)[0]}"
+
+
 def month_bounds(now: dt.datetime) -> tuple[str, dt.datetime]:
     """The budget's period holding `now`: its name (YYYY-MM) and when the next one starts."""
     now = now.astimezone(dt.UTC)
@@ -116,22 +121,22 @@ class PrivacyBudget:
     def enabled(self) -> bool:
         return self.limit > 0
 
-    @staticmethod
-    def _ledger(name: str, period: str) -> str:
-        return f"{name}:{period}"
-
-    def charge(self, subscription_id: int, answer: str, amount: int, now: dt.datetime) -> BudgetState:
+    def charge(self, subscription_id: int, answer: str, amount: int, now: dt.datetime,
+               read: tuple[str, str, int, int] | None = None) -> BudgetState:
         """Charge a subscription for an answer it is about to be shown (`allowed` False: refused,
-        nothing charged)."""
-        period, renews = month_bounds(now)
+        nothing charged). `read`: the ledger as the request's admission read it in the same round
+        trip (`Admission.ledger`): an answer already paid for in full costs no second call."""
+        renews = month_bounds(now)[1]
+        if read is not None and read[:2] == (ledger_name(subscription_id, now), answer) and read[3] >= amount:
+            return BudgetState(self.limit, read[2], 0, renews, now)
         ttl = math.ceil((renews - now).total_seconds()) + 86_400
-        spend = self._gate.charge(self._ledger(f"sub{subscription_id}", period), answer, amount, self.limit, ttl)
+        spend = self._gate.charge(ledger_name(subscription_id, now), answer, amount, self.limit, ttl)
         return BudgetState(self.limit, spend.spent, spend.charged, renews, now, spend.allowed)
 
     def state(self, subscription_id: int, now: dt.datetime) -> BudgetState:
         """The subscription's budget as it stands, charging nothing."""
-        period, renews = month_bounds(now)
-        return BudgetState(self.limit, self._gate.spent(self._ledger(f"sub{subscription_id}", period)), 0, renews, now)
+        renews = month_bounds(now)[1]
+        return BudgetState(self.limit, self._gate.spent(ledger_name(subscription_id, now)), 0, renews, now)
 
     def charge_shared(self, answer: str, amount: int, now: dt.datetime) -> bool:
         """Charge the shared ledger for an answer made ready for everyone; False when it is spent
@@ -140,7 +145,7 @@ class PrivacyBudget:
             return False
         period, renews = month_bounds(now)
         ttl = math.ceil((renews - now).total_seconds()) + 86_400
-        return self._gate.charge(self._ledger(SHARED, period), answer, amount, self.shared_limit, ttl).allowed
+        return self._gate.charge(f"{SHARED}:{period}", answer, amount, self.shared_limit, ttl).allowed
 
     def shared_spent(self, now: dt.datetime) -> int:
-        return self._gate.spent(self._ledger(SHARED, month_bounds(now)[0]))
+        return self._gate.spent(f"{SHARED}:{month_bounds(now)[0]}")

@@ -475,7 +475,9 @@ class SignalsResource:
         if entry.shared:  # paid for everyone by the shared ledger
             state = self._budget.state(principal.subscription_id, req.context.now)
         else:
-            state = self._budget.charge(principal.subscription_id, answer, entry.charge, req.context.now)
+            admission = getattr(req.context, "admission", None)
+            state = self._budget.charge(principal.subscription_id, answer, entry.charge, req.context.now,
+                                        admission.ledger if admission is not None else None)
         if not state.allowed:
             metrics.PRIVACY_REFUSALS.labels(self.endpoint.name).inc()
             raise state.refusal()
