@@ -29,6 +29,7 @@ SLOW_MODULES = {
     "store/test_demo.py",                 # one million demo events
     "store/test_demo_trending.py",
     "privacy/test_privacy_caps.py",       # heavy-tailed cells of many users
+    "privacy/test_privacy_budget_kill.py",  # kills processes charging the privacy ledger
     "collector/test_lander_crash.py",     # kills real landing rounds at each stage
     "collector/test_count.py",            # the lander and `data count` as processes, chdb among them
     "collector/test_collector_processes.py",  # the Procfile's collector and lander; kill -9
