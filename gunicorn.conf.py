@@ -4,8 +4,13 @@ Workers: WEB_CONCURRENCY if set; otherwise cores + 1 with Redis, and 1 without â
 REDIS_URL, rate limits and the cache live in each process, so several workers would each grant
 the full limit. Why cores + 1 and not gunicorn's usual (2 x cores) + 1: a request here is CPU work
 in Python (or in polars, which uses every core by itself) with one short wait for Redis, not a
-long wait on I/O; on the benchmark host (2 cores) 3 workers served cached hits as fast as 4 or 5
-and 8 were a fifth slower (docs/benchmarks.md). The workers share one copy of the event data: each
+long wait on I/O, and a request that waits (on a client, on a computation) holds one of its
+worker's threads, not a worker. What the number rests on: cached hits measured with *sync* workers
+on the 2-core benchmark host on 2026-11-23, before the threaded worker shipped (docs/benchmarks.md,
+section 8: 3 workers as fast as 4 or 5, 8 a fifth slower). It has not been measured again with the
+threaded worker: the hour-turn storm (section 4) ran 3 workers x 8 threads only, and 32 threads a
+worker were no faster than 8, since the machine's compute slots, not the threads, bound the
+computing (docs/decisions/0009-web-worker-count.md). The workers share one copy of the event data: each
 maps the current generation's snapshot (service/store/snapshot.py), so a worker adds its own
 overhead (interpreter, libraries, query temporaries), not another copy of the data. The app is NOT
 preloaded: every worker imports it, and so maps the data, after the fork (polars must not run in
