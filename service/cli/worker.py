@@ -36,11 +36,17 @@ def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountSt
     from service.webhooks.webhook_store import WebhookStore
     from service.webhooks.worker import Worker
 
+    import cache
+    from service.privacy.budget import PrivacyBudget
+
     accounts = AccountStore(settings.accounts_url)
     engine = chosen.engine(Privacy(settings.secret, privacy_params(settings)))
+    # Alerts are charged to their subscription's privacy budget, in the web's ledgers (Redis).
+    gate = cache.connect(settings.redis_url, settings.redis_prefix)
     worker = Worker(chosen.event_store(), WebhookStore(accounts.db_engine), engine,
                     interval_seconds=settings.worker_interval_seconds,
-                    allow_private=settings.webhook_allow_private)
+                    allow_private=settings.webhook_allow_private,
+                    budget=PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget))
     return worker, accounts
 
 

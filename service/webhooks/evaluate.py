@@ -4,6 +4,11 @@ snapshot, the endpoint's maximum limit), so an alert's numbers are the ones /tre
 
 Webhooks that share (window, dimension, metric, min_baseline) share one trending computation: a
 round costs at most one computation per distinct combination, whatever the number of webhooks.
+
+An alert shows its subscription the trending answer's numbers, so it is charged to the
+subscription's privacy budget as GET /trending's same answer is (service/privacy/budget.py: the
+same answer name, so a subscription that also asks /trending pays once); an alert the budget
+refuses is not sent (counted in the round's report and logged).
 """
 
 from __future__ import annotations
@@ -21,6 +26,8 @@ import polars as pl
 from service.endpoints import TRENDING_LIMIT
 from service.engine import requests as rq
 from service.engine.interface import QueryEngine as Engine
+from service.privacy.budget import PrivacyBudget, answer_name
+from service.privacy.charges import charging
 from service.store.reader import EventFrames
 from service.webhooks.webhook_store import WebhookStore
 from service.windows import compute_as_of
@@ -59,6 +66,7 @@ class RoundReport:
     computations: int = 0
     cooling: int = 0
     with_alerts: int = 0
+    refused: int = 0  # alerts not sent: their subscription's privacy budget was spent
     queued: int = 0
     seconds_computing: float = 0.0
 
@@ -75,19 +83,23 @@ class TrendingMemo:
 
     def __init__(self) -> None:
         self._at: tuple[int, dt.datetime] | None = None
-        self._frames: dict[tuple, pl.DataFrame] = {}
+        self._frames: dict[tuple, tuple[pl.DataFrame, int]] = {}
 
-    def get(self, generation: int, as_of: dt.datetime, key: tuple, compute: Any) -> tuple[pl.DataFrame, bool]:
+    def get(self, generation: int, as_of: dt.datetime, key: tuple, compute: Any) -> tuple[pl.DataFrame, int, bool]:
+        """The answer, what it costs (micro-epsilon, privacy/charges.py), and whether it was computed now."""
         if self._at != (generation, as_of):
             self._at, self._frames = (generation, as_of), {}
         if key in self._frames:
-            return self._frames[key], False
-        frame = self._frames[key] = compute()
-        return frame, True
+            return *self._frames[key], False
+        with charging() as charges:
+            frame = compute()
+        self._frames[key] = (frame, charges.micro)
+        return frame, charges.micro, True
 
 
 def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.datetime,
-             hooks: Sequence[Any] | None = None, memo: TrendingMemo | None = None) -> RoundReport:
+             hooks: Sequence[Any] | None = None, memo: TrendingMemo | None = None,
+             budget: PrivacyBudget | None = None) -> RoundReport:
     import time
 
     report = RoundReport()
@@ -106,17 +118,23 @@ def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.d
     for key, members in groups.items():
         started = time.perf_counter()
         memo = memo if memo is not None else TrendingMemo()
-        frame, computed = memo.get(frames.generation, as_of, key,
-                                   lambda k=key: engine.trending(frames, as_of, trending_request(*k)))
+        frame, charge, computed = memo.get(frames.generation, as_of, key,
+                                           lambda k=key: engine.trending(frames, as_of, trending_request(*k)))
         report.computations += computed
         report.seconds_computing += time.perf_counter() - started
         if frame.is_empty():
             continue
         growth = frame["growth_pct"]
         claims = []
+        answer = answer_name("trending", trending_request(*key), as_of, f"g{frames.generation}")
         for hook in members:
             mask = growth > hook.threshold_pct
             if not mask.any():
+                continue
+            if budget is not None and budget.enabled and not budget.charge(hook.subscription_id, answer, charge,
+                                                                           now).allowed:
+                report.refused += 1
+                log.warning("webhook %s: alert not sent, its subscription's privacy budget is spent", hook.id)
                 continue
             alerts_json = frame.filter(pl.Series(mask)).write_json()
             claims.append((hook, lambda _id, h=hook, a=alerts_json: payload(h.id, h.window, h.dimension,

@@ -15,6 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from service.clock import Clock, SystemClock
 from service.engine.interface import QueryEngine as Engine
+from service.privacy.budget import PrivacyBudget
 from service.store.reader import EventStore
 from service.webhooks import delivery
 from service.webhooks.evaluate import RoundReport, TrendingMemo, evaluate
@@ -30,7 +31,7 @@ TICK_SECONDS = 1.0
 class Worker:
     def __init__(self, store: EventStore, webhooks: WebhookStore, engine: Engine, *, clock: Clock | None = None,
                  interval_seconds: float = 60.0, allow_private: bool = False, threads: int = DELIVERY_THREADS,
-                 timeout: float = delivery.sender.TIMEOUT_SECONDS) -> None:
+                 timeout: float = delivery.sender.TIMEOUT_SECONDS, budget: PrivacyBudget | None = None) -> None:
         self.store = store
         self.webhooks = webhooks
         self.engine = engine
@@ -42,13 +43,15 @@ class Worker:
         self._evaluated_generation: int | None = None
         self._next_evaluation = 0.0
         self._memo = TrendingMemo()
+        self.budget = budget  # alerts are charged to their subscription's privacy budget
 
     def evaluate(self) -> RoundReport:
         frames = self.store.snapshot()
-        report = evaluate(self.webhooks, self.engine, frames, self.clock.now(), memo=self._memo)
+        report = evaluate(self.webhooks, self.engine, frames, self.clock.now(), memo=self._memo, budget=self.budget)
         self._evaluated_generation = frames.generation
-        log.info("evaluated %d webhooks (%d computations, %d cooling down, %d queued) at as_of %s",
-                 report.webhooks, report.computations, report.cooling, report.queued, report.as_of)
+        log.info("evaluated %d webhooks (%d computations, %d cooling down, %d queued, %d refused by the privacy "
+                 "budget) at as_of %s", report.webhooks, report.computations, report.cooling, report.queued,
+                 report.refused, report.as_of)
         return report
 
     def deliver_due(self) -> int:

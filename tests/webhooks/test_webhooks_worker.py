@@ -465,3 +465,41 @@ def test_deliveries_of_a_disabled_webhook_are_not_sent(exact_setup):
         assert len(rec.received) == 1
     listed = _deliveries(client, headers, hook["id"])
     assert [(d["outcome"], d["error"]) for d in listed][0] == ("failed", "the webhook is disabled")
+
+
+def test_an_alert_is_charged_to_its_subscriptions_privacy_budget(accounts, tmp_path):
+    """An alert shows its subscription /trending's numbers: charged as that answer is (so asking
+    /trending after it costs nothing), and not sent when the budget is spent."""
+    from service.demo.generate import generate_demo
+    from service.privacy.budget import PrivacyBudget
+
+    end = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
+    generate_demo(tmp_path, events=40_000, days=40, seed=3, end=end, secret="alerts", progress=False)
+    fixture_data_dir, fixture_store = tmp_path, EventStore(tmp_path)
+    clock = FixedClock(end + dt.timedelta(minutes=5))
+    settings = Settings(data_dir=fixture_data_dir, webhook_allow_private=True, secret="alerts")
+    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    gate = LocalGate()
+    client = falcon.testing.TestClient(create_app(settings, accounts=accounts, gate=gate, clock=clock,
+                                                  store=fixture_store, engine=engine))
+    key, _ = accounts.create_key(Tier.OBSERVER, subscription=f"wk-{uuid.uuid4().hex[:8]}")
+    headers = {"Authorization": f"Bearer {key}"}
+    hook = _create(client, headers, "http://127.0.0.1:8080/hook", window="30d", dimension="domain",
+                   threshold_pct=0.001)
+    webhooks = WebhookStore(accounts.db_engine, clock)
+    tiny = Worker(fixture_store, webhooks, engine, clock=clock, allow_private=True,
+                  budget=PrivacyBudget(gate, 0.001, 0.0))
+    report = tiny.evaluate()
+    assert (report.refused, report.queued) == (1, 0)
+    assert _deliveries(client, headers, hook["id"]) == []
+    worker = Worker(fixture_store, webhooks, engine, clock=clock, allow_private=True,
+                    budget=PrivacyBudget(gate, settings.privacy_budget, 0.0))
+    assert worker.evaluate().queued == 1
+    budget = client.simulate_get("/api/v1/account", headers=headers).headers["signals-privacy-budget"]
+    spent = dict(part.strip().split("=", 1) for part in budget.split(","))["spent"]
+    assert float(spent) > 0
+    trending = client.simulate_get("/api/v1/signals/trending", headers=headers,
+                                   params={"window": "30d", "dimension": "domain"})
+    assert trending.status_code == 200
+    shown = dict(part.strip().split("=", 1) for part in trending.headers["signals-privacy-budget"].split(","))
+    assert float(shown["charged"]) == 0 and shown["spent"] == spent
