@@ -128,7 +128,7 @@ def _instant(text: str) -> dt.datetime:
 
 
 def run_count(args: argparse.Namespace, settings: Settings) -> int:
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
     from service.store import counting
 
     tables = (args.table,) if args.table else schema.TABLES
@@ -147,7 +147,7 @@ def run_count(args: argparse.Namespace, settings: Settings) -> int:
 
 def _target(chosen: Backend) -> LandingTarget | None:
     """Where rows land; None (after saying why) when the backend cannot take them."""
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
 
     try:
         return chosen.landing_target()
