@@ -75,7 +75,7 @@ class IngestReport:
     landed: bool = False  # a new generation was published
     newest_event: dt.datetime | None = None  # the latest `ts` among the rows that landed
     # Landed rows at or after the start of the hour that was current at ingest (a row may be a few
-    # minutes ahead: validate.MAX_FUTURE_SKEW): answers cover whole hours up to `as_of`
+    # minutes ahead: row_checks.MAX_FUTURE_SKEW): answers cover whole hours up to `as_of`
     # (service.windows), so these are counted from the end of their hour (`windows.hour_end`).
     rows_in_current_hour: int = 0
 
