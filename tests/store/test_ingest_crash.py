@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from service.settings import Settings
-from service.store import ingest, layout, leftovers, reader, schema, snapshot, writer_lock
+from service.store import ingest, layout, leftovers, reader, schema, snapshot, snapshot_reading, writer_lock
 from tests.support.crashed_ingest import BAD_LINE, kill, suppression_rows, write_files
 from tests.support.processes import ROOT, cli, service_env
 
@@ -161,7 +161,7 @@ def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[st
     _ingest(reference, files["a"], files["c"])
     _ingest(reference, later)
     after = _loaded(reference)
-    segments = snapshot.read_meta(snapshot.snapshot_dir(reference, 2))["segments"]
+    segments = snapshot_reading.read_meta(snapshot.snapshot_dir(reference, 2))["segments"]
     assert segments == {"suppressions": [snapshot.segment_name("suppressions", 1), snapshot.segment_name("suppressions", 2)],
                         "keyword_changes": [snapshot.segment_name("keyword_changes", 1)]}  # appended, linked
 
@@ -180,7 +180,7 @@ def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[st
     assert "removed the leftovers of an unfinished ingest" in rerun.stderr
     assert list(layout.staging_dir(data).iterdir()) == []
     assert set(snapshot.existing(data)) == {2}
-    assert snapshot.read_meta(snapshot.snapshot_dir(data, 2))["segments"] == segments
+    assert snapshot_reading.read_meta(snapshot.snapshot_dir(data, 2))["segments"] == segments
     assert _same(_loaded(data), after)
 
 
