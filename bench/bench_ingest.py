@@ -52,7 +52,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from bench_endpoints import ensure_data  # noqa: E402
 from bench_memory import scratch_store  # noqa: E402
 
-from service.store import layout, reader, schema, snapshot  # noqa: E402
+from service.store import layout, reader, schema, snapshot, snapshot_reading  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out"
@@ -99,7 +99,7 @@ def as_one_file_snapshot(data_dir: Path) -> None:
     """The store's snapshot in the format before segments (`<table>.arrow`, no segment list), which
     both the code before segments and this code read: the same starting point for either."""
     directory = snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir))
-    meta = snapshot.read_meta(directory)
+    meta = snapshot_reading.read_meta(directory)
     if "segments" not in meta:
         return
     for table in schema.TABLES:

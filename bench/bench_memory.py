@@ -52,7 +52,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_endpoints import ensure_data  # noqa: E402
 
-from service.store import layout, snapshot  # noqa: E402
+from service.store import layout, snapshot, snapshot_reading  # noqa: E402
 from tests.support import process_memory  # noqa: E402
 from tests.support.process_memory import MIB  # noqa: E402
 from tests.support.processes import procfile_command  # noqa: E402
@@ -154,7 +154,7 @@ def print_memory(title: str, rows: list[tuple[str, process_memory.Usage]]) -> No
 
 def ingest_file(data_dir: Path, rows: int, target: Path, days: int | None = None) -> None:
     """`rows` suppressions drawn from the store's snapshot, in the ingest contract's raw form."""
-    frames = snapshot.read(snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)))[0]["suppressions"]
+    frames = snapshot_reading.read(snapshot.snapshot_dir(data_dir, layout.read_generation(data_dir)))[0]["suppressions"]
     if days is not None:  # late events: times among the last `days` days only
         last = frames.get_column("ts")[-1]
         frames = frames.filter(pl.col("ts") >= last - dt.timedelta(days=days))

@@ -24,7 +24,7 @@ import math
 from typing import Protocol
 
 WINDOW_SECONDS = 60
-_US = 1_000_000
+US_PER_SECOND = 1_000_000  # the gates count time in microseconds
 
 
 class Admission:
@@ -75,8 +75,9 @@ class Spend:
 LOCK_SEPARATOR = "|"
 
 
-def _seconds(micros: float) -> int:
-    return max(0, math.ceil(micros / _US))
+def whole_seconds(micros: float) -> int:
+    """Microseconds as whole seconds, rounded up, never negative (an Admission's reset_seconds)."""
+    return max(0, math.ceil(micros / US_PER_SECOND))
 
 
 class Gate(Protocol):

@@ -8,7 +8,7 @@ import time
 import uuid
 
 from cache.bodies import ProcessBodies
-from cache.gate import _US, Admission, GateSettings, Spend, _seconds
+from cache.gate import US_PER_SECOND, Admission, GateSettings, Spend, whole_seconds
 
 _SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
 
@@ -59,7 +59,7 @@ class LocalGate:
         index = max(0, len(window) - limit) if limit is not None else 0
         # The age subtracted from the window, not (entry + window - now): with a large monotonic
         # clock that sum rounds up, and a fresh entry's 60 s became 61.
-        return _seconds((self._settings.window_seconds - (now - window[index])) * _US)
+        return whole_seconds((self._settings.window_seconds - (now - window[index])) * US_PER_SECOND)
 
     def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
               ledger: str | None = None, answer: str | None = None) -> Admission:

@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from cache.bodies import ProcessBodies
-from cache.gate import _US, LOCK_SEPARATOR, Admission, GateSettings, Spend, _seconds
+from cache.gate import LOCK_SEPARATOR, US_PER_SECOND, Admission, GateSettings, Spend, whole_seconds
 from cache.wire import Wire
 
 _SCRIPTS = Path(__file__).parent
@@ -68,7 +68,7 @@ _RENEW = _Script(_OURS + "if ours then redis.call('SET', KEYS[1], ARGV[1] .. ARG
 def _admission(limit: int, allowed: int, remaining: int, reset_us: int, blocked_by: bytes | str,
                cached: bytes | None = None) -> Admission:
     """An Admission from admit.lua's answer."""
-    return Admission(bool(allowed), limit, int(remaining), _seconds(reset_us),
+    return Admission(bool(allowed), limit, int(remaining), whole_seconds(reset_us),
                      blocked_by.decode() if isinstance(blocked_by, bytes) else blocked_by, cached)
 
 
@@ -106,7 +106,7 @@ class RedisGate:
         self._proven = False            # the connection has answered at least once
         _forget_after_fork.add(self)
         self._lock = threading.Lock()   # one command at a time on the connection (threaded workers)
-        self._window_us = settings.window_seconds * _US
+        self._window_us = settings.window_seconds * US_PER_SECOND
         self._prefix = settings.prefix
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes)
 
@@ -184,7 +184,7 @@ class RedisGate:
         blocked, reset_us = self._script(
             _FAIL, [self._key("authfail", client)], [limit, self._window_us, _members.next()],
         )
-        return Admission(allowed=not blocked, limit=limit, remaining=0, reset_seconds=_seconds(reset_us),
+        return Admission(allowed=not blocked, limit=limit, remaining=0, reset_seconds=whole_seconds(reset_us),
                          blocked_by="auth" if blocked else "", window_seconds=self._settings.window_seconds)
 
     def get(self, cache_key: str) -> bytes | None:

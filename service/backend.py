@@ -86,7 +86,7 @@ class ParquetBackend:
         snapshot."""
         from service.engine.polars.counts import index_for
         from service.engine.polars.user_keys import known_bits
-        from service.store.writer import sweep_if_idle
+        from service.store.leftovers import sweep_if_idle
 
         sweep_if_idle(self.settings.data_dir)
         frames = store.snapshot()

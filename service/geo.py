@@ -216,7 +216,7 @@ def label(level: str, key: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Membership, for the ingest contract's geography check (service/store/validate.py). Each mapping
+# Membership, for the ingest contract's geography check (service/store/geography.py). Each mapping
 # holds only links that are derivable (see the module docstring).
 
 

@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING
 from service import backend
 from service.clock import SystemClock
 from service.settings import Settings
-from service.store import ingest, layout, schema, writer
+from service.store import ingest, layout, leftovers, schema
 from service.windows import floor_hour, hour_end, iso_z
 
 # ClickHouse and the demo generator are imported where used: an ingest into the Parquet store
@@ -128,7 +128,7 @@ def _instant(text: str) -> dt.datetime:
 
 
 def run_count(args: argparse.Namespace, settings: Settings) -> int:
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
     from service.store import counting
 
     tables = (args.table,) if args.table else schema.TABLES
@@ -147,7 +147,7 @@ def run_count(args: argparse.Namespace, settings: Settings) -> int:
 
 def _target(chosen: Backend) -> LandingTarget | None:
     """Where rows land; None (after saying why) when the backend cannot take them."""
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
 
     try:
         return chosen.landing_target()
@@ -262,7 +262,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
             force=args.force,
             target=target,
         )
-    except writer.StoreInconsistent as exc:
+    except leftovers.StoreInconsistent as exc:
         _landing("failed")
         print(f"error: {exc}; nothing was ingested", file=sys.stderr)
         return 1

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     from service.collector import log as event_log
     from service.collector.index import LandedIndex
     from service.collector.lander import land_once
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
 
     try:
         target = backend.choose(settings).landing_target()

@@ -51,7 +51,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
               "process, so it has nothing to do", file=sys.stderr)
     os.nice(10)  # requests first
     from service import backend
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
 
     chosen = backend.choose(settings)
     store = chosen.event_store()

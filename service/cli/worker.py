@@ -57,7 +57,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         log.warning("SIGNALS_WEBHOOK_ALLOW_PRIVATE: webhooks may reach http, loopback and private addresses "
                     "(development only)")
     from service import backend
-    from service.engine.interface import BackendUnavailable
+    from service.store.unavailable import BackendUnavailable
 
     chosen = backend.choose(settings)
     worker, accounts = build_worker(settings, chosen)

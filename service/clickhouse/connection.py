@@ -24,7 +24,7 @@ from typing import Any
 import polars as pl
 
 from service.deadline import DeadlineExceeded, remaining
-from service.engine.interface import BackendUnavailable
+from service.store.unavailable import BackendUnavailable
 
 CHDB_SCHEME = "chdb://"
 DEFAULT_DATABASE = "signals"

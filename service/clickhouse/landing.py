@@ -14,7 +14,7 @@ writer lock) deletes the rows and quarantine files of every generation begun but
 A file whose hash a published generation recorded is already in (`landed_sources`): running an
 ingest again after a crash lands each row once.
 
-One writer at a time: the writer lock is the data directory's (writer.lock), as for Parquet. With
+One writer at a time: the writer lock is the data directory's (writer_lock.lock), as for Parquet. With
 chdb the database directory is moreover open in one process at a time (connection.py).
 """
 
@@ -35,7 +35,7 @@ import polars as pl
 
 from service.clickhouse import schema as ch_schema
 from service.clickhouse.connection import ClickHouse
-from service.store import schema, writer
+from service.store import leftovers, manifests, schema, writer, writer_lock
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ class ClickHouseTarget:
         self.data_dir = Path(data_dir)
 
     def lock(self, *, on_wait: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]:
-        return writer.lock(self.data_dir, on_wait=on_wait)
+        return writer_lock.lock(self.data_dir, on_wait=on_wait)
 
     def read_generation(self) -> int:
         return published_generation(self.ch)
@@ -59,22 +59,22 @@ class ClickHouseTarget:
     def has_event_data(self) -> bool:
         return any(self.ch.frame(f"SELECT count() AS n FROM {table}").item() for table in schema.TABLES)
 
-    def landed_sources(self) -> dict[str, writer.LandedSource]:
+    def landed_sources(self) -> dict[str, manifests.LandedSource]:
         rows = self.ch.frame(f"SELECT generation, landed_at, sources FROM {LANDINGS} WHERE published = 1 "
                              "ORDER BY generation")
-        found: dict[str, writer.LandedSource] = {}
+        found: dict[str, manifests.LandedSource] = {}
         for generation, landed_at, sources in rows.iter_rows():
             for source in json.loads(sources):
-                found[source["sha256"]] = writer.LandedSource(source["sha256"], source["file"], generation, landed_at)
+                found[source["sha256"]] = manifests.LandedSource(source["sha256"], source["file"], generation, landed_at)
         return found
 
-    def sweep(self) -> writer.Swept:
+    def sweep(self) -> leftovers.Swept:
         """Delete what generations begun but never published left behind (Swept.partitions: rows)."""
         pending = self.ch.frame(
             f"SELECT generation, other_files FROM {LANDINGS} GROUP BY generation, other_files "
             "HAVING max(published) = 0 ORDER BY generation")
         if pending.is_empty():
-            return writer.Swept(None)
+            return leftovers.Swept(None)
         partitions = other = 0
         for generation, files in pending.iter_rows():
             partitions += self._delete_rows(generation)
@@ -84,7 +84,7 @@ class ClickHouseTarget:
                     path.unlink()
                     other += 1
             self.ch.command(f"DELETE FROM {LANDINGS} WHERE generation = {int(generation)}", settings=_MUTATION)
-        swept = writer.Swept(cast(int, pending.get_column("generation").max()), partitions=partitions, other_files=other,
+        swept = leftovers.Swept(cast(int, pending.get_column("generation").max()), partitions=partitions, other_files=other,
                              manifests=pending.height)
         log.warning("removed the leftovers of an unfinished ingest in ClickHouse %s: generation %d (never "
                     "published): %d rows, %d quarantine files", self.ch.describe(), swept.generation, partitions,
@@ -102,7 +102,7 @@ class ClickHouseTarget:
         return count
 
     def write_tables(self, frames: Mapping[str, pl.DataFrame], *, on_file: Callable[[], None] | None = None,
-                     on_stage: writer.StageCallback | None = None, sources: Sequence[writer.SourceRecord] = (),
+                     on_stage: writer.StageCallback | None = None, sources: Sequence[manifests.SourceRecord] = (),
                      other_files: Mapping[Path, bytes] | None = None,
                      now: dt.datetime | None = None, dedup_token: str | None = None) -> writer.WriteResult:
         """Land rows of one or both tables (stored schema) as one generation; see the module docstring.

@@ -26,7 +26,7 @@ by part and resumes after a restart. The sort key and partitioning are not chang
 from __future__ import annotations
 
 from service.clickhouse.connection import ClickHouse, quote_name
-from service.engine.interface import BackendUnavailable
+from service.store.unavailable import BackendUnavailable
 from service.store import schema
 
 LANDINGS = "landings"

@@ -18,7 +18,7 @@ not the whole set. The rows are not the one-piece rows (each range draws its own
 hour shifted across midnight wraps inside its range instead of the whole period), but the same
 model: the same users and places, day weights, bursts. The burst thinning (`bursts`) applies to
 the last range only. Without `replace`, a failure part-way leaves the pieces landed so far (a
-consistent store with the first days); with `replace`, see `service.store.writer.replacing`.
+consistent store with the first days); with `replace`, see `service.store.replacing.replacing`.
 """
 
 from __future__ import annotations

@@ -18,6 +18,10 @@ import datetime as dt
 from collections.abc import Iterable, Mapping
 from typing import TYPE_CHECKING, Protocol, TypeVar
 
+# Raised by `Backend.check`, `Backend.warm` and `Backend.landing_target`; at home with the storage
+# (service/store/unavailable.py), re-exported here for the importers that name it from here.
+from service.store.unavailable import BackendUnavailable as BackendUnavailable
+
 if TYPE_CHECKING:
     import polars as pl
 
@@ -25,13 +29,6 @@ if TYPE_CHECKING:
     from service.engine.cost import EventCounts
     from service.privacy import Privacy
     from service.store.target import LandingTarget
-
-
-class BackendUnavailable(RuntimeError):
-    """The events cannot be read or landed now, for the reason the message gives (a ClickHouse server
-    that does not answer, its tables not set up, an embedded ClickHouse directory held by another
-    process). Every backend raises this type, or a subclass of it, from `Backend.check` and
-    `Backend.landing_target`; the commands print the message and exit 1."""
 
 
 class Snapshot(Protocol):

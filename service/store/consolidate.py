@@ -41,7 +41,7 @@ from typing import Any
 
 import polars as pl
 
-from service.store import day_spans, reader, schema, snapshot
+from service.store import day_spans, encoding, reader, schema, snapshot, snapshot_reading, snapshot_writing
 
 log = logging.getLogger(__name__)
 
@@ -69,7 +69,7 @@ def _partitions(data_dir: Path, generation: int) -> list[str]:
 
 def _merged(old: pl.DataFrame, new: pl.DataFrame, table: str) -> pl.DataFrame:
     """The rows of two encoded tables as one, with sorted dictionaries."""
-    old, new = snapshot.recode(old, new, table)
+    old, new = encoding.recode(old, new, table)
     if not old.height or not new.height or new.get_column("ts")[0] >= old.get_column("ts")[-1]:
         return pl.concat([old, new], rechunk=True)
     return old.merge_sorted(new, key="ts").rechunk()  # one linear pass: both are sorted by ts
@@ -79,8 +79,8 @@ def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table
     """Append, tail merge or compact (module docstring); `new` in the stored schema (not encoded)."""
     if new is None or not new.height:
         return TablePlan(LINK, tuple(names))
-    mapped = [snapshot.map_segment(previous / name) for name in names]
-    ends = [snapshot.last_ts(segment) for segment in mapped]  # None: a segment without rows
+    mapped = [snapshot_reading.map_segment(previous / name) for name in names]
+    ends = [snapshot_reading.last_ts(segment) for segment in mapped]  # None: a segment without rows
     if all(end is None for end in ends):
         return TablePlan(FRESH)
     newest = mapped[-1]
@@ -94,12 +94,12 @@ def plan_table(previous: Path, names: list[str], new: pl.DataFrame | None, table
         return TablePlan(COMPACT, reason=f"{len(names)} segments, the most a table keeps")
     dictionaries = {}
     for d in schema.DIMENSIONS[table]:
-        old = snapshot.dictionary(newest, d)
-        grown = snapshot.appended_dictionary(old, new.get_column(d))
-        if snapshot.code_width(grown.len()) != snapshot.code_width(old.len()):
+        old = snapshot_reading.dictionary(newest, d)
+        grown = encoding.appended_dictionary(old, new.get_column(d))
+        if encoding.code_width(grown.len()) != encoding.code_width(old.len()):
             return TablePlan(COMPACT, reason=f"{d} grows to {grown.len():,} values (wider codes)")
         dictionaries[d] = grown
-    encoded = snapshot.encode_with(new, table, dictionaries)
+    encoded = encoding.encode_with(new, table, dictionaries)
     if tail < len(names):
         merged = tuple(names[tail:])
         return TablePlan(TAIL, tuple(names[:tail]), frame=encoded, merged=merged,
@@ -123,20 +123,20 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
     staged = snapshot.staged_snapshot_dir(data_dir, generation)
     snapshot.remove(staged)
     versions = {table: reader.date_versions(data_dir, table, generation) for table in schema.TABLES}
-    meta = snapshot.meta_record(generation, partitions, versions)
+    meta = snapshot_writing.meta_record(generation, partitions, versions)
     previous = snapshot.snapshot_dir(data_dir, generation - 1)
     held_meta: dict[str, Any] | None = None
     fresh = set(partitions) == set(landed_files)  # nothing before this landing: build on empty tables
     if not fresh:
         with contextlib.suppress(FileNotFoundError, ValueError):
-            candidate = snapshot.read_meta(previous)
+            candidate = snapshot_reading.read_meta(previous)
             held = set(candidate.get("partitions", []))
             if held | set(landed_files) == set(partitions) and not held & set(landed_files):
                 held_meta = candidate
     if not fresh and held_meta is None:
         log.info("snapshot of generation %d: reading %d partition files", generation, len(partitions))
         tables = {table: reader.read_table(data_dir, table, generation) for table in schema.TABLES}
-        snapshot.write(staged, tables, day_spans.day_spans(tables[schema.SUPPRESSIONS]), meta,
+        snapshot_writing.write(staged, tables, day_spans.day_spans(tables[schema.SUPPRESSIONS]), meta,
                        lambda done, total: step("snapshot", done, total))
         return staged
 
@@ -144,7 +144,7 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
         plans = {table: TablePlan(FRESH) for table in schema.TABLES}
     else:
         assert held_meta is not None
-        plans = {table: plan_table(previous, snapshot.segment_names(held_meta, table), landed.get(table), table)
+        plans = {table: plan_table(previous, snapshot_reading.segment_names(held_meta, table), landed.get(table), table)
                  for table in schema.TABLES}
     compacted = [table for table, plan in plans.items() if plan.action in (COMPACT, TAIL)]
     spans_changed = landed.get(schema.SUPPRESSIONS) is not None and landed[schema.SUPPRESSIONS].height > 0
@@ -165,25 +165,26 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
             assert plan.frame is not None
             encoded = plan.frame
             step("compacting", compacted.index(table), len(compacted))
-            labels = {d: snapshot.enum_categories(encoded, d) for d in schema.DIMENSIONS[table]}
-            tail = snapshot.read_segments([previous / n for n in plan.merged], table, labels=labels)
+            labels = {d: encoding.enum_categories(encoded, d) for d in schema.DIMENSIONS[table]}
+            tail = snapshot_reading.read_segments([previous / n for n in plan.merged], table, labels=labels)
             frame = tail.merge_sorted(encoded, key="ts").rechunk()  # one linear pass: both are sorted by ts
             del tail
             segments[table] = [*plan.linked, name]
         else:
-            encoded = snapshot.encode(rows if rows is not None else pl.DataFrame(schema=schema.SCHEMAS[table]), table)
+            encoded = encoding.encode(rows if rows is not None else pl.DataFrame(schema=schema.SCHEMAS[table]), table)
             frame = encoded
             if plan.action == COMPACT:
                 step("compacting", compacted.index(table), len(compacted))
                 assert held_meta is not None
-                old = snapshot.read_segments([previous / n for n in snapshot.segment_names(held_meta, table)], table)
+                names = snapshot_reading.segment_names(held_meta, table)
+                old = snapshot_reading.read_segments([previous / n for n in names], table)
                 frame = _merged(old, encoded, table)
                 del old
             segments[table] = [name]
         if table == schema.SUPPRESSIONS:
             new_suppressions = encoded
         step("snapshot", done, total)
-        snapshot.write_segment(staged / name, frame, table)
+        snapshot_writing.write_segment(staged / name, frame, table)
         log.info("snapshot of generation %d: %s: %s, %d rows written%s", generation, table, plan.action,
                  frame.height, f" ({plan.reason})" if plan.reason else "")
         del frame
@@ -194,12 +195,12 @@ def stage(data_dir: Path, generation: int, landed: Mapping[str, pl.DataFrame], l
         assert new_suppressions is not None
         spans = day_spans.day_spans(new_suppressions)
     else:
-        spans = snapshot.read_spans(previous)
+        spans = snapshot_reading.read_spans(previous)
         if spans_changed and new_suppressions is not None:
             spans = day_spans.merge(spans, day_spans.day_spans(new_suppressions))
-    snapshot.write_spans(staged, spans, lambda index: step("snapshot", len(written) + index, total))
+    snapshot_writing.write_spans(staged, spans, lambda index: step("snapshot", len(written) + index, total))
     step("snapshot", total - 1, total)
-    snapshot.write_meta(staged, {**meta, "segments": segments})
+    snapshot_writing.write_meta(staged, {**meta, "segments": segments})
     links = [name for table in schema.TABLES for name in segments[table] if not (staged / name).exists()]
     for index, name in enumerate(links):
         step("linking", index, len(links))

@@ -1,5 +1,11 @@
 """The domain rule: a host name reduced to its registrable domain with the Public Suffix List.
-Ingest applies it to stored domains; the API to domain parameters, which must match them."""
+Ingest applies it to stored domains; the API to domain parameters, which must match them.
+
+After `normalise.normalise_domain`, every label must be an RFC 1123 host name label (letters,
+digits, hyphens; Unicode labels must be IDNA-encodable), the last label must not be numeric (IP
+addresses are not domains), and the name is reduced to its registrable domain with the list
+bundled with `publicsuffixlist` (ICANN and private sections, unknown suffixes refused, never
+fetched from the network): "old.reddit.com" -> "reddit.com"."""
 
 from __future__ import annotations
 

@@ -20,7 +20,7 @@ Failure model:
 - Good rows of all files, and their quarantine files, land as one generation
   (`writer.write_tables`): all files of the call land together or none does, and the generation
   is bumped at most once. A call holds the store's writer lock from start to end (a second ingest
-  waits), and starts by removing the leftovers of a landing that was cut short (`writer.sweep`).
+  waits), and starts by removing the leftovers of a landing that was cut short (`leftovers.sweep`).
 - Idempotent per file: the SHA-256 of each file's bytes is recorded with the generation that
   landed it, and a file whose content is already in the store is skipped with a message (not an
   error), as is a second file of the same content in one call; `force` loads it again. So running
@@ -44,7 +44,7 @@ from typing import cast
 import polars as pl
 from tqdm import tqdm
 
-from service.store import layout, schema, writer
+from service.store import layout, leftovers, manifests, schema, writer
 from service.store.columns import ContractError, check_column_types, check_columns, detect_table
 from service.store.formats import FileError, RawFile, parse, read_bytes
 from service.store.target import LandingTarget, ParquetTarget
@@ -71,11 +71,11 @@ class IngestReport:
     files: tuple[FileReport, ...]
     generation: int  # the data generation after the call (unchanged when nothing landed)
     written: tuple[Path, ...]  # partition files that landed (none in ClickHouse: rows land in tables)
-    swept: writer.Swept | None = None  # leftovers of an unfinished landing removed first
+    swept: leftovers.Swept | None = None  # leftovers of an unfinished landing removed first
     landed: bool = False  # a new generation was published
     newest_event: dt.datetime | None = None  # the latest `ts` among the rows that landed
     # Landed rows at or after the start of the hour that was current at ingest (a row may be a few
-    # minutes ahead: validate.MAX_FUTURE_SKEW): answers cover whole hours up to `as_of`
+    # minutes ahead: row_checks.MAX_FUTURE_SKEW): answers cover whole hours up to `as_of`
     # (service.windows), so these are counted from the end of their hour (`windows.hour_end`).
     rows_in_current_hour: int = 0
 
@@ -156,7 +156,7 @@ def _read_all(
     table: str | None,
     now: dt.datetime,
     secret: str,
-    landed_before: dict[str, writer.LandedSource],
+    landed_before: dict[str, manifests.LandedSource],
     force: bool,
     progress: bool,
     on_stage: writer.StageCallback | None,
@@ -221,7 +221,7 @@ def _land(
     landing: LandingTarget,
     outcomes: list[_Outcome],
     now: dt.datetime,
-    swept: writer.Swept,
+    swept: leftovers.Swept,
     on_stage: writer.StageCallback | None,
 ) -> IngestReport:
     good: dict[str, list[pl.DataFrame]] = {name: [] for name in schema.TABLES}
@@ -242,7 +242,7 @@ def _land(
             quarantine[index] = target
             contents[target] = _quarantine_text(outcome.rejected)
     sources = [
-        writer.SourceRecord(sha256=o.sha256, file=o.path.name, table=o.table, rows=o.accepted)
+        manifests.SourceRecord(sha256=o.sha256, file=o.path.name, table=o.table, rows=o.accepted)
         for o in outcomes
         if o.error is None and o.skipped is None and o.sha256 is not None
     ]

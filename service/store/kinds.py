@@ -1,5 +1,5 @@
 """Kinds of values and what each column takes: the type rules of the ingest contract
-(service/store/validate.py's docstring), shared by the column checks and the row validator."""
+(docs/data.md, "The contract"), shared by the column checks and the row validator."""
 
 from __future__ import annotations
 

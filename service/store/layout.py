@@ -13,7 +13,7 @@ files of generations up to GENERATION, so files of a landing that has not been p
 (or never will be: a writer killed half-way) are invisible until GENERATION reaches them. Writers
 stage every file, record the generation's manifest, rename the files into place, then publish
 the generation by writing GENERATION (by rename). Leftovers of an unfinished generation are
-removed by the next writer (`writer.sweep`). A file's name also tells a reader, for every date,
+removed by the next writer (`leftovers.sweep`). A file's name also tells a reader, for every date,
 which generation last changed it: the privacy stage keys its noise on that (a cell's noise
 changes exactly when its data may have). Files named otherwise (placed by hand, as the test
 fixtures do) count as generation 0: always visible, never swept.

@@ -35,7 +35,7 @@ from typing import cast
 
 import polars as pl
 
-from service.store import layout, schema, snapshot
+from service.store import encoding, layout, schema, snapshot, snapshot_reading
 
 log = logging.getLogger(__name__)
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 class EventFrames:
     """One consistent view of both event tables (compared and hashed by identity)."""
 
-    suppressions: pl.DataFrame      # stored schema, sorted by ts; dimension columns Enum (snapshot.encode)
+    suppressions: pl.DataFrame      # stored schema, sorted by ts; dimension columns Enum (encoding.encode)
     keyword_changes: pl.DataFrame   # same
     generation: int                 # data generation the frames were loaded at
     last_event: datetime | None     # max ts over both tables; None when both are empty
@@ -84,7 +84,7 @@ def read_table(data_dir: Path, table: str, generation: int | None = None) -> pl.
     right schema when there are none."""
     files = partition_files(data_dir, table, generation)
     if not files:
-        return snapshot.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table)
+        return encoding.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table)
     # One scan per file, each cast before concatenation, so files written with slightly different
     # physical types (ns timestamps, Int64 ids) still line up. One global sort at the end is
     # cheaper than sorting per partition and trusting that partitions never overlap.
@@ -93,12 +93,12 @@ def read_table(data_dir: Path, table: str, generation: int | None = None) -> pl.
         pl.scan_parquet(path, hive_partitioning=False).select(pl.col(c).cast(t) for c, t in stored.items())
         for path in files
     ]
-    return snapshot.encode(pl.concat(scans).collect(), table)
+    return encoding.encode(pl.concat(scans).collect(), table)
 
 
 def prepare_table(frame: pl.DataFrame, table: str) -> pl.DataFrame:
     """An in-memory table (stored schema) in the shape the reader serves: encoded and sorted."""
-    return snapshot.encode(frame, table)
+    return encoding.encode(frame, table)
 
 
 def _last_ts(frame: pl.DataFrame) -> datetime | None:
@@ -141,20 +141,20 @@ def date_versions(data_dir: Path, table: str, generation: int | None = None) -> 
     return versions
 
 
-def load_frames(data_dir: Path, generation: int, cache: snapshot.SegmentCache | None = None) -> EventFrames:
+def load_frames(data_dir: Path, generation: int, cache: snapshot_reading.SegmentCache | None = None) -> EventFrames:
     """Both tables as of `generation`: its snapshot, mapped (segments already in `cache` reused);
     without one, read from the Parquet partitions of generations up to it. Raises GenerationMoved
     when the snapshot went away because a newer generation was published (the caller reads
     GENERATION again)."""
     directory = snapshot.snapshot_dir(data_dir, generation)
     try:
-        tables, spans, meta = snapshot.read(directory, cache)
+        tables, spans, meta = snapshot_reading.read(directory, cache)
     except FileNotFoundError:
         if layout.read_generation(data_dir) != generation:
             raise GenerationMoved(generation) from None
     else:
         return _frames(tables[schema.SUPPRESSIONS], tables[schema.KEYWORD_CHANGES], generation,
-                       snapshot.read_versions(meta), spans, directory)
+                       snapshot_reading.read_versions(meta), spans, directory)
     if generation:
         log.warning(
             "no snapshot of generation %d in %s: reading its Parquet partitions into this process "
@@ -197,7 +197,7 @@ class EventStore:
         self._frames: EventFrames | None = None
         self._next_check = 0.0
         # Segments mapped for the current generation: a new generation reuses the files it shares.
-        self._segments = snapshot.SegmentCache()
+        self._segments = snapshot_reading.SegmentCache()
 
     @property
     def loaded(self) -> bool:

@@ -17,7 +17,7 @@ from typing import Protocol
 
 import polars as pl
 
-from service.store import layout, schema, writer
+from service.store import layout, leftovers, manifests, replacement, schema, writer, writer_lock
 
 
 class LandingTarget(Protocol):
@@ -25,12 +25,12 @@ class LandingTarget(Protocol):
 
     def lock(self, *, on_wait: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]: ...
 
-    def sweep(self) -> writer.Swept: ...
+    def sweep(self) -> leftovers.Swept: ...
 
-    def landed_sources(self) -> dict[str, writer.LandedSource]: ...
+    def landed_sources(self) -> dict[str, manifests.LandedSource]: ...
 
     def write_tables(self, frames: Mapping[str, pl.DataFrame], *, on_file: Callable[[], None] | None = None,
-                     on_stage: writer.StageCallback | None = None, sources: Sequence[writer.SourceRecord] = (),
+                     on_stage: writer.StageCallback | None = None, sources: Sequence[manifests.SourceRecord] = (),
                      other_files: Mapping[Path, bytes] | None = None, now=None,
                      dedup_token: str | None = None) -> writer.WriteResult: ...
 
@@ -48,13 +48,13 @@ class ParquetTarget:
         self.data_dir = Path(data_dir)
 
     def lock(self, *, on_wait: Callable[[], None] | None = None) -> contextlib.AbstractContextManager[None]:
-        return writer.lock(self.data_dir, on_wait=on_wait)
+        return writer_lock.lock(self.data_dir, on_wait=on_wait)
 
-    def sweep(self) -> writer.Swept:
-        return writer.sweep(self.data_dir)
+    def sweep(self) -> leftovers.Swept:
+        return leftovers.sweep(self.data_dir)
 
-    def landed_sources(self) -> dict[str, writer.LandedSource]:
-        return writer.landed_sources(self.data_dir)
+    def landed_sources(self) -> dict[str, manifests.LandedSource]:
+        return manifests.landed_sources(self.data_dir)
 
     def write_tables(self, frames: Mapping[str, pl.DataFrame], *, dedup_token: str | None = None,
                      **kwargs) -> writer.WriteResult:
@@ -69,4 +69,4 @@ class ParquetTarget:
         return any(any(layout.table_dir(self.data_dir, table).glob("date=*/*.parquet")) for table in schema.TABLES)
 
     def replacing(self) -> contextlib.AbstractContextManager[None]:
-        return writer.replacing(self.data_dir)
+        return replacement.replacing(self.data_dir)

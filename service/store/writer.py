@@ -22,11 +22,9 @@ step 5 nothing of generation N is visible, and after it all of it is. An excepti
 removes what this call wrote; a killed writer leaves its files behind, and `sweep` (run by the next
 writer, and by the web process at start) removes them, with a log line saying what it removed.
 
-`landed_sources` answers "is this file already in the store?" from the manifests of published
-generations, so that running an ingest again after a crash does not land the same rows twice.
-
-`replacing` is the transaction of `data demo --replace`: the tables are moved aside while new
-data lands (in one or several generations), then deleted, or moved back if the landing fails.
+The parts beside the transaction: the lock (writer_lock.py), the leftovers (leftovers.py), the
+manifests and the sources they record (manifests.py), and `data demo --replace`'s transaction
+(replacement.py).
 """
 
 from __future__ import annotations
@@ -34,28 +32,21 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
-import errno
-import fcntl
 import json
-import logging
 import os
-import shutil
-import threading
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Final
 
 import polars as pl
 
 from service.store import consolidate, layout, schema, snapshot
-
-log = logging.getLogger(__name__)
+from service.store.manifests import SourceRecord
+from service.store.leftovers import sweep
+from service.store.writer_lock import lock
 
 COMPRESSION: Final = "zstd"
-# `replacing` moves the old tables into the staging directory under names with this prefix;
-# `sweep` never removes those (they may be the only copy of the old data).
-REPLACED_PREFIX = "replaced-"
 
 # on_stage(stage, done, total) is called before each step of a landing: "staging" and "renaming"
 # before each file, "compacting" before a table's snapshot is rewritten whole, "snapshot" before
@@ -70,265 +61,6 @@ StageCallback = Callable[[str, int, int], None]
 class WriteResult:
     paths: tuple[Path, ...]  # the landed partition files
     generation: int | None  # the new generation; None when there was nothing to write
-
-
-@dataclasses.dataclass(frozen=True)
-class SourceRecord:
-    """A source file whose rows a generation landed (for `landed_sources`)."""
-
-    sha256: str
-    file: str  # its name when it was ingested
-    table: str | None
-    rows: int  # rows accepted from it
-
-
-@dataclasses.dataclass(frozen=True)
-class LandedSource:
-    sha256: str
-    file: str
-    generation: int
-    landed_at: str  # ISO 8601, UTC
-
-
-@dataclasses.dataclass(frozen=True)
-class Swept:
-    """What `sweep` removed."""
-
-    generation: int | None  # the unfinished generation whose files were removed, if any
-    partitions: int = 0
-    other_files: int = 0  # quarantine files of the unfinished generation
-    manifests: int = 0
-    staged: int = 0  # entries of the staging directory
-    temporary: int = 0  # other temporary files
-    snapshots: int = 0  # snapshot of the unfinished generation (placed, not published)
-
-    @property
-    def removed(self) -> bool:
-        return bool(self.partitions or self.other_files or self.manifests or self.staged or self.temporary
-                    or self.snapshots)
-
-    def describe(self) -> str:
-        parts = []
-        if self.generation is not None:
-            parts.append(
-                f"generation {self.generation} (never published): {_n(self.partitions, 'partition file')}, "
-                f"{_n(self.other_files, 'quarantine file')}, {_n(self.manifests, 'manifest')}"
-                + (f", {_n(self.snapshots, 'snapshot')}" if self.snapshots else "")
-            )
-        if self.staged:
-            parts.append(f"{_n(self.staged, 'staged file')} in .staging")
-        if self.temporary:
-            parts.append(_n(self.temporary, "temporary file"))
-        return "; ".join(parts)
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count:,} {noun}{'' if count == 1 else 's'}"
-
-
-class StoreBusy(Exception):
-    """Another process holds the writer lock (an ingest is running)."""
-
-
-class StoreInconsistent(Exception):
-    """The store holds files that no unfinished landing can explain; nothing is touched."""
-
-
-# ---------------------------------------------------------------------------------------------
-# The writer lock
-
-
-_held = threading.local()  # data directories this thread holds the lock of -> depth
-
-
-@contextlib.contextmanager
-def lock(data_dir: Path, *, wait: bool = True, on_wait: Callable[[], None] | None = None) -> Iterator[None]:
-    """Hold the store's writer lock (re-entrant within a thread).
-
-    With `wait`, blocks until the lock is free (calling `on_wait` first, if it has to wait);
-    without, raises StoreBusy.
-    """
-    key = Path(data_dir).resolve()
-    dirs = _held.__dict__.setdefault("dirs", {})
-    if dirs.get(key, 0):
-        dirs[key] += 1
-        try:
-            yield
-        finally:
-            dirs[key] -= 1
-        return
-    key.mkdir(parents=True, exist_ok=True)
-    fd = os.open(key / layout.LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
-    try:
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError as exc:
-            if exc.errno not in (errno.EWOULDBLOCK, errno.EAGAIN, errno.EACCES):
-                raise
-            if not wait:
-                raise StoreBusy(f"another process is writing to {data_dir}") from None
-            if on_wait is not None:
-                on_wait()
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        dirs[key] = 1
-        try:
-            yield
-        finally:
-            dirs.pop(key, None)
-    finally:
-        os.close(fd)  # releases the lock
-
-
-# ---------------------------------------------------------------------------------------------
-# Leftovers of unfinished landings
-
-
-def sweep(data_dir: Path) -> Swept:
-    """Remove what a writer killed before publishing left behind; log what was removed.
-
-    Takes the writer lock (waiting for it), so it never touches a landing in progress. Removes the
-    files of the unfinished generation GENERATION + 1 (partition files by name, other files by its
-    manifest), its manifest, everything in the staging directory, and stray temporary files.
-    Raises StoreInconsistent, removing nothing, when files of a generation beyond GENERATION + 1
-    exist: no crash leaves those (GENERATION was changed by hand, or lost), and removing them
-    could destroy published data.
-    """
-    data_dir = Path(data_dir)
-    with lock(data_dir):
-        current = layout.read_generation(data_dir)
-        manifests = {
-            path: generation
-            for path in (layout.generations_dir(data_dir).glob("g*.json"))
-            if (generation := layout.manifest_generation(path)) is not None and generation > current
-        }
-        partitions = [
-            path
-            for table in schema.TABLES
-            for path in layout.table_dir(data_dir, table).glob("date=*/*.parquet")
-            if layout.file_generation(path) > current
-        ]
-        above = set(manifests.values()) | {layout.file_generation(path) for path in partitions}
-        if above - {current + 1}:
-            raise StoreInconsistent(
-                f"{data_dir / layout.GENERATION_FILE} says {current}, but the store holds files of generation "
-                f"{', '.join(str(g) for g in sorted(above))}: not a landing that was cut short. Nothing was "
-                "removed; restore GENERATION to the last generation that was published."
-            )
-        other_files = 0
-        for manifest in manifests:
-            for relative in _manifest_entries(manifest, "other_files"):
-                path = _inside(data_dir, relative)
-                if path is not None and path.is_file():
-                    path.unlink()
-                    other_files += 1
-        for path in partitions:
-            path.unlink(missing_ok=True)
-        for directory in {path.parent for path in partitions}:
-            with contextlib.suppress(OSError):
-                directory.rmdir()  # only when empty
-        for manifest in manifests:
-            manifest.unlink(missing_ok=True)
-        staged = 0
-        staging = layout.staging_dir(data_dir)
-        for entry in sorted(staging.iterdir()) if staging.is_dir() else ():
-            if entry.name.startswith(REPLACED_PREFIX):
-                # `data demo --replace` moves the old tables here while it writes (and may be doing
-                # so now); if it died, this is the only copy of the old data: never removed here.
-                log.debug("not removing %s: tables moved aside by `data demo --replace`", entry)
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry)
-            else:
-                entry.unlink(missing_ok=True)
-            staged += 1
-        temporary = 0
-        for path in [*data_dir.glob(".generation-*"), *layout.quarantine_dir(data_dir).glob(".quarantine-*")]:
-            path.unlink(missing_ok=True)
-            temporary += 1
-        snapshots = 0
-        for generation, path in snapshot.existing(data_dir).items():
-            if generation > current:  # placed by a landing killed before publishing
-                snapshot.remove(path)
-                snapshots += 1
-                above.add(generation)
-            elif generation < current:  # superseded; a landing killed after publishing left it
-                snapshot.remove(path)
-                log.info("removed the snapshot of generation %d (generation %d is published)", generation, current)
-        swept = Swept(
-            generation=current + 1 if above else None,
-            partitions=len(partitions),
-            other_files=other_files,
-            manifests=len(manifests),
-            staged=staged,
-            temporary=temporary,
-            snapshots=snapshots,
-        )
-    if swept.removed:
-        log.warning("removed the leftovers of an unfinished ingest in %s: %s", data_dir, swept.describe())
-    return swept
-
-
-def sweep_if_idle(data_dir: Path) -> Swept | None:
-    """`sweep` unless a writer is at work (then None: its files are not leftovers). For the web
-    process at start; problems are logged, never raised, since serving matters more."""
-    try:
-        with lock(data_dir, wait=False):
-            return sweep(data_dir)
-    except StoreBusy:
-        log.info("an ingest is running in %s; not looking for leftovers", data_dir)
-    except StoreInconsistent as exc:
-        log.error("%s", exc)
-    except OSError as exc:
-        log.warning("could not look for leftovers of unfinished ingests in %s: %s", data_dir, exc)
-    return None
-
-
-def _manifest_entries(path: Path, key: str) -> list[str]:
-    try:
-        entries = json.loads(path.read_text(encoding="utf-8")).get(key, [])
-    except (OSError, ValueError, AttributeError):
-        return []
-    return [entry for entry in entries if isinstance(entry, str)] if isinstance(entries, list) else []
-
-
-def _inside(data_dir: Path, relative: str) -> Path | None:
-    """data_dir / relative, unless that leaves the data directory."""
-    path = data_dir / relative
-    try:
-        path.resolve().relative_to(data_dir.resolve())
-    except ValueError:
-        return None
-    return path
-
-
-def landed_sources(data_dir: Path) -> dict[str, LandedSource]:
-    """Source files (by SHA-256 of their bytes) whose rows are in the store: recorded by a
-    published generation whose partition files are still there (`data demo --replace` removes
-    them). The latest landing of a content wins."""
-    data_dir = Path(data_dir)
-    current = layout.read_generation(data_dir)
-    found: dict[str, LandedSource] = {}
-    for path in sorted(layout.generations_dir(data_dir).glob("g*.json")):
-        generation = layout.manifest_generation(path)
-        if generation is None or generation > current:
-            continue
-        try:
-            manifest = json.loads(path.read_text(encoding="utf-8"))
-        except (OSError, ValueError):
-            log.warning("unreadable manifest %s; the files it records may be ingested again", path)
-            continue
-        partitions = manifest.get("partitions", [])
-        if not any((data_dir / relative).exists() for relative in partitions):
-            continue
-        for source in manifest.get("sources", []):
-            found[source["sha256"]] = LandedSource(
-                source["sha256"], source["file"], generation, manifest.get("landed_at", "")
-            )
-    return found
-
-
-# ---------------------------------------------------------------------------------------------
-# Landing
 
 
 def check_schema(table: str, frame: pl.DataFrame) -> None:
@@ -502,47 +234,3 @@ def _fsync_dir(directory: Path) -> None:
             os.fsync(fd)
         finally:
             os.close(fd)
-
-
-# ---------------------------------------------------------------------------------------------
-# Replacing the tables
-
-
-@contextlib.contextmanager
-def replacing(data_dir: Path) -> Iterator[None]:
-    """Move the table directories aside; delete them on success, move them back on failure.
-
-    A demo in pieces publishes a generation per piece inside this block. If a later piece fails,
-    the generations published so far held the new rows only: after moving the old tables back,
-    the current generation's snapshot (the new rows) is removed and one more generation is
-    published with no snapshot, so readers read the restored partition files (and caches keyed
-    on the generation do not serve what the pieces showed); the next landing writes a snapshot.
-    """
-    data_dir = Path(data_dir)
-    aside = layout.staging_dir(data_dir) / f"{REPLACED_PREFIX}{uuid.uuid4().hex}"
-    aside.mkdir(parents=True)
-    before = layout.read_generation(data_dir)
-    moved: list[tuple[Path, Path]] = []
-    try:
-        for table in schema.TABLES:
-            source = layout.table_dir(data_dir, table)
-            if source.exists():
-                source.rename(aside / table)
-                moved.append((source, aside / table))
-        yield
-    except BaseException:
-        for source, target in moved:
-            if source.exists():
-                shutil.rmtree(source)
-            target.rename(source)
-        if not moved:  # nothing to move back, but the pieces landed so far go too
-            for table in schema.TABLES:
-                shutil.rmtree(layout.table_dir(data_dir, table), ignore_errors=True)
-        with lock(data_dir):
-            current = layout.read_generation(data_dir)
-            if current != before:
-                snapshot.remove(snapshot.snapshot_dir(data_dir, current))
-                layout.write_generation(data_dir, current + 1)
-        raise
-    finally:
-        shutil.rmtree(aside, ignore_errors=True)

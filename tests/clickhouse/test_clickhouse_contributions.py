@@ -16,7 +16,8 @@ from polars.testing import assert_frame_equal
 
 from service.clickhouse.store import load_snapshot
 from service.engine.clickhouse import dictionaries, keywords
-from service.engine.clickhouse.cells import Key, Query, cells, dimension
+from service.engine.clickhouse.cells import Query, cells
+from service.engine.clickhouse.keys import Key, dimension
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.measures import EVENTS, SUPPRESSIONS, cell_contributions
 from service.engine.polars.trending import both_periods

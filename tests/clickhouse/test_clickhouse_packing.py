@@ -11,7 +11,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from service.engine.clickhouse import dictionaries, packing
-from service.engine.clickhouse.cells import Query, cells, dimension, flag, time_bucket, time_literal
+from service.engine.clickhouse.cells import Query, cells, time_literal
+from service.engine.clickhouse.keys import dimension, flag, time_bucket
 from service.engine.requests import (
     DomainTimeseries,
     FlexibleQuery,

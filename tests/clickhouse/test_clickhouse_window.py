@@ -9,7 +9,8 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from service.engine.clickhouse import cells as cells_module
-from service.engine.clickhouse.cells import Query, cells, dimension, time_bucket
+from service.engine.clickhouse.cells import Query, cells
+from service.engine.clickhouse.keys import dimension, time_bucket
 from service.privacy import PrivacyParams
 from service.store import schema
 from service.windows import TimeRange

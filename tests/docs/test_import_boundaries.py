@@ -1,6 +1,11 @@
 """The boundaries docs/architecture.md draws between the packages: the connectors and the dashboard
 talk to the API over HTTP and never import `service/`; the packages shared by both sides
-(`paramcheck/`, `envfields/`, `city_counties/`) and `cache/` import neither side."""
+(`paramcheck/`, `envfields/`, `city_counties/`) and `cache/` import neither side.
+
+Inside `service/` (issue 44): the storage (service/store/, service/clickhouse/) imports nothing
+from the engines (service/engine/), which read it; and no product module imports another
+module's private (underscore) names: a name two modules share is public, or lives where it is used.
+Every import counts, wherever it is (in a function, under `if TYPE_CHECKING:`)."""
 
 from __future__ import annotations
 
@@ -8,6 +13,7 @@ import ast
 
 import pytest
 
+from tests.docs.test_import_cycles import import_graph, module_sources
 from tests.support.processes import ROOT
 
 SIDES = {"service", "connectors", "dashboard"}
@@ -45,3 +51,83 @@ def test_a_package_imports_nothing_across_its_boundary(package: str) -> None:
 def test_the_check_sees_imports_inside_functions() -> None:
     assert imported_packages("def f():\n    from service.settings import Settings\n    import connectors.client\n") \
         == {"service", "connectors"}
+
+
+# Storage packages -> the packages they may not import (any module in or under them).
+STORAGE = ("service.store", "service.clickhouse")
+ENGINES = ("service.engine",)
+
+
+def _within(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == package or module.startswith(package + ".") for package in packages)
+
+
+def storage_crossings(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Storage module -> the engine modules it imports."""
+    found = {module: sorted(target for target in targets if _within(target, ENGINES))
+             for module, targets in graph.items() if _within(module, STORAGE)}
+    return {module: targets for module, targets in found.items() if targets}
+
+
+def test_the_storage_imports_nothing_from_the_engines() -> None:
+    graph = import_graph(module_sources())
+    assert any(_within(module, STORAGE) for module in graph)
+    assert storage_crossings(graph) == {}
+
+
+def test_the_check_sees_storage_importing_an_engine() -> None:
+    sources = {
+        "service": "", "service.store": "", "service.engine": "",
+        "service.engine.interface": "class BackendUnavailable(RuntimeError): ...\n",
+        "service.store.schema": "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n"
+                                "    from ..engine.interface import BackendUnavailable\n",
+        "service.engine.measures": "from service.store import schema\n",  # the other way is fine
+    }
+    assert storage_crossings(import_graph(sources)) == {"service.store.schema": ["service.engine.interface"]}
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_imports(sources: dict[str, str]) -> list[str]:
+    """`module:line imports name from other` for every private name (or private module) a product
+    module imports from another product module. Third-party modules are not this test's business."""
+    found = []
+    for module, source in sorted(sources.items()):
+        is_package = any(other.startswith(module + ".") for other in sources)
+        for node in ast.walk(ast.parse(source)):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name.split(".")[0] in sources and any(_is_private(p) for p in alias.name.split(".")):
+                        found.append(f"{module}:{node.lineno} imports {alias.name}")
+            elif isinstance(node, ast.ImportFrom):
+                base = node.module or ""
+                if node.level:
+                    anchor = module.split(".")
+                    anchor = anchor if is_package else anchor[:-1]
+                    anchor = anchor[:len(anchor) - (node.level - 1)]
+                    base = ".".join(anchor + ([base] if base else []))
+                if base.split(".")[0] not in sources:
+                    continue
+                for alias in node.names:
+                    if _is_private(alias.name) or any(_is_private(p) for p in base.split(".")):
+                        found.append(f"{module}:{node.lineno} imports {alias.name} from {base}")
+    return found
+
+
+def test_no_module_imports_another_modules_private_names() -> None:
+    assert private_imports(module_sources()) == []
+
+
+def test_the_check_sees_private_names_imported() -> None:
+    sources = {
+        "cache": "", "cache.gate": "_US = 1_000_000\ndef _seconds(us): ...\n",
+        "cache.local_gate": "from cache.gate import _US, Admission\ndef f():\n    from .gate import _seconds\n",
+        "cache.redis_gate": "from __future__ import annotations\nimport cache._wire\nfrom polars._typing import PolarsDataType\n",
+    }
+    assert private_imports(sources) == [
+        "cache.local_gate:1 imports _US from cache.gate",
+        "cache.local_gate:3 imports _seconds from cache.gate",
+        "cache.redis_gate:2 imports cache._wire",
+    ]

@@ -23,7 +23,7 @@ from service.engine.requests import Trending
 from service.privacy import Privacy, PrivacyParams
 from service.store import schema
 from service.store.reader import EventStore
-from service.store.snapshot import encode
+from service.store.encoding import encode
 from tests.support.fixture_data import FIXTURE_NOW
 
 PARAMS = PrivacyParams()

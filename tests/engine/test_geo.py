@@ -48,7 +48,7 @@ def test_country_labels_come_from_pycountry() -> None:
         assert geo.label("country", country.alpha_2) == expected
 
 
-# The served rule is the ingest contract's geography check (service/store/validate.py): these run
+# The served rule is the ingest contract's geography check (service/store/geography.py): these run
 # it on one-row frames. A row's place is US, California, Los Angeles County, Los Angeles unless
 # changed; None leaves a column out.
 NOW = dt.datetime(2025, 6, 1, 12, 0, tzinfo=dt.UTC)

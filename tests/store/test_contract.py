@@ -1,4 +1,5 @@
-"""The ingest contract (service/store/validate.py, columns.py, domains.py, user_ids.py): row validation,
+"""The ingest contract (service/store/validate.py, row_checks.py, geography.py, timestamps.py, columns.py, domains.py,
+user_ids.py): row validation,
 normalisation and user id hashing."""
 
 from __future__ import annotations
@@ -363,7 +364,7 @@ def test_validation_is_vectorised(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(pl.DataFrame, "iter_rows", per_row)
     verdicts, hashed = [], []
     real_verdict, real_hash = domains.domain_verdict, user_ids.hashlib.blake2b
-    monkeypatch.setattr("service.store.validate.domain_verdict", lambda v: verdicts.append(v) or real_verdict(v))
+    monkeypatch.setattr("service.store.row_checks.domain_verdict", lambda v: verdicts.append(v) or real_verdict(v))
     monkeypatch.setattr(user_ids.hashlib, "blake2b", lambda data=b"", **k: hashed.append(data) or real_hash(data, **k))
     good, rejected = validate_rows(big, schema.SUPPRESSIONS, now=NOW, secret=SECRET)
     assert (good.height, rejected.height) == (200_000, 0)

@@ -21,7 +21,7 @@ import polars as pl
 import pytest
 
 from service.settings import Settings
-from service.store import ingest, layout, reader, schema, snapshot, writer
+from service.store import ingest, layout, leftovers, reader, schema, snapshot, snapshot_reading, writer_lock
 from tests.support.crashed_ingest import BAD_LINE, kill, suppression_rows, write_files
 from tests.support.processes import ROOT, cli, service_env
 
@@ -102,8 +102,8 @@ def test_an_ingest_killed_at_each_stage(tmp_path: Path, files: dict[str, Path], 
     try:
         if stage not in ("parsing", "published"):
             # Mid-landing: its files are not leftovers, and the web process's sweep keeps off them.
-            assert writer.sweep_if_idle(data) is None
-            with pytest.raises(writer.StoreBusy), writer.lock(data, wait=False):
+            assert leftovers.sweep_if_idle(data) is None
+            with pytest.raises(writer_lock.StoreBusy), writer_lock.lock(data, wait=False):
                 pass
             if stage == "staging":
                 assert len(list(layout.staging_dir(data).iterdir())) == done
@@ -161,7 +161,7 @@ def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[st
     _ingest(reference, files["a"], files["c"])
     _ingest(reference, later)
     after = _loaded(reference)
-    segments = snapshot.read_meta(snapshot.snapshot_dir(reference, 2))["segments"]
+    segments = snapshot_reading.read_meta(snapshot.snapshot_dir(reference, 2))["segments"]
     assert segments == {"suppressions": [snapshot.segment_name("suppressions", 1), snapshot.segment_name("suppressions", 2)],
                         "keyword_changes": [snapshot.segment_name("keyword_changes", 1)]}  # appended, linked
 
@@ -180,7 +180,7 @@ def test_an_appending_ingest_killed_at_each_stage(tmp_path: Path, files: dict[st
     assert "removed the leftovers of an unfinished ingest" in rerun.stderr
     assert list(layout.staging_dir(data).iterdir()) == []
     assert set(snapshot.existing(data)) == {2}
-    assert snapshot.read_meta(snapshot.snapshot_dir(data, 2))["segments"] == segments
+    assert snapshot_reading.read_meta(snapshot.snapshot_dir(data, 2))["segments"] == segments
     assert _same(_loaded(data), after)
 
 
@@ -240,13 +240,13 @@ def test_files_beyond_the_next_generation_are_never_swept(tmp_path: Path, files:
     _ingest(data, files["b"])
     (data / layout.GENERATION_FILE).write_text("0\n")
     kept = sorted(data.rglob("part-*.parquet"))
-    with pytest.raises(writer.StoreInconsistent, match="says 0, but the store holds files of generation 1, 2"):
-        writer.sweep(data)
+    with pytest.raises(leftovers.StoreInconsistent, match="says 0, but the store holds files of generation 1, 2"):
+        leftovers.sweep(data)
     refused = cli(data, "data", "ingest", str(files["c"]), "--no-progress")
     assert refused.returncode == 1
     assert "Nothing was removed; restore GENERATION" in refused.stderr and "nothing was ingested" in refused.stderr
     assert sorted(data.rglob("part-*.parquet")) == kept
-    assert writer.sweep_if_idle(data) is None  # the web process logs it and serves what GENERATION says
+    assert leftovers.sweep_if_idle(data) is None  # the web process logs it and serves what GENERATION says
 
 
 def test_an_ingest_waits_for_the_one_in_progress(tmp_path: Path, files: dict[str, Path]) -> None:

@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.store import formats, ingest, kinds, layout, validate
+from service.store import formats, geography, ingest, kinds, layout, row_checks, timestamps, validate
 from service.store.user_ids import hash_user_ids
 
 NOW = dt.datetime(2026, 3, 20, tzinfo=dt.UTC)
@@ -59,7 +59,7 @@ def _frame(rows: int) -> pl.DataFrame:
 def test_geography_once_per_place_equals_row_by_row(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = _frame(22_000)
     fast_good, fast_bad = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
-    monkeypatch.setattr(validate, "_DISTINCT_FROM", 10**12)
+    monkeypatch.setattr(geography, "_DISTINCT_FROM", 10**12)
     slow_good, slow_bad = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
     assert fast_bad.height > 10_000 and fast_good.height > 1_000  # both kinds of rows are compared
     assert_frame_equal(fast_good, slow_good)
@@ -70,7 +70,7 @@ def test_geography_once_per_place_equals_row_by_row(monkeypatch: pytest.MonkeyPa
 def test_geography_with_integer_counties_once_per_place(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = _frame(12_000).with_columns(pl.col("county").cast(pl.Int64, strict=False))  # Parquet integers
     fast = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
-    monkeypatch.setattr(validate, "_DISTINCT_FROM", 10**12)
+    monkeypatch.setattr(geography, "_DISTINCT_FROM", 10**12)
     slow = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
     for ours, theirs in zip(fast, slow, strict=True):
         assert_frame_equal(ours, theirs)
@@ -131,7 +131,7 @@ def test_spread_equals_replace_strict() -> None:
     assert hashed[0] == hashed[3] and hashed[1] is None and hashed[0] != hashed[2] and hashed.name == "user_id"
 
 
-# Timestamps in the usual spelling: Arrow's ISO 8601 cast (validate._parse_usual_iso).
+# Timestamps in the usual spelling: Arrow's ISO 8601 cast (timestamps._parse_usual_iso).
 
 USUAL_TIMESTAMPS = [
     "2026-03-01T10:00:00Z", "2026-03-01T10:00:00.5Z", "2026-03-01T10:00:00.123456Z", "2026-03-01T23:59:59.999999Z",
@@ -141,16 +141,16 @@ USUAL_TIMESTAMPS = [
 
 
 def _slow_ts(values: list[str | None]) -> pl.Series:
-    """The readers `_parse_ts` uses for every other spelling (polars' formats, then Python's)."""
+    """The readers `parse_ts` uses for every other spelling (polars' formats, then Python's)."""
     series = pl.Series("ts", values, dtype=pl.String)
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(validate, "_parse_usual_iso", lambda _text: None)
-        return validate._parse_ts(series)[0]
+        patch.setattr(timestamps, "_parse_usual_iso", lambda _text: None)
+        return timestamps.parse_ts(series)[0]
 
 
 def test_usual_timestamps_read_by_arrow_equal_the_other_readers() -> None:
-    fast = validate._parse_ts(pl.Series("ts", USUAL_TIMESTAMPS))[0]
-    assert validate._parse_usual_iso(pl.Series("ts", USUAL_TIMESTAMPS)) is not None  # the fast path was taken
+    fast = timestamps.parse_ts(pl.Series("ts", USUAL_TIMESTAMPS))[0]
+    assert timestamps._parse_usual_iso(pl.Series("ts", USUAL_TIMESTAMPS)) is not None  # the fast path was taken
     assert fast.dtype == _slow_ts(USUAL_TIMESTAMPS).dtype
     assert fast.to_list() == _slow_ts(USUAL_TIMESTAMPS).to_list()
     assert fast[1] == dt.datetime(2026, 3, 1, 10, 0, 0, 500_000, tzinfo=dt.UTC)
@@ -169,14 +169,14 @@ def test_usual_timestamps_read_by_arrow_equal_the_other_readers() -> None:
 ])  # fmt: skip
 def test_a_column_with_one_other_spelling_is_read_as_before(odd: str) -> None:
     values = [*USUAL_TIMESTAMPS, odd]
-    assert validate._parse_usual_iso(pl.Series("ts", values)) is None  # whole column to the other readers
-    assert validate._parse_ts(pl.Series("ts", values))[0].to_list() == _slow_ts(values).to_list()
+    assert timestamps._parse_usual_iso(pl.Series("ts", values)) is None  # whole column to the other readers
+    assert timestamps.parse_ts(pl.Series("ts", values))[0].to_list() == _slow_ts(values).to_list()
 
 
 def test_rows_with_usual_timestamps_validate_as_before(monkeypatch: pytest.MonkeyPatch) -> None:
     frame = _frame(3_000)
     fast = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
-    monkeypatch.setattr(validate, "_parse_usual_iso", lambda _text: None)
+    monkeypatch.setattr(timestamps, "_parse_usual_iso", lambda _text: None)
     slow = validate.validate_rows(frame, "suppressions", now=NOW, secret="s")
     assert_frame_equal(fast[0], slow[0])
     assert_frame_equal(fast[1], slow[1])
@@ -272,7 +272,7 @@ def test_a_line_of_other_unicode_space_is_no_blank_line() -> None:
     assert read.unparsed["row_number"].to_list() == [2]
 
 
-# The column checks run side by side in threads (validate._Rows.run).
+# The column checks run side by side in threads (row_checks.Rows.run).
 
 
 def test_a_rows_reasons_keep_the_checks_order_whichever_finishes_first(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -287,20 +287,20 @@ def test_a_rows_reasons_keep_the_checks_order_whichever_finishes_first(monkeypat
     assert expected == ["ts: 'not a time' is not an ISO 8601 timestamp; keyword: missing; "
                         "platform: 'netscape' is not one of chrome, firefox, safari, edge, ios, android, other; "
                         "suppressions: 0 is less than 1"]
-    real = validate._Rows.check_ts
+    real = row_checks.Rows.check_ts
 
-    def slow_ts(rows: validate._Rows, now: dt.datetime) -> None:
+    def slow_ts(rows: row_checks.Rows, now: dt.datetime) -> None:
         time.sleep(0.2)  # the first check finishes last
         real(rows, now)
 
-    monkeypatch.setattr(validate._Rows, "check_ts", slow_ts)
+    monkeypatch.setattr(row_checks.Rows, "check_ts", slow_ts)
     assert validate.validate_rows(frame, "suppressions", now=NOW, secret="s")[1]["reason"].to_list() == expected
 
 
 def test_a_failing_check_fails_the_validation(monkeypatch: pytest.MonkeyPatch) -> None:
-    def broken(_rows: validate._Rows) -> None:
+    def broken(_rows: row_checks.Rows) -> None:
         raise RuntimeError("check failed")
 
-    monkeypatch.setattr(validate._Rows, "check_count", broken)
+    monkeypatch.setattr(row_checks.Rows, "check_count", broken)
     with pytest.raises(RuntimeError, match="check failed"):
         validate.validate_rows(_frame(10), "suppressions", now=NOW, secret="s")

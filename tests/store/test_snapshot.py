@@ -15,7 +15,7 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from service.engine.polars import counts
-from service.store import day_spans, layout, reader, schema, snapshot, writer
+from service.store import day_spans, layout, reader, schema, snapshot, snapshot_reading, writer
 from tests.support import fixture_data as fx
 from tests.support import process_memory
 from tests.support.landing import write_events
@@ -84,7 +84,7 @@ def test_landings_build_on_the_previous_snapshot_and_equal_the_partitions(tmp_pa
     # keyword_changes was not touched: the same file, linked.
     directories = snapshot.existing(tmp_path)
     assert set(directories) == {3}
-    meta = snapshot.read_meta(directories[3])
+    meta = snapshot_reading.read_meta(directories[3])
     assert meta["segments"] == {"suppressions": ["suppressions-g00000003.arrow"],
                                 "keyword_changes": ["keyword_changes-g00000001.arrow"]}
     assert os.stat(directories[3] / "keyword_changes-g00000001.arrow").st_nlink == 1  # 1's and 2's are gone

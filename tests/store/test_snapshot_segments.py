@@ -25,7 +25,7 @@ from service.engine.requests import (
     Trending,
 )
 from service.privacy import Privacy
-from service.store import consolidate, layout, reader, schema, snapshot, writer
+from service.store import consolidate, encoding, layout, reader, schema, snapshot, snapshot_reading, writer
 from tests.support import process_memory
 
 UTC = dt.UTC
@@ -67,7 +67,7 @@ def _land(data: Path, suppressions: pl.DataFrame | None = None, changes: pl.Data
 
 
 def _meta(data: Path) -> dict:
-    return snapshot.read_meta(snapshot.snapshot_dir(data, layout.read_generation(data)))
+    return snapshot_reading.read_meta(snapshot.snapshot_dir(data, layout.read_generation(data)))
 
 
 def _canonical(frame: pl.DataFrame, table: str) -> pl.DataFrame:
@@ -88,7 +88,7 @@ def _equals_partitions(data: Path) -> reader.EventFrames:
 def test_polars_code_widths_are_the_ones_the_writer_assumes() -> None:
     for values in (1, 255, 256, 65_535, 65_536):
         enum = pl.Enum([f"v{i}" for i in range(values)])
-        assert pl.Series([], dtype=enum).to_physical().dtype == snapshot.code_width(values), values
+        assert pl.Series([], dtype=enum).to_physical().dtype == encoding.code_width(values), values
 
 
 def test_appending_writes_one_segment_and_links_the_others(tmp_path: Path) -> None:
@@ -105,8 +105,8 @@ def test_appending_writes_one_segment_and_links_the_others(tmp_path: Path) -> No
     assert frames.suppressions.schema["keyword"].categories.to_list() == ["m", "n", "a", "z"]
     assert frames.suppressions.get_column("keyword").n_chunks() == 2
     # The older segment's file carries the dictionary it was written with (a prefix of the newest).
-    old = snapshot.map_segment(second / snapshot.segment_name(S, 1))
-    assert snapshot.dictionary(old, "keyword").to_list() == ["m", "n"]
+    old = snapshot_reading.map_segment(second / snapshot.segment_name(S, 1))
+    assert snapshot_reading.dictionary(old, "keyword").to_list() == ["m", "n"]
     # A landing at the very time of the last event still appends.
     last = frames.suppressions.get_column("ts")[-1]
     at_last = _rows(["b"], 2).with_columns(pl.lit(last).alias("ts"))
@@ -141,7 +141,7 @@ def test_late_rows_merge_only_the_segments_they_reach(tmp_path: Path) -> None:
     # The dictionaries stay append-only: the new value after the old ones, codes unchanged.
     assert frames.suppressions.schema["keyword"].categories.to_list() == ["m", "n", "a", "z", "y", "b"]
     assert frames.suppressions.get_column("keyword").n_chunks() == 2
-    merged = snapshot.map_segment(directory / snapshot.segment_name(S, 4))
+    merged = snapshot_reading.map_segment(directory / snapshot.segment_name(S, 4))
     assert merged.num_rows == 3 * 2 + 3 + 3 * 2  # day 3's, day 5's and the late rows
     # Rows at the very end of a segment reach only the segments after it.
     end_of_day_1 = frames.suppressions.get_column("ts")[5]
@@ -199,12 +199,12 @@ def test_at_the_segment_bound_late_rows_still_merge_only_the_tail(tmp_path: Path
 def test_the_plan_says_why_it_compacts(tmp_path: Path) -> None:
     _land(tmp_path, _rows(["m"], 2))
     previous = snapshot.snapshot_dir(tmp_path, 1)
-    names = snapshot.segment_names(_meta(tmp_path), S)
+    names = snapshot_reading.segment_names(_meta(tmp_path), S)
     assert consolidate.plan_table(previous, names, _rows(["a"], 3), S).action == consolidate.APPEND
     assert "backfill" in consolidate.plan_table(previous, names, _rows(["a"], 1), S).reason
     _land(tmp_path, _rows(["n"], 4))
     previous = snapshot.snapshot_dir(tmp_path, 2)
-    names = snapshot.segment_names(_meta(tmp_path), S)
+    names = snapshot_reading.segment_names(_meta(tmp_path), S)
     late = consolidate.plan_table(previous, names, _rows(["a"], 3), S)
     assert late.action == consolidate.TAIL and late.linked == tuple(names[:1]) and late.merged == tuple(names[1:])
     assert "1 of 2 segments" in late.reason
@@ -237,12 +237,12 @@ def test_segments_are_concatenated_without_copying(tmp_path: Path) -> None:
 
 def test_a_following_store_maps_only_the_new_segment(tmp_path: Path) -> None:
     _land(tmp_path, _rows(["m", "n"], 1), _changes(["m"], 1))
-    cache = snapshot.SegmentCache()
+    cache = snapshot_reading.SegmentCache()
     cache.begin()
     first = reader.load_frames(tmp_path, 1, cache)
     cache.keep_used()
     held = dict(cache._tables)
-    platform = cache._columns[(*snapshot.SegmentCache().open(
+    platform = cache._columns[(*snapshot_reading.SegmentCache().open(
         snapshot.snapshot_dir(tmp_path, 1) / snapshot.segment_name(S, 1))[0], "platform")][1]
     assert platform.len() == first.suppressions.height
     _land(tmp_path, _rows(["a"], 2))  # keyword grows, platform does not
@@ -252,7 +252,7 @@ def test_a_following_store_maps_only_the_new_segment(tmp_path: Path) -> None:
     assert cache.held == 3  # two suppressions segments, one keyword_changes segment
     assert all(cache._tables[key] is table for key, table in held.items())  # mapped once, reused
     # A column whose dictionary did not change is the very same labelled column.
-    key = snapshot.SegmentCache().open(snapshot.snapshot_dir(tmp_path, 2) / snapshot.segment_name(S, 1))[0]
+    key = snapshot_reading.SegmentCache().open(snapshot.snapshot_dir(tmp_path, 2) / snapshot.segment_name(S, 1))[0]
     assert cache._columns[(*key, "platform")][1] is platform
     assert cache._columns[(*key, "keyword")][0].to_list() == ["m", "n", "a"]  # relabelled: the dictionary grew
     assert_frame_equal(_canonical(second.suppressions, S),
@@ -261,7 +261,7 @@ def test_a_following_store_maps_only_the_new_segment(tmp_path: Path) -> None:
     cache.begin()
     reader.load_frames(tmp_path, 3, cache)
     cache.keep_used()
-    changes = snapshot.SegmentCache().open(snapshot.snapshot_dir(tmp_path, 3) / snapshot.segment_name(K, 1))[0]
+    changes = snapshot_reading.SegmentCache().open(snapshot.snapshot_dir(tmp_path, 3) / snapshot.segment_name(K, 1))[0]
     assert cache.held == 2 and set(held) & set(cache._tables) == {changes}  # keyword_changes: linked again
 
 

@@ -11,7 +11,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.store import layout, reader, schema, snapshot
+from service.store import encoding, layout, reader, schema
 from service.store.reader import EventStore
 from tests.support import fixture_data as fx
 from tests.support.landing import bump_generation
@@ -75,7 +75,7 @@ def test_empty_data_dir_gives_empty_tables_of_the_right_schema(tmp_path: Path) -
         frame = getattr(frames, table)
         assert frame.height == 0
         _check_served_schema(frame, table)
-        assert_frame_equal(frame, snapshot.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table))
+        assert_frame_equal(frame, encoding.encode(pl.DataFrame(schema=schema.SCHEMAS[table]), table))
 
 
 def test_loads_every_partition_sorted_with_exact_schema(store_dir: Path) -> None:

@@ -33,6 +33,7 @@ import polars as pl
 from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse import dictionaries, packing
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
+from service.engine.clickhouse.keys import Key
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
 from service.engine.requests import FILTER_COLUMNS
 from service.privacy import PILOT, Contributions, PrivacyParams
@@ -43,17 +44,6 @@ NO_KEYS = "_cell"  # the one key of a frame with no grouping: a constant (see `c
 
 # The measures of each table, as the per-user stage computes them.
 SUPPRESSION_MEASURES = {SUPPRESSIONS: "sum(toInt64(suppressions))", EVENTS: "toInt64(count())"}
-
-_BUCKETS = {
-    "hour": "toDateTime64(toStartOfHour(ts), 6, 'UTC')",
-    "day": "toDateTime64(toStartOfDay(ts), 6, 'UTC')",
-    "week": "toDateTime64(toMonday(ts), 6, 'UTC')",  # ISO week: Monday 00:00 UTC
-}
-
-
-def bucket_sql(bucket: str) -> str:
-    """Start of the time bucket each row falls in (as `measures.bucket_key`)."""
-    return _BUCKETS[bucket]
 
 
 def time_literal(moment: dt.datetime) -> str:
@@ -73,34 +63,6 @@ def filter_conditions(filters: Mapping[str, tuple[str, ...]]) -> tuple[list[str]
         where.append(f"{FILTER_COLUMNS[key]} IN {{f{index}:Array(String)}}")
         parameters[f"f{index}"] = list(values)
     return where, parameters
-
-
-@dataclasses.dataclass(frozen=True)
-class Key:
-    """A cell key: its name in the frame and the SQL that computes it from an event row."""
-
-    name: str
-    sql: str
-    string: bool = True  # a dimension (String in the frame); else a bucket start (kept as is)
-    column: str | None = None  # a dimension's column: grouped by its hash where that is exact
-    not_null: bool = False  # the query keeps only rows where the column is not null
-    bucket: str | None = None  # a time bucket's name ("hour", "day", "week")
-    bits: int | None = None  # a small unsigned number below 2**bits (a flag: 1)
-
-
-def dimension(column: str, not_null: bool = False) -> Key:
-    """A dimension as a key; `not_null` when the query's conditions leave out its nulls."""
-    return Key(column, f"CAST({column} AS String)", column=column, not_null=not_null)
-
-
-def time_bucket(bucket: str) -> Key:
-    """The start of each row's time bucket as the key `ts` (`bucket_sql`)."""
-    return Key("ts", bucket_sql(bucket), string=False, bucket=bucket)
-
-
-def flag(name: str, condition: str) -> Key:
-    """A condition on the row as a key (UInt8, 1 where it holds)."""
-    return Key(name, f"toUInt8({condition})", string=False, bits=1)
 
 
 def _hashed_keys(snapshot: ClickHouseSnapshot, query: Query) -> tuple[Query, dict[str, pl.DataFrame]]:

@@ -15,19 +15,10 @@ from typing import cast
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
-from service.engine.clickhouse.cells import (
-    SUPPRESSION_MEASURES,
-    Key,
-    Query,
-    cells,
-    dimension,
-    filter_conditions,
-    flag,
-    time_bucket,
-    time_literal,
-)
+from service.engine.clickhouse.cells import SUPPRESSION_MEASURES, Query, cells, filter_conditions, time_literal
 from service.engine.clickhouse.contributions import HeavyTotals
 from service.engine.clickhouse.counts import ClickHouseCounts
+from service.engine.clickhouse.keys import Key, dimension, flag, time_bucket
 from service.engine.clickhouse.keywords import keyword_count
 from service.engine.extras import records
 from service.engine.growth import CONFIDENCE_Z

@@ -29,17 +29,14 @@ import dataclasses
 import datetime as dt
 import threading
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 import numpy as np
 import polars as pl
 
 from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse import dictionaries
+from service.engine.clickhouse.keys import Key
 from service.windows import TimeRange, bucket_start
-
-if TYPE_CHECKING:
-    from service.engine.clickhouse.cells import Key
 
 PACKED = "_packed"  # the packed key's column in the query's result
 _CODE = "_code"
