@@ -1,6 +1,6 @@
 """docs/architecture.md names only what exists: every file and folder of its module map and every
 path it gives (`service/...py`, `tests/...`), every dotted module name (`service.settings.ENGINES`),
-every name of code in backticks (`map_segment`, `snapshot.map_segment`, `Usage.remaining_seconds`,
+every name of code in backticks (`map_segment`, `snapshot_reading.map_segment`, `Usage.remaining_seconds`,
 `pl.Enum`) and every setting (`SIGNALS_*`, `REDIS_URL`, `PORT`, `WEB_CONCURRENCY`).
 
 What "exists" means:
@@ -340,7 +340,7 @@ def test_the_page_is_read_for_names():
 
 
 @pytest.mark.parametrize(("line", "named"), [
-    ("the reader maps them (`snapshot.map_segment_twice`)", "`snapshot.map_segment_twice`"),
+    ("the reader maps them (`snapshot_reading.map_segment_twice`)", "`snapshot_reading.map_segment_twice`"),
     ("the reader maps them (`snapshot._mapped`)", "`snapshot._mapped`"),
     ("a `NoSuchCacheOfSegments` keeps them", "`NoSuchCacheOfSegments`"),
     ("`Usage.seconds_we_never_had` says when", "`Usage.seconds_we_never_had`"),
@@ -353,13 +353,13 @@ def test_the_page_is_read_for_names():
     ("its columns (`x-signals-no-such-extension`)", "`x-signals-no-such-extension`"),
 ])
 def test_a_made_up_name_fails_with_its_line(line, named):
-    text = "# Architecture\n\nthe snapshot (`snapshot.map_segment`, service/store/snapshot.py), SIGNALS_ENGINE\n" + line + "\n"
+    text = "# Architecture\n\nthe snapshot (`snapshot_reading.map_segment`, service/store/snapshot_reading.py), SIGNALS_ENGINE\n" + line + "\n"
     found = problems(text)
     assert len(found) == 1 and found[0].startswith("line 4: ") and named.strip("`") in found[0], found
 
 
 def test_real_names_pass():
-    text = ("`snapshot.map_segment`, `snapshot.SegmentCache`, `Usage.remaining_seconds`, `EventStore.follow`, "
+    text = ("`snapshot_reading.map_segment`, `snapshot_reading.SegmentCache`, `Usage.remaining_seconds`, `EventStore.follow`, "
             "`pl.Enum`, `pyarrow.memory_map`, `service.settings.ENGINES`, `map_segment`, `ENDPOINTS`, `publish_*`, "
             "`x-signals-columns`, service/deadline.py, tests/engine/test_engine_*.py, service/engine/publication/, "
             "SIGNALS_COMPUTE_DEADLINE_SECONDS, REDIS_URL, WEB_CONCURRENCY, PORT, SIGNALS_SCREENSHOTS_DIR\n")
