@@ -81,7 +81,7 @@ class Operation:
     tags: tuple[str, ...] = ()  # the document's tags: `signals` (data), `account`, `webhooks`
     columns: tuple[str, ...] = ()  # the records' flat columns, in order (`x-signals-columns`)
     # The document's: how often an interval holds the exact value (`x-signals-interval-level`), and
-    # the headings of nested columns (`x-signals-columns`'s, connectors/columns.py).
+    # the headings of nested columns (`x-signals-columns`'s, flatcolumns/).
     interval_level: float | None = None
     headings: tuple[Mapping[str, str], ...] = ()
 

@@ -1,4 +1,4 @@
-"""One flat-column rule (connectors/columns.py): the API's CSV, the consumers' flattening of its
+"""One flat-column rule (flatcolumns/, which connectors/columns.py re-exports): the API's CSV, the consumers' flattening of its
 JSON and the served document's `x-signals-columns` name the same columns in the same order, on
 every data operation, with compare and intervals."""
 
