@@ -84,6 +84,7 @@ class Operation:
     # the headings of nested columns (`x-signals-columns`'s, flatcolumns/).
     interval_level: float | None = None
     headings: tuple[Mapping[str, str], ...] = ()
+    summary: str = ""  # the document's (`Top keywords`)
 
     @property
     def is_data(self) -> bool:
@@ -272,4 +273,5 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
     return Operation(name=op["operationId"], method=method, path=path, params=params, in_body="requestBody" in op,
                      min_tier=op.get("x-min-tier"), tool=op.get("x-mcp-tool"), records_field=records_field,
                      record_schema=record_schema, rules=rules, path_params=path_params,
-                     tags=tuple(op.get("tags", ())), columns=tuple(op.get("x-signals-columns", ())))
+                     tags=tuple(op.get("tags", ())), columns=tuple(op.get("x-signals-columns", ())),
+                     summary=op.get("summary", ""))
