@@ -255,3 +255,15 @@ def test_the_pages_count_the_endpoints_as_the_table(page):
 def test_a_wrong_count_is_found():
     assert wrong_counts(f"{WORDS[len(ENDPOINTS) + 1]} endpoints, {len(ENDPOINTS)} read-only tools") \
         == [f"{WORDS[len(ENDPOINTS) + 1]} endpoints"]
+
+
+# -- the Sheets command line's help ---------------------------------------------------------------
+
+def test_the_sheets_help_names_endpoints_of_the_table():
+    from connectors.sheets.cli import ENDPOINT_EXAMPLES, _parser
+
+    slugs = {endpoint.path.strip("/") for endpoint in ENDPOINTS}
+    assert set(ENDPOINT_EXAMPLES) <= slugs, set(ENDPOINT_EXAMPLES) - slugs
+    commands = next(action for action in _parser()._actions if action.dest == "command")
+    endpoint = next(action for action in commands.choices["push"]._actions if action.dest == "endpoint")
+    assert all(name in endpoint.help for name in ENDPOINT_EXAMPLES)
