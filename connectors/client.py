@@ -50,12 +50,15 @@ import collections
 import dataclasses
 import datetime as dt
 import hashlib
+import inspect
 import io
 import ipaddress
+import itertools
 import json
 import re
 import threading
 import time
+import types
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -222,57 +225,29 @@ class SignalsClient:
         self._remembered: collections.OrderedDict[str, tuple[str, Any]] = collections.OrderedDict()
 
     # -- the endpoints ----------------------------------------------------------------------
-    # One method each, named by the operationId; None leaves a parameter to the API's default.
-    # tests/connectors/test_client.py checks that these names are exactly the document's.
+    # One method per data operation of the served document, named by its operationId and made from
+    # the document on first use (`__getattr__`, `endpoint_method`): api.top_keywords(window="7d"),
+    # api.keyword_timeseries("climate change", frame=True). Its parameters are the documented ones,
+    # in order (the leading required ones may also be given by position), then `frame` and
+    # `all_pages`; None leaves a parameter to the API's default. An endpoint the API adds is a
+    # method here without a change; tests/connectors/test_client.py checks that the methods and
+    # their parameters are exactly the document's.
 
-    def top_keywords(self, *, window: str | None = None, limit: int | None = None, as_of: str | None = None,
-                     compare: str | None = None, intervals: bool | None = None, offset: int | None = None,
-                     frame: bool = False, all_pages: bool = False) -> Any:
-        return self.call("top_keywords", {"window": window, "limit": limit, "as_of": as_of, "compare": compare,
-                                          "intervals": intervals, "offset": offset}, frame=frame, all_pages=all_pages)
+    def __getattr__(self, name: str) -> Callable[..., Any]:
+        """A data operation's method, by operationId (the document is read the first time)."""
+        if name.startswith("_") or hasattr(type(self), name):  # not an operation (or its getter failed)
+            raise AttributeError(name)
+        operation = self.operations.get(name)
+        if operation is None or not operation.is_data:
+            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+        made = self.__dict__.setdefault("_methods", {})
+        if name not in made:
+            made[name] = endpoint_method(operation)
+        return types.MethodType(made[name], self)
 
-    def keyword_timeseries(self, keyword: str | None = None, *, window: str | None = None, bucket: str | None = None,
-                           as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
-                           frame: bool = False) -> Any:
-        return self.call("keyword_timeseries", {"keyword": keyword, "window": window, "bucket": bucket,
-                                                "as_of": as_of, "compare": compare, "intervals": intervals},
-                         frame=frame)
-
-    def domain_timeseries(self, domain: str | None = None, *, window: str | None = None, bucket: str | None = None,
-                          as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
-                          frame: bool = False) -> Any:
-        return self.call("domain_timeseries", {"domain": domain, "window": window, "bucket": bucket,
-                                               "as_of": as_of, "compare": compare, "intervals": intervals},
-                         frame=frame)
-
-    def geo_heat(self, *, window: str | None = None, level: str | None = None, as_of: str | None = None,
-                 compare: str | None = None, intervals: bool | None = None, frame: bool = False) -> Any:
-        return self.call("geo_heat", {"window": window, "level": level, "as_of": as_of, "compare": compare,
-                                      "intervals": intervals}, frame=frame)
-
-    def trending(self, *, window: str | None = None, dimension: str | None = None, metric: str | None = None,
-                 limit: int | None = None, min_baseline: float | None = None, as_of: str | None = None,
-                 offset: int | None = None, frame: bool = False, all_pages: bool = False) -> Any:
-        return self.call("trending", {"window": window, "dimension": dimension, "metric": metric, "limit": limit,
-                                      "min_baseline": min_baseline, "as_of": as_of, "offset": offset}, frame=frame,
-                         all_pages=all_pages)
-
-    def keyword_activity(self, *, window: str | None = None, type: str | None = None, limit: int | None = None,
-                         as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
-                         offset: int | None = None, frame: bool = False, all_pages: bool = False) -> Any:
-        return self.call("keyword_activity", {"window": window, "type": type, "limit": limit, "as_of": as_of,
-                                              "compare": compare, "intervals": intervals, "offset": offset},
-                         frame=frame, all_pages=all_pages)
-
-    def query(self, *, window: str | None = None, filters: Mapping[str, list[str]] | None = None,
-              group_by: list[str] | None = None, bucket: str | None = None, order_by: str | None = None,
-              order: str | None = None, limit: int | None = None, format: str | None = None,
-              as_of: str | None = None, compare: str | None = None, intervals: bool | None = None,
-              frame: bool = False, all_pages: bool = False) -> Any:
-        return self.call("query", {"window": window, "filters": filters, "group_by": group_by, "bucket": bucket,
-                                   "order_by": order_by, "order": order, "limit": limit, "format": format,
-                                   "as_of": as_of, "compare": compare, "intervals": intervals}, frame=frame,
-                         all_pages=all_pages)
+    def __dir__(self) -> list[str]:
+        loaded = self.__dict__.get("_operations")
+        return [*super().__dir__(), *(name for name, op in (loaded or {}).items() if op.is_data)]
 
     def account(self) -> dict[str, Any]:
         """Who the key belongs to: subscription, plan, requests per minute, the endpoints the
@@ -501,6 +476,37 @@ class SignalsClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def endpoint_method(operation: Operation) -> Callable[..., Any]:
+    """The client's method of a data operation (`SignalsClient.<operationId>`): its documented
+    parameters as arguments, None for the API's default (the leading required ones also by
+    position), then `frame` (the records as a polars DataFrame, `to_frame`) and `all_pages` (every
+    page of the answer, `fetch_all`). Arguments it does not take are a TypeError, as for any method."""
+    positional = sum(1 for _ in itertools.takewhile(lambda p: p.required, operation.params))
+    kinds = [inspect.Parameter.POSITIONAL_OR_KEYWORD] * positional + \
+        [inspect.Parameter.KEYWORD_ONLY] * (len(operation.params) - positional)
+    signature = inspect.Signature([
+        inspect.Parameter("self", inspect.Parameter.POSITIONAL_ONLY),
+        *(inspect.Parameter(p.name, kind, default=None) for p, kind in zip(operation.params, kinds, strict=True)),
+        inspect.Parameter("frame", inspect.Parameter.KEYWORD_ONLY, default=False),
+        inspect.Parameter("all_pages", inspect.Parameter.KEYWORD_ONLY, default=False),
+    ])
+
+    def method(*args: Any, **kwargs: Any) -> Any:
+        bound = signature.bind(*args, **kwargs)
+        bound.apply_defaults()
+        arguments = dict(bound.arguments)
+        client, frame, all_pages = arguments.pop("self"), arguments.pop("frame"), arguments.pop("all_pages")
+        return client.call(operation.name, arguments, frame=frame, all_pages=all_pages)
+
+    method.__name__ = method.__qualname__ = operation.name
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    method.__doc__ = (f"{operation.summary or operation.name} ({operation.method} {operation.path}): the answer's "
+                      "JSON body as a dict" + (" (CSV text for format=csv)" if operation.chooses_format else "")
+                      + ", or with frame=True its records as a polars DataFrame; with all_pages=True, every page "
+                      "of it.")
+    return method
 
 
 class _Transient(Exception):

@@ -81,9 +81,10 @@ class Operation:
     tags: tuple[str, ...] = ()  # the document's tags: `signals` (data), `account`, `webhooks`
     columns: tuple[str, ...] = ()  # the records' flat columns, in order (`x-signals-columns`)
     # The document's: how often an interval holds the exact value (`x-signals-interval-level`), and
-    # the headings of nested columns (`x-signals-columns`'s, connectors/columns.py).
+    # the headings of nested columns (`x-signals-columns`'s, flatcolumns/).
     interval_level: float | None = None
     headings: tuple[Mapping[str, str], ...] = ()
+    summary: str = ""  # the document's (`Top keywords`)
 
     @property
     def is_data(self) -> bool:
@@ -272,4 +273,5 @@ def _operation(path: str, method: str, op: Mapping[str, Any]) -> Operation:
     return Operation(name=op["operationId"], method=method, path=path, params=params, in_body="requestBody" in op,
                      min_tier=op.get("x-min-tier"), tool=op.get("x-mcp-tool"), records_field=records_field,
                      record_schema=record_schema, rules=rules, path_params=path_params,
-                     tags=tuple(op.get("tags", ())), columns=tuple(op.get("x-signals-columns", ())))
+                     tags=tuple(op.get("tags", ())), columns=tuple(op.get("x-signals-columns", ())),
+                     summary=op.get("summary", ""))

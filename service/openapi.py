@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from connectors.columns import document_entry, flat_columns, schema_shape
+from flatcolumns import document_entry, flat_columns, schema_shape
 from service import __version__
+from service.account_schema import ACCOUNT_SCHEMA
 from service.disclaimer import DISCLAIMER
-from service.endpoints import ACCOUNT_SCHEMA, INTERVAL_LEVEL, Endpoint
+from service.endpoint_params import INTERVAL_LEVEL
+from service.endpoints import Endpoint
 from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, PRIVACY_BUDGET, problem_type
 from service.middleware.url_length import MAX_URL_BYTES
 from service.operations import OPERATIONS, Operation
@@ -146,7 +148,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
         "tags": ["signals"],
         "x-min-tier": endpoint.min_tier.slug,
         "x-mcp-tool": endpoint.tool,
-        # The records' flat columns (connectors/columns.py; the document's `x-signals-columns`), in
+        # The records' flat columns (flatcolumns/; the document's `x-signals-columns`), in
         # order: every one a record may have (compare and intervals add theirs, /query has its group_by's).
         "x-signals-columns": [name for name, _path in flat_columns(schema_shape(endpoint.record_schema))],
         "security": [{"bearerAuth": []}],

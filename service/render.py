@@ -13,7 +13,7 @@ import polars as pl
 if TYPE_CHECKING:
     from polars._typing import PolarsDataType  # a data type or its class (pl.String)
 
-from connectors.columns import PAIR, flat_columns
+from flatcolumns import PAIR, flat_columns
 from service.disclaimer import DISCLAIMER
 
 _ISO_Z = "%Y-%m-%dT%H:%M:%SZ"
@@ -37,7 +37,7 @@ def json_envelope(head: Mapping[str, Any], records_field: str, frame: pl.DataFra
 
 
 def _shape(dtype: PolarsDataType) -> Any:
-    """A column's shape for connectors.columns: a struct's members, a list as a pair."""
+    """A column's shape for flatcolumns/: a struct's members, a list as a pair."""
     if isinstance(dtype, pl.Struct):
         return {f.name: _shape(f.dtype) for f in dtype.fields}
     return PAIR if isinstance(dtype, (pl.List, pl.Array)) else None
@@ -51,7 +51,7 @@ def _value(path: tuple[Any, ...]) -> pl.Expr:
 
 
 def flattened(frame: pl.DataFrame) -> pl.DataFrame:
-    """Nested fields as plain columns, for CSV, named by the consumers' rule (connectors.columns):
+    """Nested fields as plain columns, for CSV, named by the consumers' rule (flatcolumns/):
     previous_suppressions, change_suppressions_pct, intervals_suppressions_low and _high."""
     shape = {name: _shape(dtype) for name, dtype in frame.schema.items()}
     return frame.select(_value(path).alias(name) for name, path in flat_columns(shape))

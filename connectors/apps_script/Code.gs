@@ -220,7 +220,7 @@ function signalsFlag_(value) {
 
 /**
  * How nested fields become columns and what their headings say: the served OpenAPI document's
- * `x-signals-columns` (the rule of the API's CSV and of the Python connectors, connectors/columns.py),
+ * `x-signals-columns` (the rule of the API's CSV and of the Python connectors, flatcolumns/),
  * read once (no key needed) and cached like an answer. Only answers with nested fields need it.
  */
 function signalsColumnRule_() {

@@ -1,4 +1,4 @@
-"""The Signals MCP server: seven read-only tools, one per endpoint, for AI agents on the
+"""The Signals MCP server: read-only tools, one per data endpoint, for AI agents on the
 Professional plan, on the official `mcp` SDK (2.x, the low-level `Server`).
 
     python -m connectors.mcp            # stdio: SIGNALS_API_KEY, SIGNALS_API_URL

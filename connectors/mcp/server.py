@@ -214,8 +214,8 @@ class Backend:
 
 
 def build_server(backend: Backend, stdio_key: str | None = None) -> Server:
-    """The MCP server over `backend`: the seven tools, the resources (methodology, the caller's
-    plan) and the prompts. Over stdio every call uses `stdio_key`; over HTTP each call uses the
+    """The MCP server over `backend`: the tools (one per data endpoint), the resources (methodology,
+    the caller's plan) and the prompts. Over stdio every call uses `stdio_key`; over HTTP each call uses the
     key of the HTTP request that carried it (set by `KeyGate`)."""
 
     async def list_tools(ctx: Any, params: types.PaginatedRequestParams | None) -> types.ListToolsResult:

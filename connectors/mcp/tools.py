@@ -1,4 +1,4 @@
-"""The seven tools, built from the served OpenAPI document, and the shape of their results.
+"""The tools (one per data endpoint), built from the served OpenAPI document, and the shape of their results.
 
 Nothing about a parameter is typed here: a tool's input schema is its endpoint's query parameters
 (or request body) exactly as the document gives them, names, types, enums, bounds, defaults,

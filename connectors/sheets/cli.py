@@ -72,6 +72,11 @@ def _periods(text: str) -> int:
     return count
 
 
+# Named in push's help; the endpoints themselves are the API's (its document), so a new one needs
+# no change here (tests/docs/test_operation_consumers.py checks that these are still endpoints).
+ENDPOINT_EXAMPLES = ("top-keywords", "query")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m connectors.sheets",
                                      description="Write Signals API reports into Google Sheets.")
@@ -94,8 +99,8 @@ def _parser() -> argparse.ArgumentParser:
     push.add_argument("--all", action="store_true", dest="all_pages",
                       help="every row of the answer: fetch page after page (Link rel=next) instead of only the "
                            "first `limit` rows")
-    push.add_argument("endpoint", help="top-keywords, keyword-timeseries, domain-timeseries, geo-heat, trending, "
-                                       "keyword-activity or query")
+    push.add_argument("endpoint", help=f"the endpoint, by the last part of its path ({', '.join(ENDPOINT_EXAMPLES)}, "
+                                       "...); a name the API does not know is answered with its list")
     push.add_argument("params", nargs="*", metavar="name=value", help="the endpoint's parameters")
     sync = commands.add_parser("sync", parents=[common], help="refresh every report of a config file")
     sync.add_argument("config", type=Path, metavar="CONFIG.toml")

@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from service.endpoints import TRENDING_LIMIT
+from service.endpoint_params import TRENDING_LIMIT
 from service.engine import requests as rq
 from service.engine.interface import QueryEngine as Engine
 from service.privacy.budget import PrivacyBudget, answer_name

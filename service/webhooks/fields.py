@@ -10,7 +10,7 @@ from typing import Any
 
 import paramcheck
 from paramcheck import NO_CONTROL_PATTERN, FieldError
-from service.endpoints import MIN_BASELINE, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_WINDOW
+from service.endpoint_params import MIN_BASELINE, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_WINDOW
 from service.params import Param
 from service.webhooks import ssrf
 

@@ -1,4 +1,4 @@
-"""One flat-column rule (connectors/columns.py): the API's CSV, the consumers' flattening of its
+"""One flat-column rule (flatcolumns/, which connectors/columns.py re-exports): the API's CSV, the consumers' flattening of its
 JSON and the served document's `x-signals-columns` name the same columns in the same order, on
 every data operation, with compare and intervals."""
 
@@ -13,15 +13,8 @@ from connectors.columns import flat_record
 from service.endpoints import ENDPOINTS
 from tests.support.http import get, post_query
 
-ARGUMENTS = {  # a request of each data operation whose records have every nested field it takes
-    "top_keywords": {"window": "24h"},
-    "keyword_timeseries": {"keyword": "snakes", "window": "24h"},
-    "domain_timeseries": {"domain": "reddit.com", "window": "24h"},
-    "geo_heat": {"window": "24h"},
-    "trending": {"window": "24h", "min_baseline": 1},
-    "keyword_activity": {"window": "24h"},
-    "query": {"window": "24h", "group_by": ["country", "keyword"]},
-}
+EXTRAS = {"previous", "change", "intervals"}  # the fields compare and intervals add
+ARGUMENTS = {endpoint.name: dict(endpoint.example) for endpoint in ENDPOINTS}  # the table's example of each
 
 
 def _documented(client, name: str) -> list[str]:
@@ -32,7 +25,8 @@ def _documented(client, name: str) -> list[str]:
 
 @pytest.mark.parametrize("endpoint", ENDPOINTS, ids=lambda e: e.name)
 def test_the_consumers_columns_are_the_documents_in_its_order(client, keys, endpoint) -> None:
-    extras = {"compare": "previous_period", "intervals": "true"} if endpoint.name != "trending" else {}
+    takes = {p.name for p in endpoint.params}
+    extras = {"compare": "previous_period", "intervals": "true"} if {"compare", "intervals"} <= takes else {}
     arguments = {**ARGUMENTS[endpoint.name], **extras}
     if endpoint.in_body:
         answer = post_query(client, keys["professional"], {**arguments, "intervals": True})
@@ -44,7 +38,8 @@ def test_the_consumers_columns_are_the_documents_in_its_order(client, keys, endp
     columns = list(flat_record(records[0]))
     documented = _documented(client, endpoint.name)
     assert set(columns) <= set(documented)
-    dimensions = 3 if endpoint.name == "query" else 0  # /query's come first, in group_by order
+    schema = endpoint.record_schema  # /query's dimensions (optional fields) come first, in group_by order
+    dimensions = sum(c in set(schema["properties"]) - set(schema["required"]) - EXTRAS for c in columns)
     assert columns[dimensions:] == [c for c in documented if c in columns[dimensions:]]
     if extras:  # every nested field is there
         assert {c.split("_")[0] for c in columns} >= {"previous", "change", "intervals"}

@@ -3,16 +3,40 @@ documented, nothing else is, and the bounds it shares are written once."""
 
 from __future__ import annotations
 
+import re
+
+import pytest
+
+from connectors.operations import query_text
 from service.endpoints import BY_NAME as ENDPOINTS
-from service.operations import OPERATIONS
+from service.operations import OPERATIONS, Operation
+from service.params import parse_body, parse_query
 from service.webhooks import evaluate, fields
 
 
-def test_the_table_holds_the_sixteen_operations_once() -> None:
+def test_the_table_holds_each_operation_once() -> None:
     names = [operation.name for operation in OPERATIONS]
-    assert len(names) == len(set(names)) == 16
+    assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
     assert {o.tag for o in OPERATIONS} == {"signals", "account", "webhooks"}
     assert [o.name for o in OPERATIONS if o.tag == "signals"] == list(ENDPOINTS)
+    assert len({(o.method, o.path) for o in OPERATIONS}) == len(OPERATIONS)
+
+
+@pytest.mark.parametrize("operation", OPERATIONS, ids=lambda o: o.name)
+def test_the_operations_example_is_a_request_it_takes(operation: Operation) -> None:
+    """What the consumers' tests send (the client's, the MCP tools', the columns'): every path
+    parameter named, the rest valid as the API checks it (the webhook URL's address aside: that
+    check resolves the host)."""
+    path_params = re.findall(r"{(\w+)}", operation.path)
+    assert set(path_params) <= set(operation.example), (operation.name, path_params)
+    rest = {k: v for k, v in operation.example.items() if k not in path_params}
+    if operation.in_body:
+        values = parse_body(operation.params, rest)
+        if operation.endpoint is not None and operation.endpoint.check is not None:
+            assert operation.endpoint.check(values) == [], operation.name
+    else:
+        parse_query(operation.params, {k: [query_text(x) for x in v] if isinstance(v, list) else query_text(v)
+                                       for k, v in rest.items()})
 
 
 def test_every_operation_is_routed_to_its_responder_and_no_other_is(app) -> None:

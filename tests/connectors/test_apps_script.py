@@ -3,7 +3,9 @@
 Records the real API's answers to the requests the functions make (the app in-process, with keys
 of each plan, a key past its rate limit, a wrong key), writes them to a temporary directory, and
 runs the functions under Node's test runner (`node --test connectors/apps_script/test/`) with small
-fakes of UrlFetchApp, PropertiesService and CacheService serving those answers.
+fakes of UrlFetchApp, PropertiesService and CacheService serving those answers. That every data
+endpoint has its function, with its parameters, is checked without Node in the quick tier
+(tests/docs/test_operation_consumers.py).
 """
 
 from __future__ import annotations
@@ -122,24 +124,6 @@ def test_custom_functions_under_node(recorded):
     assert done.returncode == 0, done.stdout + done.stderr
     assert re.search(r"^# pass [1-9]\d*$", done.stdout, re.M) and re.search(r"^# fail 0$", done.stdout, re.M)
     assert "# skipped 0" in done.stdout or "# skip 0" in done.stdout
-
-
-def test_every_get_endpoint_has_a_function_with_the_documented_parameters():
-    source = (APPS_SCRIPT / "Code.gs").read_text()
-    functions = {name: [a.strip() for a in args.split(",") if a.strip()]
-                 for name, args in re.findall(r"^function (SIGNALS_[A-Z_]+)\(([^)]*)\)", source, re.M)}
-    for path, methods in build_openapi()["paths"].items():
-        for method, operation in methods.items():
-            if not path.startswith(BASE):
-                continue
-            name = "SIGNALS_" + operation["operationId"].upper()
-            assert name in functions, name
-            if method == "get":
-                assert functions[name] == [p["name"] for p in operation["parameters"]], name
-                assert f"'GET', '{path.removeprefix(BASE)}'" in source
-            else:
-                schema = operation["requestBody"]["content"]["application/json"]["schema"]
-                assert set(functions[name]) == set(schema["properties"]) - {"format"}, name
 
 
 def test_headers_read_as_the_python_connectors():

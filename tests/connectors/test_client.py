@@ -15,6 +15,7 @@ from connectors import __version__
 from connectors.client import USER_AGENT, SignalsClient, SignalsError
 from connectors.operations import Operations
 from connectors.settings import ConnectorSettings
+from service.endpoints import ENDPOINTS
 from service.openapi import build_openapi
 from tests.support.api_server import BASE_URL, FlakyFront, Recorder, Ticker, make_app, serve
 from tests.support.spec_table import BASE, GET_ENDPOINTS
@@ -58,16 +59,7 @@ def raw(api_app, key, method, path, params=None, body=None):
 
 # -- every method --------------------------------------------------------------------------
 
-CALLS = {
-    "top_keywords": dict(window="7d", limit=5),
-    "keyword_timeseries": dict(keyword="snakes", window="24h", bucket="hour"),
-    "domain_timeseries": dict(domain="reddit.com", window="7d", bucket="day"),
-    "geo_heat": dict(window="24h", level="region"),
-    "trending": dict(window="24h", dimension="keyword", metric="suppressions", limit=10, min_baseline=5),
-    "keyword_activity": dict(window="7d", type="added", limit=10),
-    "query": dict(window="7d", filters={"countries": ["US"]}, group_by=["region", "time"], bucket="day",
-                  order_by="events", order="asc", limit=20),
-}
+CALLS = {endpoint.name: dict(endpoint.example) for endpoint in ENDPOINTS}  # the table's example of each
 
 
 @pytest.mark.parametrize("name", list(CALLS))

@@ -1,6 +1,7 @@
 """The boundaries docs/architecture.md draws between the packages: the connectors and the dashboard
-talk to the API over HTTP and never import `service/`; the packages shared by both sides
-(`paramcheck/`, `envfields/`, `city_counties/`) and `cache/` import neither side.
+talk to the API over HTTP and never import `service/`, and the service never imports its own
+consumers; the packages shared by both sides (`paramcheck/`, `envfields/`, `city_counties/`,
+`flatcolumns/`) and `cache/` import neither side.
 
 Inside `service/` (issue 44): the storage (service/store/, service/clickhouse/) imports nothing
 from the engines (service/engine/), which read it; and no product module imports another
@@ -19,11 +20,13 @@ from tests.support.processes import ROOT
 SIDES = {"service", "connectors", "dashboard"}
 # package -> the top-level packages its modules may not import
 FORBIDDEN = {
+    "service": {"connectors", "dashboard"},
     "connectors": {"service", "dashboard"},
     "dashboard": {"service"},
     "paramcheck": SIDES | {"cache", "envfields"},
     "envfields": SIDES | {"cache", "paramcheck"},
     "city_counties": SIDES | {"cache", "paramcheck", "envfields"},
+    "flatcolumns": SIDES | {"cache", "paramcheck", "envfields", "city_counties"},
     "cache": SIDES,
 }
 

@@ -21,6 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
+from service.endpoints import ENDPOINTS
 from tests.support.processes import ROOT, create_key, service_env
 from tests.support.redis_server import free_port
 
@@ -77,17 +78,9 @@ def mcp_process(api: str, **extra: str) -> Iterator[tuple[str, list[str]]]:
         yield url, log
 
 
-# -- the stack the MCP tests share: the seven tools, a session over either transport ------------
+# -- the stack the MCP tests share: the tools (one per data endpoint), a session over either transport
 
-TOOLS = {
-    "signals_top_keywords": ("GET", "/api/v1/signals/top-keywords"),
-    "signals_keyword_timeseries": ("GET", "/api/v1/signals/keyword-timeseries"),
-    "signals_geo_heat": ("GET", "/api/v1/signals/geo-heat"),
-    "signals_domain_timeseries": ("GET", "/api/v1/signals/domain-timeseries"),
-    "signals_trending": ("GET", "/api/v1/signals/trending"),
-    "signals_keyword_activity": ("GET", "/api/v1/signals/keyword-activity"),
-    "signals_query": ("POST", "/api/v1/signals/query"),
-}
+TOOLS = {endpoint.tool: (endpoint.method, endpoint.full_path) for endpoint in ENDPOINTS}  # tool -> its endpoint
 
 class Stack:
     def __init__(self, data_dir: Path, api: str, mcp: str, keys: dict[str, str]) -> None:

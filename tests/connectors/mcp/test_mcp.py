@@ -11,31 +11,20 @@ import subprocess
 import httpx
 import pytest
 
+from service.endpoints import ENDPOINTS
 from tests.support.mcp_stack import TOOLS, http_session, run, session, stdio_params
 from tests.support.processes import cli
 
 pytestmark = pytest.mark.process
 
-CALLS = {
-    "signals_top_keywords": dict(window="7d", limit=5),
-    "signals_keyword_timeseries": dict(keyword="snakes", window="24h", bucket="hour"),
-    "signals_geo_heat": dict(window="24h", level="region"),
-    "signals_domain_timeseries": dict(domain="reddit.com", window="7d", bucket="day"),
-    "signals_trending": dict(window="24h", dimension="keyword", metric="suppressions", limit=10, min_baseline=5),
-    "signals_keyword_activity": dict(window="7d", type="added", limit=10),
-    "signals_query": dict(window="7d", filters={"countries": ["US"]}, group_by=["region", "time"], bucket="day",
-                          order_by="events", order="asc", limit=20),
-}
-
-RECORDS = {"signals_top_keywords": "keywords", "signals_keyword_timeseries": "timeseries", "signals_geo_heat": "regions",
-           "signals_domain_timeseries": "timeseries", "signals_trending": "trending",
-           "signals_keyword_activity": "keywords", "signals_query": "results"}
+CALLS = {endpoint.tool: dict(endpoint.example) for endpoint in ENDPOINTS}  # the table's example of each
+RECORDS = {endpoint.tool: endpoint.records_field for endpoint in ENDPOINTS}
 
 
 # -- the tools ---------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("transport", ["http", "stdio"])
-def test_tool_list_is_the_seven_with_the_documents_schemas(stack, transport):
+def test_tool_list_is_one_per_endpoint_with_the_documents_schemas(stack, transport):
     document = httpx.get(stack.api + "/api/v1/openapi").json()
 
     async def go():

@@ -1,5 +1,6 @@
-"""The agent user's page (docs/mcp.md) matches the server: the tool table names exactly the seven tools, the
-client configurations are valid JSON that start this module or reach its HTTP path and port, and
+"""The agent user's page (docs/mcp.md) matches the server: the tool table names exactly the tools (one
+per data endpoint of the operation table, service/endpoints.py), each with its endpoint, the client
+configurations are valid JSON that start this module or reach its HTTP path and port, and
 the settings it reads are the ones documented. No processes: the tools are built from the
 service's own OpenAPI document."""
 
@@ -9,35 +10,52 @@ import dataclasses
 import json
 import re
 
+import pytest
+
 from connectors.mcp.tools import build_tools
 from connectors.settings import DEFAULT_MCP_PORT as DEFAULT_PORT
 from connectors.settings import ConnectorSettings
+from service.endpoints import ENDPOINTS
 from service.openapi import build_openapi
 from tests.support.processes import ROOT
 
-SEVEN = {"signals_top_keywords", "signals_keyword_timeseries", "signals_geo_heat", "signals_domain_timeseries",
-         "signals_trending", "signals_keyword_activity", "signals_query"}
+TOOLS = {endpoint.tool: endpoint for endpoint in ENDPOINTS}  # the table's: one per data endpoint
 
 
 def page() -> str:
     return (ROOT / "docs" / "mcp.md").read_text()
 
 
-def test_the_document_gives_exactly_the_seven_tools_read_only_with_schemas():
+def test_the_document_gives_exactly_the_tables_tools_read_only_with_schemas():
     tools = build_tools(build_openapi())
-    assert set(tools) == SEVEN
+    assert set(tools) == set(TOOLS)
     for spec in tools.values():
         assert spec.tool.annotations.read_only_hint is True
         assert spec.tool.input_schema["type"] == "object" and spec.tool.output_schema["type"] == "object"
         assert "estimate" in spec.tool.description
 
 
-def test_the_page_names_the_seven_tools_and_their_endpoints():
-    tools = build_tools(build_openapi())
-    rows = re.findall(r"^\| `(signals_\w+)` \| `(GET|POST) (/[\w-]+)` \|", page(), re.M)
-    assert {name for name, _, _ in rows} == SEVEN and len(rows) == 7
-    for name, method, slug in rows:
-        assert tools[name].operation.method == method and tools[name].operation.path.endswith(slug)
+def tool_rows(text: str) -> list[tuple[str, str, str]]:
+    """The page's tool table: (tool, method, path) of each row."""
+    return re.findall(r"^\| `(signals_\w+)` \| `([A-Z]+) (/[\w-]+)` \|", text, re.M)
+
+
+def missing_tool_rows(text: str) -> list[str]:
+    """The tools of the table that the page's tool table lacks, or gives with another endpoint."""
+    rows = {name: (method, path) for name, method, path in tool_rows(text)}
+    return [tool for tool, endpoint in TOOLS.items() if rows.get(tool) != (endpoint.method, endpoint.path)]
+
+
+def test_the_page_names_every_tool_with_its_endpoint_and_no_other():
+    rows = tool_rows(page())
+    assert missing_tool_rows(page()) == [], "tools without their row in docs/mcp.md's table"
+    assert len(rows) == len({name for name, _, _ in rows}) == len(TOOLS), [name for name, _, _ in rows]
+
+
+@pytest.mark.parametrize("tool", TOOLS)
+def test_a_tool_whose_row_is_missing_is_named(tool):
+    without = "\n".join(line for line in page().splitlines() if not line.startswith(f"| `{tool}` |"))
+    assert set(missing_tool_rows(without)) - set(missing_tool_rows(page())) == {tool}
 
 
 def test_the_page_client_configurations():
