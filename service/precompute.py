@@ -35,7 +35,8 @@ from service import metrics
 from service.clock import Clock
 from service.errors import Problem
 from service.flights import Busy
-from service.resources.signals import SPEC_PREFIX, SignalsResource
+from service.answers.serving import SPEC_PREFIX
+from service.resources.signals import SignalsResource
 from service.windows import compute_as_of, floor_hour
 
 log = logging.getLogger("signals.precompute")

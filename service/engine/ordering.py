@@ -18,7 +18,7 @@ class RowCount:
     total: int | None = None
 
 
-# Set by `counting_rows` around one computation of an answer (service/resources/signals.py); the
+# Set by `counting_rows` around one computation of an answer (service/answers/serving.py); the
 # first ranking cut inside it (the answer's own records: compare computes the period before after
 # them) notes how many rows it cut from.
 _COUNTING: contextvars.ContextVar[RowCount | None] = contextvars.ContextVar("signals_row_count", default=None)

@@ -1,20 +1,19 @@
-"""One resource class serves every endpoint of the table in service/endpoints.py.
+"""One resource class serves every endpoint of the table in service/endpoints.py: it parses, calls
+and responds.
 
 `prepare` validates the request and works out its cache key; the rate-limit middleware calls
 it first so that one Redis round trip can both count the request and fetch its cached body.
 A validation problem found by `prepare` is raised only after the rate limit, keeping the
-documented order 401 -> 403 -> 429 -> 400. The responder then serves the cached body, or
-computes, stores and serves it.
+documented order 401 -> 403 -> 429 -> 400. The responder asks serving for the entry
+(service/answers/serving.py: cache, stale, flight, compute, the privacy budget's charge) and
+writes the response: headers, 304 or the body.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import datetime as dt
-import json
 import logging
-from collections.abc import Callable
 from email.utils import format_datetime
 from typing import Any, NoReturn
 
@@ -23,6 +22,8 @@ import falcon
 from cache import Gate
 from paramcheck import FieldError, summary
 from service import metrics
+from service.answers.prepared import PreparedRequest
+from service.answers.serving import Answers, Asker
 from service.cache_entry import (
     CacheEntry,
     DecodedEntries,
@@ -31,22 +32,17 @@ from service.cache_entry import (
     seconds_until_next_hour,
 )
 from service.clock import Clock
-from service.deadline import DeadlineExceeded, cores, metered, work_limit
 from service.disclaimer import DISCLAIMER
 from service.endpoints import Endpoint
-from service.engine import cost as query_cost
 from service.engine.interface import EventSource, QueryEngine, Snapshot
-from service.engine.ordering import counting_rows
-from service.engine.requests import FlexibleQuery, Request
-from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
+from service.engine.requests import Request
+from service.errors import Problem
 from service.etags import etag_for, if_none_match
-from service.flights import Busy, Flights
-from service.privacy.budget import PrivacyBudget, answer_name
-from service.privacy.charges import charging
+from service.flights import Flights
 from service.paging import CURSOR, Cursor, CursorError, cursor_errors, page_headers, read_cursor
 from service.params import ValidationFailed, parse_body, parse_query
-from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_period_error
-from service.render import csv_body, csv_filename, json_envelope
+from service.periods import AsOfError, as_of_range, parse_as_of, previous_period_error
+from service.privacy.budget import PrivacyBudget, answer_name
 from service.resources.json_body import read_json_body
 from service.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
 from service.stale import StaleAnswer, StalePolicy
@@ -54,31 +50,7 @@ from service.windows import HOUR, compute_as_of, floor_hour, iso_z
 
 log = logging.getLogger("signals.resources")
 
-RETRY_AFTER_TIMEOUT = 60
-SPEC_PREFIX = "asked:"           # cache key prefix of how to ask a request again (precompute)
-SPEC_SECONDS = 7 * 24 * 3600    # Retry-After of a computation stopped at its deadline (seconds)
-_CSV_TYPE = "text/csv; charset=utf-8; header=present"
 _DISCLAIMER_HEADER = DISCLAIMER.encode("ascii", "replace").decode()
-
-
-@dataclasses.dataclass(frozen=True)
-class PreparedRequest:
-    """A request made ready: either a problem to report, or what to answer, its cache key and
-    the response headers that follow from it."""
-
-    problem: Problem | None = None
-    request: Request | None = None
-    generation: int = 0   # of the snapshot the request was prepared for (it never holds the snapshot)
-    as_of: dt.datetime | None = None    # the answer's as_of: the current one, or the requested earlier hour
-    current: dt.datetime | None = None  # the current as_of the request was prepared under (what a memoised one is checked by)
-    key: str | None = None
-    headers: tuple[tuple[str, str], ...] = ()
-    ttl: int | None = None  # seconds to keep the computed body; None: until the next hour
-    # The request apart from its hour and data (None for an earlier as_of, or with caching off):
-    # counted among the requests asked recently, and the name of its last answer (served stale).
-    identity: str | None = None
-    stale_ok: bool = False  # no as_of was asked for: the previous answer may be served stale meanwhile
-    answer: str | None = None  # what the answer is for the privacy budget (budget.answer_name)
 
 
 PREPARED_MEMO_SIZE = 1024          # distinct GET query strings remembered per endpoint and worker
@@ -95,13 +67,9 @@ class SignalsResource:
                  deadline_seconds: float | None = None, wait_seconds: float | None = None,
                  stale: StalePolicy | None = None, budget: PrivacyBudget | None = None) -> None:
         self.endpoint = endpoint
-        self._budget = budget if budget is not None and budget.enabled else None
-        # The bound on its cells, checked before computing (None: not checked).
-        self._max_cells = query_max_cells if endpoint.cost_bounded else None
-        self._deadline_seconds = deadline_seconds  # a computation running longer is stopped (503)
-        # How long a request waits for its answer (queue and computation) before 503 + Retry-After.
-        self._wait_seconds = wait_seconds if wait_seconds is not None else (deadline_seconds or 20.0)
-        self._flights = flights
+        self.answers = Answers(endpoint, engine, gate, flights, clock, decoded=decoded, query_max_cells=query_max_cells,
+                               deadline_seconds=deadline_seconds, wait_seconds=wait_seconds, stale=stale,
+                               budget=budget)
         self._stale = stale
         self._cache_variant = cache_variant
         self._cache_responses = cache_responses
@@ -119,8 +87,6 @@ class SignalsResource:
         self._prepared_for: tuple[dt.datetime, int] | None = None  # the (as_of, generation) of the memo
         self._as_of_memo: tuple | None = None  # (last event, hour start, hour end, as_of)
         self._first_memo: tuple[int, dt.datetime | None] | None = None  # (generation, first event)
-        # Decoded hot bodies, shared by the app's resources (bounded by size).
-        self._decoded = decoded if decoded is not None else DecodedEntries()
         setattr(self, f"on_{endpoint.method.lower()}", self._respond)
 
     # -- before the rate limit ------------------------------------------------------------
@@ -278,155 +244,26 @@ class SignalsResource:
         prepared: PreparedRequest = getattr(req.context, "prepared", None) or self.prepare(req)
         if prepared.problem:
             raise prepared.problem
-        if prepared.key is None:  # response caching is off: every request computed here
-            self._check_cost(prepared, req.context.frames)
-            self._send(req, resp, prepared, self._compute(prepared, req.context.frames), "miss")
-            return
-        admission = getattr(req.context, "admission", None)
-        raw = admission.cached if admission is not None else self._gate.get(prepared.key)
-        if raw is not None:
-            self._send(req, resp, prepared, self._decoded.decode(prepared.key, raw), "hit")
-            return
-        # Only on a miss: an answer in the cache passed the same check for the same data.
-        self._check_cost(prepared, req.context.frames)
-        self._remember(req, prepared)
-        stale = self._stale_answer(req, prepared)
-        if stale is not None:
-            self._start(prepared, req.context.frames)  # the current answer computes meanwhile
-            self._send_stale(req, resp, prepared, stale)
-            return
-        try:
-            entry, _computed = self._flights.answer(
-                prepared.key, self._computer(prepared, req.context.frames), endpoint=self.endpoint.name,
-                ttl=self._ttl(prepared), patience=self._wait_seconds)
-        except Busy as busy:
-            raise Problem(
-                503,
-                f"This answer is being computed and will not be ready within {self._wait_seconds:g} seconds "
-                f"(other answers are computed first); its computation goes on, so retry after "
-                f"{busy.retry_after} s.",
-                headers={"Retry-After": str(busy.retry_after)}, kind=ANSWER_NOT_READY,
-            ) from None
-        self._send(req, resp, prepared, entry, "miss")
-
-    def _remember(self, req: falcon.Request, prepared: PreparedRequest) -> None:
-        """Keep how to ask this request again (once an hour, on its first miss): the precompute
-        process asks the most asked ones again when the hour turns (service/precompute.py)."""
-        offset: int = getattr(prepared.request, "offset", None) or 0
-        if prepared.identity is None or offset:
-            return  # a later page is asked after its first one, which is what gets asked again
-        spec = {"endpoint": self.endpoint.name}
-        if self.endpoint.in_body:
-            spec["body"] = req.context.body
+        principal = getattr(req.context, "principal", None)
+        again = {"body": req.context.body} if self.endpoint.in_body else {"query": req.query_string}
+        served = self.answers.serve(prepared, req.context.frames, Asker(
+            req.context.now, principal.subscription_id if principal is not None else None,
+            getattr(req.context, "admission", None), req.get_header("Cache-Control"), again))
+        if served.budget is not None:
+            resp.set_header(*served.budget.header())
+        if served.stale is not None:
+            self._send_stale(req, resp, prepared, served.stale)
         else:
-            spec["query"] = req.query_string
-        with contextlib.suppress(Exception):  # a lost spec costs a precomputation, never the answer
-            self._gate.put(SPEC_PREFIX + prepared.identity, json.dumps(spec, separators=(",", ":")).encode(),
-                           SPEC_SECONDS)
-
-    def _ttl(self, prepared: PreparedRequest) -> int:
-        return prepared.ttl or seconds_until_next_hour(self._clock.now())
-
-    def _computer(self, prepared: PreparedRequest, frames: Snapshot, shared: bool = False) -> Callable[[], CacheEntry]:
-        """The computation of a flight: the answer, and (for the current hour) its copy kept to be
-        served stale while the next hour's answer computes. `shared`: made ready for everyone by
-        the precompute process, charged once to the shared privacy ledger when it has room."""
-        def compute() -> CacheEntry:
-            entry = self._compute(prepared, frames)
-            if shared and self._budget is not None and prepared.answer is not None:
-                entry = dataclasses.replace(entry, shared=self._budget.charge_shared(
-                    prepared.answer, entry.charge, self._clock.now()))
-            if self._stale is not None and prepared.identity is not None:
-                assert prepared.as_of is not None  # prepared without a problem: it has an as_of
-                self._stale.keep(self._gate, prepared.identity, entry, prepared.as_of, prepared.generation,
-                                 self._ttl(prepared))
-            return entry
-        return compute
-
-    def _start(self, prepared: PreparedRequest, frames: Snapshot) -> None:
-        """Start (or join) the computation of the current answer without waiting for it."""
-        assert prepared.key is not None
-        with contextlib.suppress(Busy):
-            self._flights.start(prepared.key, self._computer(prepared, frames), endpoint=self.endpoint.name,
-                                ttl=self._ttl(prepared))
+            self._send(req, resp, prepared, served.entry, served.outcome)
 
     def precompute(self, prepared: PreparedRequest, frames: Snapshot, patience: float) -> bool:
-        """Make the answer of a prepared request ready in the cache (the precompute process);
-        True when this call computed it, False when it was there or another computed it."""
-        assert prepared.key is not None and prepared.problem is None
-        if self._gate.get(prepared.key) is not None:
-            return False
-        self._check_cost(prepared, frames)
-        _entry, computed = self._flights.answer(prepared.key, self._computer(prepared, frames, shared=True),
-                                                endpoint=self.endpoint.name, ttl=self._ttl(prepared),
-                                                patience=patience)
-        return computed
-
-    def _stale_answer(self, req: falcon.Request, prepared: PreparedRequest) -> StaleAnswer | None:
-        if self._stale is None or prepared.identity is None or not prepared.stale_ok or prepared.as_of is None:
-            return None
-        return self._stale.find(self._gate, prepared.identity, prepared.as_of, prepared.generation,
-                                req.get_header("Cache-Control"))
-
-    def _check_cost(self, prepared: PreparedRequest, frames: Snapshot) -> None:
-        """422 for a /query that could aggregate more cells than allowed, before any computing."""
-        if self._max_cells is None:
-            return
-        request, as_of = prepared.request, prepared.as_of
-        # Only /query is cost bounded (`Endpoint.cost_bounded`), and a prepared request has its as_of.
-        assert isinstance(request, FlexibleQuery) and as_of is not None
-        counts = self._engine.counts(frames)
-        try:
-            query_cost.check(counts, as_of, request, self._max_cells)
-            if request.compare:  # the period before is computed too
-                query_cost.check(counts, previous_as_of(request.window, as_of), request, self._max_cells)
-        except query_cost.QueryTooLarge as exc:
-            raise Problem(422, exc.detail(), extensions={
-                "estimated_cells": exc.cost.cells,
-                "max_cells": exc.max_cells,
-                "narrowings": [{"change": dict(n.change), "estimated_cells": n.cells} for n in exc.narrowings],
-            }) from None
-
-    def _compute(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
-        with metered() as usage:  # the flight's own measure when a flight computes it
-            try:
-                with work_limit(self._deadline_seconds):
-                    return self._computed(prepared, frames)
-            except DeadlineExceeded:
-                metrics.STOPPED.labels(self.endpoint.name).inc()
-                log.warning("%s stopped after %.1f s (its work: %.1f CPU s; the limit: %g s x %d cores): %r",
-                            self.endpoint.name, usage.elapsed, usage.cpu, self._deadline_seconds, cores(),
-                            prepared.request)
-        raise Problem(
-            503,
-            f"Computing this answer took more work than {self._deadline_seconds:g} seconds of this machine allow, "
-            f"and was stopped. Retry later; for /query, a narrower query (a shorter window, a coarser bucket, "
-            f"fewer group_by dimensions, filters) computes faster.",
-            headers={"Retry-After": str(RETRY_AFTER_TIMEOUT)}, kind=COMPUTATION_TIMEOUT,
-        )
-
-    def _computed(self, prepared: PreparedRequest, frames: Snapshot) -> CacheEntry:
-        request, as_of = prepared.request, prepared.as_of
-        assert request is not None and as_of is not None  # prepared without a problem: it has both
-        with counting_rows() as rows, charging() as charges:
-            frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
-        # A ranked answer's rows before the page was cut from it; any other answer is whole.
-        total = rows.total if rows.total is not None else frame.height
-        if getattr(request, "format", "json") == "csv":
-            body = csv_body(frame)
-            return CacheEntry(etag_for(body), _CSV_TYPE, csv_filename(request.window, as_of), body, total,
-                              charge=charges.micro)
-        head = {name: _echo(getattr(request, name)) for name in self.endpoint.echo}
-        if self.endpoint.extra:
-            head.update(self.endpoint.extra(request, as_of))
-        body = json_envelope(head, self.endpoint.records_field, frame)
-        return CacheEntry(etag_for(body), falcon.MEDIA_JSON, None, body, total, charge=charges.micro)
+        """Make the answer of a prepared request ready in the cache (the precompute process)."""
+        return self.answers.precompute(prepared, frames, patience)
 
     def _send(self, req: falcon.Request, resp: falcon.Response, prepared: PreparedRequest, entry: CacheEntry,
               outcome: str) -> None:
         fresh = seconds_until_next_hour(req.context.now)
         assert prepared.as_of is not None  # prepared without a problem
-        self._charge(req, resp, prepared.answer, entry)
         resp.set_headers((
             ("X-Cache", outcome),
             # RFC 9211: how the cache answered ("fwd=miss": computed, or waited for its computation)
@@ -444,9 +281,6 @@ class SignalsResource:
         """The previous answer, labelled as what it is: its own as_of and generation, its age, and
         a Cache-Status saying it is served stale while the current one is computed (RFC 5861)."""
         entry = stale.entry
-        if prepared.request is not None:
-            self._charge(req, resp, answer_name(self.endpoint.name, prepared.request, stale.as_of,
-                                                f"g{stale.generation}"), entry)
         if entry.content_type == falcon.MEDIA_JSON and entry.body.startswith(b"{"):
             # The body says which hour it is for (a member the current answer leaves out: its
             # as_of is the current one); a CSV says it in its headers and file name.
@@ -466,23 +300,6 @@ class SignalsResource:
         metrics.CACHE_ANSWERS.labels(self.endpoint.name, "stale").inc()
         self._body(req, resp, entry)
 
-    def _charge(self, req: falcon.Request, resp: falcon.Response, answer: str | None, entry: CacheEntry) -> None:
-        """Charge the subscription's privacy budget for the answer it is about to be shown
-        (service/privacy/budget.py): 429 when it would pass the limit, else the budget's header."""
-        principal = getattr(req.context, "principal", None)
-        if self._budget is None or principal is None or answer is None:
-            return
-        if entry.shared:  # paid for everyone by the shared ledger
-            state = self._budget.state(principal.subscription_id, req.context.now)
-        else:
-            admission = getattr(req.context, "admission", None)
-            state = self._budget.charge(principal.subscription_id, answer, entry.charge, req.context.now,
-                                        admission.ledger if admission is not None else None)
-        if not state.allowed:
-            metrics.PRIVACY_REFUSALS.labels(self.endpoint.name).inc()
-            raise state.refusal()
-        resp.set_header(*state.header())
-
     def _page_headers(self, req: falcon.Request, request: Request | None, as_of: dt.datetime,
                       entry: CacheEntry) -> list[tuple[str, str]]:
         """The row total and the next page's link (service/paging.py)."""
@@ -499,8 +316,4 @@ class SignalsResource:
             resp.downloadable_as = entry.filename
             resp.set_header("X-Signals-Disclaimer", _DISCLAIMER_HEADER)
         resp.data = entry.body
-
-
-def _echo(value: Any) -> Any:
-    return list(value) if isinstance(value, tuple) else value
 

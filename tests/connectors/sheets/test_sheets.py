@@ -90,7 +90,9 @@ def test_sync_all_in_the_config(run, fake, tmp_path):
     status, _, err = run("sync", str(config))
     assert status == 0 and "Top (top-keywords): written: 9 rows" in err
     log = fake.values(SHEET, "Signals run log")
-    assert log[1][1:3] == ["Top (top-keywords)", 9] and log[1][3:] == []  # no error, no note
+    assert log[1][1:3] == ["Top (top-keywords)", 9] and log[1][3:5] == ["", ""]  # no error, no note
+    assert re.fullmatch(r"privacy budget: [\d,.]+ of [\d,]+ epsilon spent this month \(this answer [\d,.]+\), "
+                        r"renews \d{4}-\d\d-01", log[1][5])
     config.write_text(config.read_text().replace("all = true", 'all = "yes"'))
     status, _, err = run("sync", str(config))
     assert status == 2 and "all is true or false" in err

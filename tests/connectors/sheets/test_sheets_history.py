@@ -153,18 +153,18 @@ def test_sync_config_history_backfill_compare_and_the_run_log(run, fake, tmp_pat
         pytest.approx(sheets_serial(AS_OF))] * 2
     assert "suppressions, previous period" in top[0] and "suppressions, beyond noise" in top[0]
     log = fake.values(SHEET, "Runs")
-    assert log[0] == ["time (UTC)", "report", "rows written", "error", "note"]
+    assert log[0] == ["time (UTC)", "report", "rows written", "error", "note", "privacy budget"]
     assert [row[1:3] for row in log[1:]] == [["Top (top-keywords)", len(top) - 1], ["Geo (geo-heat)", fake.values(SHEET, "Geo").index([]) - 1]]
     # Top's periods were cut at limit=2: the note says how many rows of how many; Geo is whole.
     note = re.fullmatch(r"(\d+) of (\d+) rows: the answer holds more; --all \(all = true\) writes every page", log[1][4])
     assert note and int(note[1]) == len(top) - 1 < int(note[2])
-    assert log[2][3:] == []
+    assert log[2][3:5] == ["", ""] and log[2][5].startswith("privacy budget: ")  # no error, whole
     fake.fail_batches = [(500, "Internal error encountered.")]  # Top is unchanged (no write); Geo's write fails
     fake.sheet(SHEET, "Geo").metadata.clear()
     status, _, err = run("sync", str(config))
     assert status == 1
     log = fake.values(SHEET, "Runs")
-    assert log[1][1:3] == ["Top (top-keywords)", "unchanged"] and len(log[1]) == 3
+    assert log[1][1:3] == ["Top (top-keywords)", "unchanged"] and log[1][3:5] in ([], ["", ""])
     assert log[2][1:3] == ["Geo (geo-heat)", 0] and log[2][3].startswith("Google Sheets refused the write: [500]")
     assert [row[1] for row in log[3:]] == ["Top (top-keywords)", "Geo (geo-heat)"]  # the round before, below
     assert isinstance(log[1][0], float) and log[1][0] >= log[3][0]

@@ -5,7 +5,7 @@ product reads these variables:
 - SIGNALS_TEST_CLOCK_FILE: the wall clock of every process is the ISO time in that file (the
   test moves it), through service.clock.SystemClock;
 - SIGNALS_TEST_SLOW_COMPUTE_SECONDS: every answer the engine computes takes that much longer
-  (service.resources.signals.SignalsResource._computed), so a test can hold a computation open.
+  (service.answers.serving.Answers._computed), so a test can hold a computation open.
 """
 
 import datetime as _dt
@@ -25,19 +25,19 @@ def _file_clock_now(self):
 
 
 def _slowed(module):
-    original = module.SignalsResource._computed
+    original = module.Answers._computed
 
     def computed(self, prepared, frames):
         time.sleep(float(_SLOW))
         return original(self, prepared, frames)
 
-    module.SignalsResource._computed = computed
+    module.Answers._computed = computed
 
 
 def _patched(module):
     if module.__name__ == "service.clock" and _CLOCK:
         module.SystemClock.now = _file_clock_now
-    if module.__name__ == "service.resources.signals" and _SLOW:
+    if module.__name__ == "service.answers.serving" and _SLOW:
         _slowed(module)
 
 
@@ -45,7 +45,7 @@ class _AfterImport(importlib.abc.MetaPathFinder):
     """Patches a module right after it is first executed (nothing is imported early: the gunicorn
     master must not load polars before it forks)."""
 
-    names = {"service.clock", "service.resources.signals"}
+    names = {"service.clock", "service.answers.serving"}
 
     def find_spec(self, name, path, target=None):
         if name not in self.names:
