@@ -16,7 +16,7 @@ overhead (interpreter, libraries, query temporaries), not another copy of the da
 preloaded: every worker imports it, and so maps the data, after the fork (polars must not run in
 the master).
 
-Threads: each worker serves SIGNALS_WEB_THREADS requests at once (service/gunicorn_worker.py:
+Threads: each worker serves SIGNALS_WEB_THREADS requests at once (service/server/gunicorn_worker.py:
 gunicorn's threaded worker whose client sockets time out after SIGNALS_CLIENT_TIMEOUT_SECONDS
 without progress). A slow or unfinished request costs its client a connection and, for at most
 that timeout, a thread; never a worker. Kept-alive connections wait in the worker's poller.
@@ -24,7 +24,7 @@ that timeout, a thread; never a worker. Kept-alive connections wait in the worke
 Listens on SIGNALS_HOST (default 127.0.0.1: this machine only; set 0.0.0.0 to expose it).
 
 Request limits: the app answers a URL (path and query string) over 4096 bytes with 414 itself
-(service/middleware/url_length.py), so gunicorn's request-line limit is set to its maximum, 8190,
+(service/http/middleware/url_length.py), so gunicorn's request-line limit is set to its maximum, 8190,
 above ours. Header limits stay at gunicorn's defaults, which no API client comes near: 100 fields
 of at most 8190 bytes each. Requests past gunicorn's limits are refused by gunicorn before the app
 sees them (414 or 431); `post_worker_init` makes those answers problem+json too.
@@ -33,14 +33,14 @@ sees them (414 or 431); `post_worker_init` makes those answers problem+json too.
 import math
 import multiprocessing
 
-from service import metrics_export
 from service.backend import embedded as _embedded
 from service.backend import web_workers_refusal
+from service.observability import metrics_export
 from service.settings import Settings
 
 _settings = Settings.from_env()
 # Metrics: the workers (and the machine's precompute and alert processes) write their values into
-# one directory; the master serves their sum on SIGNALS_METRICS_PORT (service/metrics_export.py).
+# one directory; the master serves their sum on SIGNALS_METRICS_PORT (service/observability/metrics_export.py).
 _metrics_dir = metrics_export.use_directory(_settings.run_dir / "metrics")
 
 bind = _settings.bind
@@ -92,24 +92,24 @@ def child_exit(server, worker) -> None:
 
 def post_worker_init(worker) -> None:
     """gunicorn's own refusals (request line or headers too large, malformed HTTP) as problem+json."""
-    from service import gunicorn_errors
+    from service.server import gunicorn_errors
 
     gunicorn_errors.install()
 
 
-worker_class = "service.gunicorn_worker.Worker"
+worker_class = "service.server.gunicorn_worker.Worker"
 threads = _settings.web_threads
 worker_connections = 1000  # open connections per worker (kept-alive ones included), gunicorn's default
 preload_app = False
 # A worker whose main loop is silent this long is killed. Requests run in the worker's threads and
-# stop at SIGNALS_COMPUTE_DEADLINE_SECONDS with a 503 (service/deadline.py); the main loop only
+# stop at SIGNALS_COMPUTE_DEADLINE_SECONDS with a 503 (service/answers/deadline.py); the main loop only
 # polls connections, so this is a last resort for a wedged process, kept 40 s above the deadline.
 timeout = max(60, math.ceil(_settings.compute_deadline_seconds) + 40)
 graceful_timeout = 20
 keepalive = 5
 max_requests = 0       # workers keep their loaded data; no periodic recycling
 accesslog = "-"        # the default access log format has no Authorization header and no body
-logger_class = "service.gunicorn_logging.Logger"  # and keys put in the URL are redacted
+logger_class = "service.server.gunicorn_logging.Logger"  # and keys put in the URL are redacted
 errorlog = "-"
 loglevel = _settings.log_level
 forwarded_allow_ips = "127.0.0.1"

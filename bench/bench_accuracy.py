@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 from bench_endpoints import OUT, ensure_data  # noqa: E402
 from cap_rules import RULES, cap_rule  # noqa: E402
 
+from service.api.windows import TimeRange, compute_as_of, trending_periods, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
 from service.engine.requests import (  # noqa: E402
@@ -57,7 +58,6 @@ from service.engine.requests import (  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.windows import TimeRange, compute_as_of, trending_periods, window_range  # noqa: E402
 
 SIZES = [(10_000, None, ">= 10,000"), (1_000, 10_000, "1,000-10,000"), (100, 1_000, "100-1,000"), (10, 100, "10-100")]
 # Cells by their exact number of users, for interval coverage: every published cell, the smallest

@@ -82,9 +82,9 @@ def main() -> None:
     from falcon import testing
 
     from service.accounts import AccountStore
+    from service.api.tiers import Tier
     from service.app import create_app
     from service.settings import PRIVACY_BUDGET, Settings
-    from service.tiers import Tier
 
     settings = Settings.from_env()
     accounts = AccountStore(settings.accounts_url)

@@ -49,7 +49,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from service.accounts import AccountStore  # noqa: E402
-from service.tiers import Tier  # noqa: E402
+from service.api.tiers import Tier  # noqa: E402
 
 PATH = "/api/v1/signals/top-keywords"
 

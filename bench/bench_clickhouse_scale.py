@@ -31,6 +31,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_endpoints import case_requests, case_subjects, endpoint_of  # noqa: E402  (the one case table)
 
+from service.api.windows import compute_as_of, iso_z  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clickhouse import schema as ch_schema  # noqa: E402
 from service.clickhouse.connection import ClickHouse  # noqa: E402
@@ -40,7 +41,6 @@ from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import schema  # noqa: E402
-from service.windows import compute_as_of, iso_z  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
 _REMAP = 0x9E3779B97F4A7C15  # a copy k's user ids: user_id XOR k x this (odd: distinct for every k)

@@ -23,13 +23,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data, ranked_values  # noqa: E402
 
+from service.api.windows import HOUR, compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
 from service.engine.requests import FlexibleQuery, GeoHeat, KeywordTimeseries, TopKeywords  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.windows import HOUR, compute_as_of  # noqa: E402
 
 
 def main() -> None:

@@ -23,13 +23,13 @@ from redis import Redis  # noqa: E402
 
 import cache  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
+from service.api.tiers import Tier  # noqa: E402
+from service.api.windows import floor_hour  # noqa: E402
 from service.app import create_app  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.demo.generate import generate_demo  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.tiers import Tier  # noqa: E402
-from service.windows import floor_hour  # noqa: E402
 
 REQUESTS = {
     "top-keywords limit=50": ("GET", "/top-keywords", {"limit": "50"}),

@@ -97,13 +97,23 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from service.api.endpoints import BY_NAME  # noqa: E402
+from service.api.periods import previous_as_of  # noqa: E402
+from service.api.windows import (  # noqa: E402
+    TimeRange,
+    bucket_starts,
+    compute_as_of,
+    floor_hour,
+    iso_z,
+    trending_periods,
+    window_range,
+)
 from service.app import privacy_params  # noqa: E402
 from service.clickhouse import schema as ch_schema  # noqa: E402
 from service.clickhouse.connection import ClickHouse  # noqa: E402
 from service.clickhouse.store import ClickHouseSnapshot, ClickHouseStore  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.demo import generate as demo  # noqa: E402
-from service.endpoints import BY_NAME  # noqa: E402
 from service.engine.clickhouse import ClickHouseEngine  # noqa: E402
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
@@ -120,21 +130,11 @@ from service.engine.requests import (  # noqa: E402
     Trending,
 )
 from service.engine.shapes import SHAPES  # noqa: E402
-from service.periods import previous_as_of  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
 from service.privacy.cells import FAMILY_MIN_SPAN  # noqa: E402
 from service.privacy.params import geometric_std  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
-from service.windows import (  # noqa: E402
-    TimeRange,
-    bucket_starts,
-    compute_as_of,
-    floor_hour,
-    iso_z,
-    trending_periods,
-    window_range,
-)
 
 OUT = ROOT / "bench" / "out"
 MARKER = "bench-data.json"
@@ -149,7 +149,7 @@ READY_TIMEOUT = 600.0
 @dataclasses.dataclass(frozen=True)
 class Case:
     name: str
-    endpoint: str  # engine method and service.endpoints name
+    endpoint: str  # engine method and service.api.endpoints name
     request: Any  # the engine request; the HTTP request is derived from it
     sql: str  # the same aggregate in DuckDB
     # compare cases: the same aggregate over the period before (every cell, as the engine asks

@@ -26,13 +26,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data  # noqa: E402
 
+from service.api.windows import compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.polars import PolarsEngine  # noqa: E402
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.windows import compute_as_of  # noqa: E402
 
 
 def main() -> None:

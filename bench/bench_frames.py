@@ -26,6 +26,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench_endpoints import Noiseless, Sources, build_cases, ensure_data  # noqa: E402
 
+from service.api.windows import compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
@@ -33,7 +34,6 @@ from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store import schema  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
-from service.windows import compute_as_of  # noqa: E402
 
 
 def private_categorical(frames: EventFrames) -> EventFrames:

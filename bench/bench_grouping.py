@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data  # noqa: E402
 
+from service.api.windows import compute_as_of, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.engine.measures import cell_contributions  # noqa: E402
@@ -45,7 +46,6 @@ from service.engine.polars.slicing import time_slice  # noqa: E402
 from service.engine.polars.user_keys import spare_bits  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.windows import compute_as_of, window_range  # noqa: E402
 
 FIRST = 20  # PrivacyParams.keyword_rows_per_user
 

@@ -23,7 +23,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from service.accounts import AccountStore, hash_key  # noqa: E402
-from service.tiers import Tier  # noqa: E402
+from service.api.tiers import Tier  # noqa: E402
 
 SIZES = (1, 16, 64, 256)
 

@@ -51,9 +51,9 @@ def _inputs(case: str):  # noqa: ANN202 - runs inside the tree under test
     import numpy as np
     import polars as pl
 
+    from service.api.windows import TimeRange
     from service.privacy import Contributions, Published
     from service.privacy.cells import CellContext
-    from service.windows import TimeRange
 
     rng = np.random.default_rng(7)
     measures = ("suppressions", "unique_users", "events")
@@ -118,13 +118,13 @@ def endpoint_worker(data_dir: str, parts: list[str], repeats: int) -> None:
     import polars as pl
     from bench_endpoints import case_requests, case_subjects, endpoint_of
 
+    from service.api.windows import compute_as_of
     from service.app import privacy_params
     from service.clock import SystemClock
     from service.engine.polars import PolarsEngine, user_keys
     from service.privacy import Privacy
     from service.settings import Settings
     from service.store.reader import EventStore
-    from service.windows import compute_as_of
 
     frames = EventStore(Path(data_dir)).snapshot()
     user_keys.learn(frames)

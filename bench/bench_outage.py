@@ -42,7 +42,7 @@ sys.path.insert(0, str(ROOT))
 
 from bench.bench_cached import served, wrk  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
-from service.tiers import Tier  # noqa: E402
+from service.api.tiers import Tier  # noqa: E402
 from tests.support.redis_server import ThrowawayRedis  # noqa: E402
 
 BASE = "/api/v1/signals"

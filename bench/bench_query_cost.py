@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 import polars as pl  # noqa: E402
 
 from bench.bench_endpoints import ensure_data, served  # noqa: E402
+from service.api.windows import compute_as_of, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.cost import QueryTooLarge, estimate  # noqa: E402
 from service.engine.cost import check as check_cost  # noqa: E402
@@ -61,7 +62,6 @@ from service.privacy import Privacy  # noqa: E402
 from service.settings import DEVELOPMENT_SECRET, QUERY_MAX_CELLS, Settings  # noqa: E402
 from service.store import day_spans  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.windows import compute_as_of, window_range  # noqa: E402
 
 HEAVY = {"window": "90d", "group_by": ["city", "domain", "platform", "page_context", "time"], "bucket": "hour"}
 ESTIMATED = [

@@ -33,13 +33,13 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from cap_rules import RULES, cap_rule  # noqa: E402
 
+from service.api.windows import compute_as_of, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
 from service.engine.requests import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords  # noqa: E402
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
-from service.windows import compute_as_of, window_range  # noqa: E402
 
 ROWS = 50
 

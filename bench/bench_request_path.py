@@ -52,7 +52,7 @@ def main() -> None:
     import falcon
 
     from service.accounts import AccountStore
-    from service.tiers import Tier
+    from service.api.tiers import Tier
 
     accounts = AccountStore(f"sqlite:///{data_dir / 'accounts.db'}")
     keys = [accounts.create_key(Tier.PROFESSIONAL)[0] for _ in range(args.keys)]

@@ -30,6 +30,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_endpoints import OUT, ensure_data  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
+from service.api.tiers import Tier  # noqa: E402
+from service.api.windows import TRENDING_WINDOWS, compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
@@ -37,10 +39,8 @@ from service.engine.requests import TRENDING_DIMENSIONS, TRENDING_METRICS  # noq
 from service.privacy import Privacy  # noqa: E402
 from service.settings import Settings  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
-from service.tiers import Tier  # noqa: E402
 from service.webhooks.evaluate import TrendingMemo, evaluate, trending_request  # noqa: E402
 from service.webhooks.webhook_store import WebhookStore  # noqa: E402
-from service.windows import TRENDING_WINDOWS, compute_as_of  # noqa: E402
 
 
 def main() -> None:

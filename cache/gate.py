@@ -71,7 +71,7 @@ class Spend:
 
 
 # A fill lock's value is "<token>|<note>": the note says when its holder expects the answer
-# (service/flights.py), so waiters can decide at once whether to wait.
+# (service/answers/flights.py), so waiters can decide at once whether to wait.
 LOCK_SEPARATOR = "|"
 
 

@@ -3,7 +3,7 @@
 API sent. A failure the API answered carries its problem as it is; a failure found on this side
 (the client's refusal before sending, no answer at all, the MCP server's own refusals) is written
 in the same shape, with one of the types below. The slugs that are also the API's
-(`invalid-request`, `unauthorized`, ...) mean what they mean there (service/errors.py;
+(`invalid-request`, `unauthorized`, ...) mean what they mean there (service/http/errors.py;
 tests/connectors/test_problems.py holds the two side by side).
 """
 

@@ -160,7 +160,7 @@ class Usage:
 
 
 def address_blocked(error: SignalsError) -> bool:
-    """A 429 for the address's failed authentications (service/middleware/rate_limit.py
+    """A 429 for the address's failed authentications (service/http/middleware/rate_limit.py
     `refuse_blocked_address`), not for the plan's requests per minute."""
     if error.status != 429:
         return False

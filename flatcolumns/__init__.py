@@ -1,4 +1,4 @@
-"""How a record becomes flat columns: the one rule of the API's CSV (service/render.py), the Sheets
+"""How a record becomes flat columns: the one rule of the API's CSV (service/answers/render.py), the Sheets
 reports (connectors/report.py) and anything else that shows records as a table.
 
 Shared the way `paramcheck/` is: the service and the connectors both import it, and it imports
@@ -9,7 +9,7 @@ A record's own fields are columns as they are; a member m of an object field f b
 change_suppressions_beyond_noise), and a pair [low, high] of f (an interval) becomes `f_low` and
 `f_high` (intervals_suppressions_low). `flat_columns` names the columns of a record's shape and
 says where each one's value is; `flat_record` applies it to a decoded JSON record and
-service/render.py to a polars frame. The served OpenAPI document publishes the rule and the
+service/answers/render.py to a polars frame. The served OpenAPI document publishes the rule and the
 headings (`x-signals-columns`, `document_entry`) for consumers that cannot import this package
 (connectors/apps_script/Code.gs), with the interval level (`x-signals-interval-level`) the
 headings name.

@@ -1,6 +1,6 @@
 """Checking request parameters against their JSON Schema, worded one way.
 
-The API (`service/params.py`, whose `Param` objects give the schemas of the served OpenAPI
+The API (`service/api/params.py`, whose `Param` objects give the schemas of the served OpenAPI
 document) and the client (`connectors/operations.py`, which reads that document) both check
 arguments here, so a caller reads the same reason whichever of the two refused. This package
 imports neither of them.

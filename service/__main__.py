@@ -6,9 +6,9 @@ import argparse
 import os
 import sys
 
-from service import metrics_export
 from service.cli import data, keys, lander, precompute, worker
-from service.logging_setup import configure_logging
+from service.observability import metrics_export
+from service.observability.logging_setup import configure_logging
 from service.settings import Settings, SettingsError
 
 

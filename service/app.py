@@ -11,30 +11,30 @@ import cache
 from service import __version__, backend
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
-from service.cache_entry import DecodedEntries
+from service.answers.cache_entry import DecodedEntries
+from service.answers.compute_slots import ComputeSlots
+from service.answers.flights import Flights
+from service.answers.stale import StalePolicy
+from service.api.endpoints import ENDPOINTS
+from service.api.operations import OPERATIONS
 from service.clock import Clock, SystemClock
-from service.compute_slots import ComputeSlots
-from service.endpoints import ENDPOINTS
 from service.engine.interface import EventSource, QueryEngine
-from service.errors import handle_unexpected, serialize_problem
-from service.flights import Flights
-from service.middleware.allow import AllowHeaderMiddleware
-from service.middleware.auth import AuthenticationMiddleware, TierMiddleware
-from service.middleware.client_address import ClientAddress
-from service.middleware.metrics import MetricsMiddleware
-from service.middleware.query_encoding import QueryEncodingMiddleware
-from service.middleware.rate_limit import RateLimitMiddleware
-from service.middleware.request_id import RequestIdMiddleware
-from service.middleware.url_length import UrlLengthMiddleware
-from service.operations import OPERATIONS
+from service.http.errors import handle_unexpected, serialize_problem
+from service.http.middleware.allow import AllowHeaderMiddleware
+from service.http.middleware.auth import AuthenticationMiddleware, TierMiddleware
+from service.http.middleware.client_address import ClientAddress
+from service.http.middleware.metrics import MetricsMiddleware
+from service.http.middleware.query_encoding import QueryEncodingMiddleware
+from service.http.middleware.rate_limit import RateLimitMiddleware
+from service.http.middleware.request_id import RequestIdMiddleware
+from service.http.middleware.url_length import UrlLengthMiddleware
+from service.http.resources.account import AccountResource
+from service.http.resources.health import HealthResource, ReadinessResource
+from service.http.resources.openapi import OpenApiResource
+from service.http.resources.signals import SignalsResource
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.privacy.budget import PrivacyBudget
-from service.resources.account import AccountResource
-from service.resources.health import HealthResource, ReadinessResource
-from service.resources.openapi import OpenApiResource
-from service.resources.signals import SignalsResource
 from service.settings import Settings
-from service.stale import StalePolicy
 from service.webhooks import resources as webhook_resources
 from service.webhooks.webhook_store import WebhookStore
 
@@ -115,7 +115,7 @@ def create_app(
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
 
-    # Every operation of the table (service/operations.py) at its path, served by its resource.
+    # Every operation of the table (service/api/operations.py) at its path, served by its resource.
     resources = {
         **{resource.endpoint.name: resource for resource in signals_resources(settings, engine, store, clock, gate)},
         "account": AccountResource(PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget), clock),

@@ -47,8 +47,8 @@ def clickhouse(settings: Settings, *, deadline: bool = True) -> ClickHouse:
     backstop (max_execution_time: deadline.WALL_FACTOR x SIGNALS_COMPUTE_DEADLINE_SECONDS; a query slowed by
     its neighbours is not stopped sooner) unless `deadline` is off (landing and `data clickhouse-init`
     have none)."""
+    from service.answers.deadline import WALL_FACTOR
     from service.clickhouse.connection import ClickHouse
-    from service.deadline import WALL_FACTOR
 
     return ClickHouse(settings.clickhouse_url,
                       deadline_seconds=settings.compute_deadline_seconds * WALL_FACTOR if deadline else None)

@@ -63,7 +63,7 @@ class Settings:
     # requests each web worker serves at once (threads; gunicorn.conf.py)
     web_threads: int = _env("SIGNALS_WEB_THREADS", 8)
     # Seconds a client may leave its request (headers or body) or our answer unread before its
-    # connection is answered 408 and closed (service/gunicorn_worker.py).
+    # connection is answered 408 and closed (service/server/gunicorn_worker.py).
     client_timeout_seconds: float = _env("SIGNALS_CLIENT_TIMEOUT_SECONDS", 5.0)
     # accepted keys are remembered this long per worker (0 = off)
     auth_cache_seconds: int = _env("SIGNALS_AUTH_CACHE_SECONDS", 10)
@@ -91,18 +91,18 @@ class Settings:
     # /query cost (engine/cost.py): the most cells (groups) a query may aggregate, by its upper bound.
     query_max_cells: int = _env("SIGNALS_QUERY_MAX_CELLS", QUERY_MAX_CELLS)
     # The work a computation may do before it is stopped with 503: the CPU time of this many seconds on
-    # every core, or five times this on the clock (service/deadline.py).
+    # every core, or five times this on the clock (service/answers/deadline.py).
     compute_deadline_seconds: float = _env("SIGNALS_COMPUTE_DEADLINE_SECONDS", COMPUTE_DEADLINE_SECONDS)
     # Answers computed at once on this machine, across all its processes (0 = one per core;
-    # service/compute_slots.py); the rest wait in a queue in front of them.
+    # service/answers/compute_slots.py); the rest wait in a queue in front of them.
     compute_slots: int = _env("SIGNALS_COMPUTE_SLOTS", 0)
     # Seconds a request waits for its answer to be computed (queue and computation) before it is
-    # answered 503 with a Retry-After from the queue; 0 = the compute deadline + 1 s (service/flights.py).
+    # answered 503 with a Retry-After from the queue; 0 = the compute deadline + 1 s (service/answers/flights.py).
     wait_seconds: float = _env("SIGNALS_WAIT_SECONDS", 0.0)
     # Seconds after the hour turns (or data lands) during which a request may get its previous
-    # answer, labelled stale, while the current one computes; 0 = never (service/stale.py).
+    # answer, labelled stale, while the current one computes; 0 = never (service/answers/stale.py).
     stale_seconds: float = _env("SIGNALS_STALE_SECONDS", 600.0)
-    # The precompute process (service/precompute.py): how many of the most asked requests it
+    # The precompute process (service/answers/precompute.py): how many of the most asked requests it
     # makes ready when the hour turns or data lands.
     precompute_top: int = _env("SIGNALS_PRECOMPUTE_TOP", 200)
     # Where this machine's processes of the deployment meet: compute slots, metrics files.

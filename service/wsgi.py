@@ -6,7 +6,7 @@ import logging
 
 from service import backend
 from service.app import create_app
-from service.logging_setup import configure_logging
+from service.observability.logging_setup import configure_logging
 from service.settings import Settings
 
 settings = Settings.from_env()

@@ -20,13 +20,13 @@ from sqlalchemy.pool import NullPool
 from cache import LocalGate
 from service.accounts import AccountStore
 from service.accounts.tables import metadata
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
 from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support import redis_server
 from tests.support.fixture_data import FIXTURE_NOW, write_fixture_store
 

@@ -21,8 +21,8 @@ from sqlalchemy.engine import Engine
 
 from service.accounts import keys
 from service.accounts.tables import api_keys, ingest_keys, metadata, subscriptions
+from service.api.tiers import Tier
 from service.clock import Clock, SystemClock
-from service.tiers import Tier
 
 # How long a SQLite connection waits for another process's write lock before giving up.
 SQLITE_BUSY_TIMEOUT_MS = 5000

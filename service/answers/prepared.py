@@ -7,7 +7,7 @@ import dataclasses
 import datetime as dt
 
 from service.engine.requests import Request
-from service.errors import Problem
+from service.http.errors import Problem
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,5 +1,5 @@
 """The answer's path for one endpoint, from a prepared request to the entry served, in the order it
-happens (the resource, service/resources/signals.py, parses before and writes the response after):
+happens (the resource, service/http/resources/signals.py, parses before and writes the response after):
 
 1. **Key.** The request was prepared (resources/signals.py `prepare`): its cache key names the
    endpoint, the canonical request, the hour and the data (cache_entry.py).
@@ -33,24 +33,24 @@ from typing import Any
 import falcon
 
 from cache import Admission, Gate
-from service import metrics
+from service.answers.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
+from service.answers.deadline import DeadlineExceeded, cores, metered, work_limit
+from service.answers.etags import etag_for
+from service.answers.flights import Busy, Flights
 from service.answers.prepared import PreparedRequest
-from service.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
+from service.answers.render import csv_body, csv_filename, json_envelope
+from service.answers.stale import StaleAnswer, StalePolicy
+from service.api.endpoints import Endpoint
+from service.api.periods import previous_as_of
 from service.clock import Clock
-from service.deadline import DeadlineExceeded, cores, metered, work_limit
-from service.endpoints import Endpoint
 from service.engine import cost as query_cost
 from service.engine.interface import QueryEngine, Snapshot
 from service.engine.ordering import counting_rows
 from service.engine.requests import FlexibleQuery
-from service.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
-from service.etags import etag_for
-from service.flights import Busy, Flights
-from service.periods import previous_as_of
+from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
+from service.observability import metrics
 from service.privacy.budget import BudgetState, PrivacyBudget, answer_name
 from service.privacy.charges import charging
-from service.render import csv_body, csv_filename, json_envelope
-from service.stale import StaleAnswer, StalePolicy
 
 log = logging.getLogger("signals.resources")
 
@@ -174,7 +174,7 @@ class Answers:
 
     def _remember(self, prepared: PreparedRequest, again: Mapping[str, Any]) -> None:
         """Keep how to ask this request again (once an hour, on its first miss): the precompute
-        process asks the most asked ones again when the hour turns (service/precompute.py)."""
+        process asks the most asked ones again when the hour turns (service/answers/precompute.py)."""
         offset: int = getattr(prepared.request, "offset", None) or 0
         if prepared.identity is None or offset or not again:
             return  # a later page is asked after its first one, which is what gets asked again

@@ -26,10 +26,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from service import backend
+from service.api.windows import floor_hour, hour_end, iso_z
 from service.clock import SystemClock
 from service.settings import Settings
 from service.store import ingest, layout, leftovers, schema
-from service.windows import floor_hour, hour_end, iso_z
 
 # ClickHouse and the demo generator are imported where used: an ingest into the Parquet store
 # need not load them (the command's start is part of every landing's cost).
@@ -128,8 +128,8 @@ def _instant(text: str) -> dt.datetime:
 
 
 def run_count(args: argparse.Namespace, settings: Settings) -> int:
-    from service.store.unavailable import BackendUnavailable
     from service.store import counting
+    from service.store.unavailable import BackendUnavailable
 
     tables = (args.table,) if args.table else schema.TABLES
     try:
@@ -231,7 +231,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
 def _landing(outcome: str) -> None:
     """Count a landing in the machine's metrics (imported here: `python -m service` points
     prometheus_client at the metrics directory before it is first imported)."""
-    from service import metrics
+    from service.observability import metrics
 
     metrics.LANDINGS.labels(outcome).inc()
 

@@ -9,8 +9,8 @@ import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any
 
+from service.api.tiers import Tier
 from service.settings import Settings
-from service.tiers import Tier
 
 # The accounts store (SQLAlchemy) is imported where used: `python -m service data ...` need not load it.
 if TYPE_CHECKING:

@@ -19,7 +19,7 @@ from typing import Any
 
 from service.cli import until_stopped
 from service.clock import SystemClock
-from service.logging_setup import configure_logging
+from service.observability.logging_setup import configure_logging
 from service.settings import Settings
 
 log = logging.getLogger("signals.lander")
@@ -39,10 +39,11 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
     configure_logging(settings.log_level)
-    from service import backend, metrics
+    from service import backend
     from service.collector import log as event_log
     from service.collector.index import LandedIndex
     from service.collector.lander import land_once
+    from service.observability import metrics
     from service.store.unavailable import BackendUnavailable
 
     try:

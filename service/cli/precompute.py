@@ -1,4 +1,4 @@
-"""`python -m service precompute [--once]`: ready before it is asked (service/precompute.py)."""
+"""`python -m service precompute [--once]`: ready before it is asked (service/answers/precompute.py)."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from service.cli import until_stopped
-from service.logging_setup import configure_logging
+from service.observability.logging_setup import configure_logging
 from service.settings import Settings
 
 if TYPE_CHECKING:
+    from service.answers.precompute import Precompute
     from service.engine.interface import Backend, EventSource
-    from service.precompute import Precompute
 
 
 def register(subparsers: Any) -> None:
@@ -30,9 +30,9 @@ def register(subparsers: Any) -> None:
 
 def build(settings: Settings, chosen: Backend, store: EventSource) -> Precompute:
     import cache
+    from service.answers.precompute import Precompute
     from service.app import privacy_params, signals_resources
     from service.clock import SystemClock
-    from service.precompute import Precompute
     from service.privacy import Privacy
 
     engine = chosen.engine(Privacy(settings.secret, privacy_params(settings)))

@@ -8,7 +8,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from service.cli import until_stopped
-from service.logging_setup import configure_logging
+from service.observability.logging_setup import configure_logging
 from service.settings import Settings
 
 # The worker's machinery (accounts, engine, webhooks) is imported where used: the other commands
@@ -30,14 +30,13 @@ def register(subparsers: Any) -> None:
 
 
 def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountStore]:
+    import cache
     from service.accounts import AccountStore
     from service.app import privacy_params
     from service.privacy import Privacy
+    from service.privacy.budget import PrivacyBudget
     from service.webhooks.webhook_store import WebhookStore
     from service.webhooks.worker import Worker
-
-    import cache
-    from service.privacy.budget import PrivacyBudget
 
     accounts = AccountStore(settings.accounts_url)
     engine = chosen.engine(Privacy(settings.secret, privacy_params(settings)))

@@ -7,7 +7,7 @@ client API and the same SQL serve both; results come back as Arrow, read by pola
 The client is opened on first use, never at import: gunicorn forks its workers from a master that
 must not hold an open chdb engine (or any other native thread pool). Every query carries
 `max_execution_time` when a deadline is set, so the server stops a query the caller has given up
-on (service/deadline.py stops the caller).
+on (service/answers/deadline.py stops the caller).
 
 chdb runs one embedded server per process, on one directory, and a directory can be open in one
 process at a time: `open_error` turns chdb's refusal into a message that says which process to stop.
@@ -23,7 +23,7 @@ from typing import Any
 
 import polars as pl
 
-from service.deadline import DeadlineExceeded, remaining
+from service.answers.deadline import DeadlineExceeded, remaining
 from service.store.unavailable import BackendUnavailable
 
 CHDB_SCHEME = "chdb://"
@@ -109,7 +109,7 @@ class ClickHouse:
 
     def _settings(self, settings: Mapping[str, Any] | None) -> dict[str, Any]:
         """The query's settings: max_execution_time is the time left of the request's deadline
-        (service/deadline.py), else the connection's deadline; ClickHouse stops the query then."""
+        (service/answers/deadline.py), else the connection's deadline; ClickHouse stops the query then."""
         merged = dict(settings or {})
         limits = [limit for limit in (self.deadline_seconds, remaining()) if limit]
         if limits and "max_execution_time" not in merged:

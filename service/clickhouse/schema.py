@@ -26,8 +26,8 @@ by part and resumes after a restart. The sort key and partitioning are not chang
 from __future__ import annotations
 
 from service.clickhouse.connection import ClickHouse, quote_name
-from service.store.unavailable import BackendUnavailable
 from service.store import schema
+from service.store.unavailable import BackendUnavailable
 
 LANDINGS = "landings"
 

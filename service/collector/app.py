@@ -5,7 +5,7 @@ the key's rate (429) -> the backlog (503) -> the body: its size (413), gzip (400
 its lines checked by the ingest contract (`events.check_body`) -> duplicates of ids this process
 accepted recently dropped -> the accepted rows appended to the log and fsynced (`log.append`;
 503 when the disk refuses) -> 202 with what became of each line. Every refusal is problem+json
-(service/errors.py), as everywhere else in the API.
+(service/http/errors.py), as everywhere else in the API.
 
 Duplicates: the answer counts the lines whose `event_id` came earlier in the same body or in a
 body this process accepted while it ran (the ids of its own recent batches, and those still in
@@ -28,14 +28,14 @@ from pathlib import Path
 import falcon
 import polars as pl
 
-from service import metrics
 from service.accounts import AccountStore, AuthFailure, IngestPrincipal
 from service.accounts import keys as key_format
 from service.clock import Clock, SystemClock
 from service.collector import events
 from service.collector import log as event_log
-from service.errors import Problem, handle_unexpected, serialize_problem
-from service.middleware.request_id import RequestIdMiddleware
+from service.http.errors import Problem, handle_unexpected, serialize_problem
+from service.http.middleware.request_id import RequestIdMiddleware
+from service.observability import metrics
 from service.settings import Settings
 
 log = logging.getLogger("signals.collector")

@@ -8,7 +8,7 @@ process remembers every id it accepted for the answer's `duplicates` (docs/colle
 metrics join the machine's (served by the web process's master, gunicorn.conf.py).
 """
 
-from service import metrics_export
+from service.observability import metrics_export
 from service.settings import Settings
 
 _settings = Settings.from_env()
@@ -16,14 +16,14 @@ metrics_export.use_directory(_settings.run_dir / "metrics")
 
 bind = _settings.collector_bind
 workers = 1
-worker_class = "service.gunicorn_worker.Worker"
+worker_class = "service.server.gunicorn_worker.Worker"
 threads = _settings.web_threads
 preload_app = False
 timeout = 60
 graceful_timeout = 20
 keepalive = 5
 accesslog = "-"
-logger_class = "service.gunicorn_logging.Logger"
+logger_class = "service.server.gunicorn_logging.Logger"
 errorlog = "-"
 loglevel = _settings.log_level
 limit_request_line = 8190
@@ -34,6 +34,6 @@ def child_exit(server, worker) -> None:
 
 
 def post_worker_init(worker) -> None:
-    from service import gunicorn_errors
+    from service.server import gunicorn_errors
 
     gunicorn_errors.install()

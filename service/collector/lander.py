@@ -43,11 +43,11 @@ from typing import cast
 
 import polars as pl
 
+from service.api.windows import floor_hour
 from service.collector import log as event_log
 from service.collector.index import LandedIndex, new_segment_path, segment_bytes
 from service.store import schema
 from service.store.target import LandingTarget
-from service.windows import floor_hour
 
 log = logging.getLogger(__name__)
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 
 import polars as pl
 
-from service import windows
+from service.api import windows
 from service.demo.draws import Random
 from service.demo.timeline import EPOCH, SECOND_US, Clock
 

@@ -33,6 +33,7 @@ from pathlib import Path
 import polars as pl
 from tqdm import tqdm
 
+from service.api.windows import iso_z
 from service.demo import pieces, sampling
 from service.demo.bursts import DEMO_BURSTS, Burst
 from service.demo.draws import Random
@@ -41,7 +42,6 @@ from service.demo.world import EVENTS_PER_USER, World
 from service.store import schema
 from service.store.target import LandingTarget, ParquetTarget
 from service.store.user_ids import hash_user_ids
-from service.windows import iso_z
 
 # Data sets with more events are generated and landed in pieces of at most this many (one
 # generation each); memory follows this, not the data set's size (module docstring, "Pieces").

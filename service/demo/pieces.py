@@ -10,7 +10,7 @@ from collections.abc import Sequence
 
 import polars as pl
 
-from service import windows
+from service.api import windows
 from service.demo.bursts import DEMO_BURSTS
 from service.demo.sampling import CHANGES_PER_EVENT
 from service.demo.timeline import SECOND_US, Clock, day_weights

@@ -21,10 +21,10 @@ from collections.abc import Callable
 
 import polars as pl
 
+from service.api.periods import previous_bucket
 from service.engine.growth import beyond_noise, round_like_python
 from service.engine.noise_std import STD
 from service.engine.shapes import RecordShape
-from service.periods import previous_bucket
 
 PREVIOUS = "previous"
 CHANGE = "change"

@@ -38,9 +38,9 @@ import datetime as dt
 from collections.abc import Iterator, Mapping
 from typing import Protocol
 
+from service.api.windows import BUCKETS, TimeRange, bucket_starts, window_range
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.store import day_spans
-from service.windows import BUCKETS, TimeRange, bucket_starts, window_range
 
 TIME = "time"
 NON_GEO = day_spans.NON_GEO

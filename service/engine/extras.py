@@ -9,11 +9,11 @@ from typing import Any
 
 import polars as pl
 
+from service.api.periods import previous_as_of
 from service.engine.compare import bucket_mapper, with_previous
 from service.engine.intervals import with_intervals
 from service.engine.noise_std import STD
 from service.engine.shapes import SHAPES
-from service.periods import previous_as_of
 from service.privacy import Privacy
 
 # An endpoint's records from one snapshot: (snapshot, as_of, request, privacy, noise=) -> frame;

@@ -4,7 +4,7 @@
 (service/engine/polars/, service/store/), the ClickHouse engine over the ClickHouse tables
 (service/engine/clickhouse/, service/clickhouse/). service/backend.py picks one pair from the settings.
 
-`QueryEngine` has one method per operation of the endpoint table (service/endpoints.py `ENDPOINTS`,
+`QueryEngine` has one method per operation of the endpoint table (service/api/endpoints.py `ENDPOINTS`,
 by `Endpoint.name`); `missing_operations` names those an engine lacks, and a quick test runs it
 over every engine (tests/engine/test_engine_operations.py).
 

@@ -11,9 +11,9 @@ from collections.abc import Iterable, Sequence
 
 import polars as pl
 
+from service.api.windows import polars_every
 from service.engine.cell_keys import CELL_USER, Packing
 from service.privacy import PILOT, Contributions, PrivacyParams, Published, reachable_rows
-from service.windows import polars_every
 
 SUPPRESSIONS = "suppressions"
 UNIQUE_USERS = "unique_users"

@@ -33,7 +33,7 @@ COMPARE = ("previous_period",)  # the periods a request may be compared with
 class TopKeywords:
     window: str
     limit: int
-    offset: int = 0             # rows of the full answer skipped before these (paging: service/paging.py)
+    offset: int = 0             # rows of the full answer skipped before these (paging: service/api/paging.py)
     compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
     intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
@@ -71,7 +71,7 @@ class Trending:
     metric: str
     limit: int
     min_baseline: float
-    offset: int = 0             # rows of the full answer skipped before these (paging: service/paging.py)
+    offset: int = 0             # rows of the full answer skipped before these (paging: service/api/paging.py)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -79,7 +79,7 @@ class KeywordActivity:
     window: str
     type: str
     limit: int
-    offset: int = 0             # rows of the full answer skipped before these (paging: service/paging.py)
+    offset: int = 0             # rows of the full answer skipped before these (paging: service/api/paging.py)
     compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
     intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)
 
@@ -93,7 +93,7 @@ class FlexibleQuery:
     order_by: str = "suppressions"
     order: str = "desc"
     limit: int = 100
-    offset: int = 0             # rows of the full answer skipped before these (paging: service/paging.py)
+    offset: int = 0             # rows of the full answer skipped before these (paging: service/api/paging.py)
     format: str = "json"
     compare: str | None = None  # "previous_period": each record with its previous period (engine/compare.py)
     intervals: bool = False     # each count with an interval for its exact value (engine/intervals.py)

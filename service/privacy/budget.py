@@ -27,7 +27,7 @@ import math
 from typing import Any
 
 from cache import Gate
-from service.errors import PRIVACY_BUDGET, Problem
+from service.http.errors import PRIVACY_BUDGET, Problem
 from service.privacy.charges import MICRO
 
 SHARED = "shared"  # the shared ledger's name (a subscription's is "sub<id>")

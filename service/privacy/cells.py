@@ -9,9 +9,9 @@ from collections.abc import Mapping, Sequence
 
 import polars as pl
 
+from service.api.windows import TimeRange, bucket_step
 from service.privacy.params import PrivacyParams
 from service.store.schema import GEO_LEVELS
-from service.windows import TimeRange, bucket_step
 
 # A cell's family (`family_dimension`): the places of one geographic level, everything else about
 # them alike, over more than a week.

@@ -44,12 +44,12 @@ from typing import cast
 import polars as pl
 from tqdm import tqdm
 
+from service.api.windows import floor_hour
 from service.store import layout, leftovers, manifests, schema, writer
 from service.store.columns import ContractError, check_column_types, check_columns, detect_table
 from service.store.formats import FileError, RawFile, parse, read_bytes
 from service.store.target import LandingTarget, ParquetTarget
 from service.store.validate import validate_rows
-from service.windows import floor_hour
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +76,7 @@ class IngestReport:
     newest_event: dt.datetime | None = None  # the latest `ts` among the rows that landed
     # Landed rows at or after the start of the hour that was current at ingest (a row may be a few
     # minutes ahead: row_checks.MAX_FUTURE_SKEW): answers cover whole hours up to `as_of`
-    # (service.windows), so these are counted from the end of their hour (`windows.hour_end`).
+    # (service.api.windows), so these are counted from the end of their hour (`windows.hour_end`).
     rows_in_current_hour: int = 0
 
     @property

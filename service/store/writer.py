@@ -42,8 +42,8 @@ from typing import Final
 import polars as pl
 
 from service.store import consolidate, layout, schema, snapshot
-from service.store.manifests import SourceRecord
 from service.store.leftovers import sweep
+from service.store.manifests import SourceRecord
 from service.store.writer_lock import lock
 
 COMPRESSION: Final = "zstd"

@@ -8,8 +8,8 @@ import datetime as dt
 import logging
 import random
 
-from service import metrics
 from service.clock import Clock
+from service.observability import metrics
 from service.webhooks import sender
 from service.webhooks.webhook_store import FAILED, PENDING, SUCCEEDED, Claimed, WebhookStore
 

@@ -23,14 +23,14 @@ from typing import Any
 
 import polars as pl
 
-from service.endpoint_params import TRENDING_LIMIT
+from service.api.endpoint_params import TRENDING_LIMIT
+from service.api.windows import compute_as_of
 from service.engine import requests as rq
 from service.engine.interface import QueryEngine as Engine
 from service.privacy.budget import PrivacyBudget, answer_name
 from service.privacy.charges import charging
 from service.store.reader import EventFrames
 from service.webhooks.webhook_store import WebhookStore
-from service.windows import compute_as_of
 
 log = logging.getLogger("signals.webhooks")
 

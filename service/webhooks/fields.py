@@ -1,7 +1,7 @@
 """A webhook's fields and their rules, declared as `Param`s like the data endpoints' parameters:
 several are /trending's own (same values, same bounds), so an alert is always a request /trending
 takes. The create and update bodies are checked against them, every bad field named in the
-problem's `errors`; the OpenAPI document's request bodies are their schemas (service/operations.py)."""
+problem's `errors`; the OpenAPI document's request bodies are their schemas (service/api/operations.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import paramcheck
 from paramcheck import NO_CONTROL_PATTERN, FieldError
-from service.endpoint_params import MIN_BASELINE, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_WINDOW
-from service.params import Param
+from service.api.endpoint_params import MIN_BASELINE, TRENDING_DIMENSION, TRENDING_METRIC, TRENDING_WINDOW
+from service.api.params import Param
 from service.webhooks import ssrf
 
 MAX_WEBHOOKS_PER_SUBSCRIPTION = 10

@@ -1,13 +1,13 @@
-"""The webhook operations' entries in the OpenAPI document (service/openapi.py documents each
-operation of the table, service/operations.py, these here): their responses, and their parameters
+"""The webhook operations' entries in the OpenAPI document (service/api/openapi.py documents each
+operation of the table, service/api/operations.py, these here): their responses, and their parameters
 and bodies from the table's fields."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from service.operations import Operation
-from service.params import Param
+from service.api.operations import Operation
+from service.api.params import Param
 from service.webhooks.fields import FIELDS, MAX_WEBHOOKS_PER_SUBSCRIPTION
 
 _TIME = {"type": "string", "format": "date-time"}

@@ -2,7 +2,7 @@
 /{id}/test (a signed test delivery, queued for the worker), /{id}/deliveries (attempts, newest first, paginated),
 /{id}/rotate-secret. Any plan manages its own subscription's webhooks; another subscription's id
 answers 404, exactly like an id that does not exist. Requests count against the rate limit. Their
-paths and parameters are the operation table's (service/operations.py), which service/app.py routes."""
+paths and parameters are the operation table's (service/api/operations.py), which service/app.py routes."""
 
 from __future__ import annotations
 
@@ -12,15 +12,15 @@ from typing import Any, TypeGuard
 import falcon
 
 from paramcheck import FieldError, summary
+from service.api.operations import DELIVERIES_BEFORE, DELIVERIES_LIMIT, WEBHOOK_PATH, WEBHOOKS_PATH
+from service.api.windows import iso_z
 from service.clock import Clock
-from service.errors import WEBHOOK_LIMIT, Problem
-from service.operations import DELIVERIES_BEFORE, DELIVERIES_LIMIT, WEBHOOK_PATH, WEBHOOKS_PATH
-from service.resources.account import PreparedAccountRequest
-from service.resources.json_body import read_json_body
+from service.http.errors import WEBHOOK_LIMIT, Problem
+from service.http.resources.account import PreparedAccountRequest
+from service.http.resources.json_body import read_json_body
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
 from service.webhooks.webhook_store import TooManyWebhooks, WebhookStore, public
-from service.windows import iso_z
 
 
 def _json(resp: falcon.Response, body: Any, status: str = falcon.HTTP_200) -> None:
@@ -166,7 +166,7 @@ def _is_digits(raw: object) -> TypeGuard[str]:
 
 
 def resources(store: WebhookStore, clock: Clock, *, allow_private: bool) -> dict[str, Any]:
-    """The responders of the table's webhook operations (service/operations.py), by the name the
+    """The responders of the table's webhook operations (service/api/operations.py), by the name the
     table gives them."""
     return {"webhooks": WebhooksResource(store, clock, allow_private=allow_private),
             "webhook": WebhookResource(store, clock, allow_private=allow_private)}

@@ -24,9 +24,9 @@ from typing import Any
 import sqlalchemy as sa
 
 from service.accounts.tables import subscriptions, webhook_attempts, webhook_deliveries, webhooks
+from service.api.windows import iso_z
 from service.clock import Clock, SystemClock
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION
-from service.windows import iso_z
 
 SECRET_PREFIX = "whsec_"
 SECRET_BYTES = 32  # Standard Webhooks: 24 to 64 random bytes

@@ -33,8 +33,8 @@ from service.accounts import (
 )
 from service.accounts import keys as keys_module
 from service.accounts.tables import metadata
+from service.api.tiers import Tier
 from service.clock import FixedClock
-from service.tiers import Tier
 
 START = dt.datetime(2025, 3, 1, 12, 0, tzinfo=dt.UTC)
 

@@ -18,7 +18,7 @@ from sqlalchemy.exc import OperationalError
 
 from service.accounts import AccountStore, AuthFailure
 from service.accounts.cached import AccountsUnavailable, CachedAuthenticator
-from service.tiers import Tier
+from service.api.tiers import Tier
 from tests.support.fixture_data import write_fixture_store
 from tests.support.processes import gunicorn
 from tests.support.spec_table import BASE

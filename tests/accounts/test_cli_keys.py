@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 
 from service.accounts import AccountStore, AuthFailure, Principal, hash_key, looks_like_key
+from service.api.tiers import Tier
 from service.cli import keys as keys_cli
 from service.clock import FixedClock
 from service.settings import Settings
-from service.tiers import Tier
 
 
 @pytest.fixture

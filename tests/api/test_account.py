@@ -5,9 +5,9 @@ from __future__ import annotations
 from openapi_spec_validator import validate
 
 from service.accounts.keys import generate_key
-from service.endpoints import ENDPOINTS
-from service.openapi import build_openapi
-from service.tiers import Tier
+from service.api.endpoints import ENDPOINTS
+from service.api.openapi import build_openapi
+from service.api.tiers import Tier
 from tests.support.http import assert_problem, auth
 
 ACCOUNT = "/api/v1/account"

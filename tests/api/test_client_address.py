@@ -6,7 +6,7 @@ import falcon.testing
 import pytest
 
 from envfields import parse_networks
-from service.middleware.client_address import ClientAddress
+from service.http.middleware.client_address import ClientAddress
 from service.settings import Settings, SettingsError
 
 

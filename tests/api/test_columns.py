@@ -10,7 +10,7 @@ import io
 import pytest
 
 from connectors.columns import flat_record
-from service.endpoints import ENDPOINTS
+from service.api.endpoints import ENDPOINTS
 from tests.support.http import get, post_query
 
 EXTRAS = {"previous", "change", "intervals"}  # the fields compare and intervals add

@@ -11,11 +11,11 @@ import falcon.testing
 import pytest
 
 from cache import LocalGate
+from service.api.endpoints import BY_NAME, ENDPOINTS
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
-from service.endpoints import BY_NAME, ENDPOINTS
 from service.settings import Settings
-from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import assert_problem, get
 from tests.support.spec_table import BASE
@@ -137,7 +137,7 @@ def test_options_and_405_name_the_same_methods(client, keys, path):
     ("-", "-"),
 ])
 def test_the_access_log_redacts_keys_in_urls(logged, shown):
-    from service.gunicorn_logging import redact
+    from service.server.gunicorn_logging import redact
 
     assert redact(logged) == shown
 

@@ -13,13 +13,13 @@ from email.utils import format_datetime
 import polars as pl
 import pytest
 
+from service.api.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_bucket
+from service.api.tiers import Tier
 from service.clock import FixedClock
 from service.engine.polars import PolarsEngine as Engine
-from service.periods import AsOfError, as_of_range, parse_as_of, previous_as_of, previous_bucket
+from service.http.resources.past import past_data_version
 from service.privacy import Privacy
-from service.resources.past import past_data_version
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_AS_OF, FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
 from tests.support.landing import write_events
@@ -55,7 +55,7 @@ def test_the_current_as_of_is_byte_for_byte_no_as_of_on_query(client, keys):
 
 @pytest.mark.parametrize("path", list(GET_ENDPOINTS))
 def test_a_past_as_of_answers_that_hour(client, keys, path, fixture_store):
-    from service.endpoints import BY_NAME
+    from service.api.endpoints import BY_NAME
 
     endpoint = BY_NAME[path.strip("/").replace("-", "_")]
     dated = get(client, path, keys["observer"], {**REQUIRED.get(path, {}), "as_of": PAST_TEXT})
@@ -254,7 +254,7 @@ def test_defaults_are_unchanged_over_real_http(tmp_path):
 
 def test_a_past_as_of_plan_is_remembered_like_any_other(app, keys, client):
     """A repeated GET skips validation and key derivation (the memo of prepared requests), a past as_of included."""
-    from service.resources.signals import SignalsResource
+    from service.http.resources.signals import SignalsResource
 
     resource = next(r for r in _resources(app) if isinstance(r, SignalsResource) and r.endpoint.name == "geo_heat")
     query = {"window": "7d", "as_of": PAST_TEXT}

@@ -8,7 +8,7 @@ import pytest
 
 from service.accounts import AuthFailure, Principal
 from service.accounts.keys import generate_key
-from service.tiers import Tier
+from service.api.tiers import Tier
 from tests.support.http import assert_problem, get, post_query
 from tests.support.spec_table import BASE, GET_ENDPOINTS, MIN_TIER, REQUIRED
 

@@ -21,10 +21,10 @@ from pathlib import Path
 import httpx
 import pytest
 
-from service.endpoints import BY_NAME
-from service.middleware.url_length import MAX_URL_BYTES
-from service.openapi import build_openapi
-from service.resources.json_body import MAX_BODY_BYTES, repeated_keys
+from service.api.endpoints import BY_NAME
+from service.api.openapi import build_openapi
+from service.http.middleware.url_length import MAX_URL_BYTES
+from service.http.resources.json_body import MAX_BODY_BYTES, repeated_keys
 from service.settings import Settings, SettingsError
 from tests.support.fixture_data import write_fixture_store
 from tests.support.http import assert_problem, post_query
@@ -169,7 +169,7 @@ def test_repeated_body_keys_are_400_naming_each(server, raw, names):
 
 
 def test_repeated_keys_are_found_at_any_depth_in_document_order():
-    from service.resources.json_body import _object
+    from service.http.resources.json_body import _object
 
     body = json.loads('{"a": [{"x": 1, "x": 2}], "b": {"c": {"d": 1, "d": 1}}, "a2": 1, "a2": 2}',
                       object_pairs_hook=_object)

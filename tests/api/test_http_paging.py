@@ -21,11 +21,11 @@ import falcon.testing
 import pytest
 
 from cache import LocalGate
+from service.api.paging import CursorError, make_cursor, next_offset, read_cursor
 from service.app import create_app
 from service.clock import FixedClock
 from service.demo.generate import generate_demo
 from service.engine.requests import TopKeywords
-from service.paging import CursorError, make_cursor, next_offset, read_cursor
 from service.settings import Settings
 from service.store.reader import EventStore
 from tests.support.http import assert_problem, auth, get, post_query

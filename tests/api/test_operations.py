@@ -1,4 +1,4 @@
-"""The operation table (service/operations.py): every operation is routed to its responder and
+"""The operation table (service/api/operations.py): every operation is routed to its responder and
 documented, nothing else is, and the bounds it shares are written once."""
 
 from __future__ import annotations
@@ -8,9 +8,9 @@ import re
 import pytest
 
 from connectors.operations import query_text
-from service.endpoints import BY_NAME as ENDPOINTS
-from service.operations import OPERATIONS, Operation
-from service.params import parse_body, parse_query
+from service.api.endpoints import BY_NAME as ENDPOINTS
+from service.api.operations import OPERATIONS, Operation
+from service.api.params import parse_body, parse_query
 from service.webhooks import evaluate, fields
 
 

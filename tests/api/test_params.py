@@ -2,7 +2,7 @@
 
 import pytest
 
-from service.params import Param, ValidationFailed, parse_body, parse_query
+from service.api.params import Param, ValidationFailed, parse_body, parse_query
 
 WINDOW = Param("window", "string", "", default="24h", enum=("1h", "24h"))
 LIMIT = Param("limit", "integer", "", default=50, minimum=1, maximum=500)
@@ -88,7 +88,7 @@ def test_not_blank_pattern_is_exactly_python_white_space():
     import re
     import sys
 
-    from service.params import NOT_BLANK_PATTERN
+    from service.api.params import NOT_BLANK_PATTERN
 
     assert KEYWORD.json_schema()["pattern"] == NOT_BLANK_PATTERN
     pattern = re.compile(NOT_BLANK_PATTERN)

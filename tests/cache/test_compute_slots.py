@@ -1,4 +1,4 @@
-"""The machine's compute slots (service/compute_slots.py): a bound shared by processes, FIFO
+"""The machine's compute slots (service/answers/compute_slots.py): a bound shared by processes, FIFO
 order, room left for requests, tickets of the dead removed, and the estimate of the wait."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from service.compute_slots import ComputeSlots
+from service.answers.compute_slots import ComputeSlots
 
 
 def test_no_more_than_count_at_once_and_in_arrival_order(tmp_path):

@@ -1,4 +1,4 @@
-"""Each answer computed once (service/flights.py), over the real Redis and the in-process gate:
+"""Each answer computed once (service/answers/flights.py), over the real Redis and the in-process gate:
 requests of one process join one flight, processes share one fill lock whose holder keeps it
 alive and says when it expects the answer, failures are shared, and an answer not expected
 within a request's patience is refused at once while its computation goes on."""
@@ -12,10 +12,10 @@ import uuid
 import pytest
 
 import cache
-from service.cache_entry import CacheEntry
-from service.compute_slots import ComputeSlots
-from service.errors import Problem
-from service.flights import Busy, Flights
+from service.answers.cache_entry import CacheEntry
+from service.answers.compute_slots import ComputeSlots
+from service.answers.flights import Busy, Flights
+from service.http.errors import Problem
 from tests.support.redis_app import delete_prefix
 
 

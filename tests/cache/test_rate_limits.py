@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from service.tiers import Tier
+from service.api.tiers import Tier
 from tests.support.http import assert_problem, get, post_query
 from tests.support.spec_table import RATE_LIMITS
 

@@ -18,13 +18,13 @@ import polars as pl
 import pytest
 
 import cache
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
 from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
 from tests.support.landing import write_events
@@ -154,7 +154,7 @@ def test_a_new_hour_or_generation_is_not_served_stale_while_redis_is_down(throwa
     seen = []
 
     def twice():
-        for _ in range(2):  # no-cache: the current answer, never the previous one served stale (service/stale.py)
+        for _ in range(2):  # no-cache: the current answer, never the previous one served stale (service/answers/stale.py)
             result = get(client, "/top-keywords", key, headers={"Cache-Control": "no-cache"})
             seen.append((result.headers["x-signals-as-of"], result.headers["x-signals-data-generation"],
                          result.headers["x-cache"]))

@@ -18,12 +18,12 @@ import pytest
 import redis
 
 import cache
+from service.answers.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
+from service.api.tiers import Tier
 from service.app import create_app
-from service.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
 from service.clock import FixedClock
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import get, post_query
 from tests.support.landing import write_events
@@ -251,8 +251,8 @@ def test_a_stored_entry_lives_until_the_next_hour(fixture_data_dir, fixture_stor
         assert result.headers["x-cache"] == "miss"
         max_age = int(result.headers["cache-control"].rsplit("=", 1)[1])
         store = redis.Redis.from_url(redis_url)
-        # The answer's entry (beside it: `previous:`, its copy to be served stale next hour, service/stale.py;
-        # `asked:`, how to ask it again, service/precompute.py).
+        # The answer's entry (beside it: `previous:`, its copy to be served stale next hour, service/answers/stale.py;
+        # `asked:`, how to ask it again, service/answers/precompute.py).
         (stored,) = list(store.scan_iter(f"{prefix}body:top_keywords:*"))
         ttl = store.pttl(stored) / 1000
         store.close()
@@ -343,7 +343,7 @@ def test_as_of_and_the_cache_entry_move_on_with_the_hour(fixture_data_dir, fixtu
     seen = []
     for _ in range(4):
         for _ in range(2):  # the second request of each hour is a hit, on that hour's entry
-            # no-cache: the current answer, never the previous one served stale (service/stale.py)
+            # no-cache: the current answer, never the previous one served stale (service/answers/stale.py)
             result = get(client, "/top-keywords", key, headers={"Cache-Control": "no-cache"})
             seen.append((result.headers["x-signals-as-of"], result.headers["x-cache"]))
         clock.advance(dt.timedelta(hours=1))

@@ -1,5 +1,5 @@
-"""The previous answer served stale while the current one computes (service/stale.py), and the
-precompute round (service/precompute.py), in process with a clock the test moves."""
+"""The previous answer served stale while the current one computes (service/answers/stale.py), and the
+precompute round (service/answers/precompute.py), in process with a clock the test moves."""
 
 from __future__ import annotations
 
@@ -11,14 +11,14 @@ import falcon.testing
 import pytest
 
 import cache
+from service.answers.precompute import Precompute
+from service.answers.stale import StalePolicy, _refuses_stale
+from service.api.tiers import Tier
 from service.app import create_app, signals_resources
 from service.clock import FixedClock
 from service.engine.polars import PolarsEngine as Engine
-from service.precompute import Precompute
 from service.privacy import Privacy
 from service.settings import Settings
-from service.stale import StalePolicy, _refuses_stale
-from service.tiers import Tier
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import get
 from tests.support.redis_app import delete_prefix
@@ -106,7 +106,7 @@ def test_no_stale_answer_when_switched_off_or_more_than_an_hour_old(fixture_data
 def test_stale_answers_only_in_the_first_seconds_after_the_turn():
     policy = StalePolicy(0.2, FixedClock(AFTER))
     gate = cache.LocalGate()
-    from service.cache_entry import CacheEntry
+    from service.answers.cache_entry import CacheEntry
 
     policy.keep(gate, "id", CacheEntry('"e"', "application/json", None, b"{}"), FIXTURE_NOW.replace(hour=11, minute=0),
                 1, 60)
@@ -125,7 +125,7 @@ def test_a_worker_that_first_sees_the_hour_late_acts_as_if_it_saw_the_turn(minut
     # answered before must answer as the others do (within 10 minutes of the hour's start).
     policy = StalePolicy(600, FixedClock(FIXTURE_NOW.replace(hour=12, minute=minute)))
     gate = cache.LocalGate()
-    from service.cache_entry import CacheEntry
+    from service.answers.cache_entry import CacheEntry
 
     policy.keep(gate, "id", CacheEntry('"e"', "application/json", None, b"{}"), FIXTURE_NOW.replace(hour=11, minute=0),
                 1, 60)

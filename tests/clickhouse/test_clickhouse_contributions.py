@@ -14,18 +14,18 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import TimeRange
 from service.clickhouse.store import load_snapshot
 from service.engine.clickhouse import dictionaries, keywords
 from service.engine.clickhouse.cells import Query, cells
-from service.engine.clickhouse.keys import Key, dimension
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
+from service.engine.clickhouse.keys import Key, dimension
 from service.engine.measures import EVENTS, SUPPRESSIONS, cell_contributions
 from service.engine.polars.trending import both_periods
 from service.engine.requests import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords, Trending
 from service.privacy import Contributions, Privacy, PrivacyParams
 from service.store import schema
 from service.store.reader import build_frames
-from service.windows import TimeRange
 from tests.support import engines
 from tests.support import fixture_data as fx
 

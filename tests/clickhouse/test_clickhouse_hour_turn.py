@@ -15,14 +15,14 @@ import pytest
 from prometheus_client import REGISTRY
 
 import cache
+from service.answers.precompute import Precompute
+from service.api.tiers import Tier
 from service.app import create_app, signals_resources
 from service.clickhouse.store import ClickHouseStore
 from service.clock import FixedClock
 from service.engine.clickhouse import ClickHouseEngine
-from service.precompute import Precompute
 from service.privacy import Privacy
 from service.settings import Settings
-from service.tiers import Tier
 from tests.support.engines import land
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import get

@@ -12,16 +12,16 @@ import falcon.testing
 import pytest
 
 from cache import LocalGate
+from service.api.endpoints import ENDPOINTS
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clickhouse.landing import ClickHouseTarget
 from service.clickhouse.store import ClickHouseStore
 from service.clock import FixedClock
 from service.demo.generate import generate_demo
-from service.endpoints import ENDPOINTS
 from service.settings import Settings
 from service.store.ingest import ingest_files
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.engines import fresh_database
 
 SECRET = "same-files-same-answers"
@@ -85,7 +85,7 @@ def clients(stores, accounts, chdb_dir):
     return {kind: make_client(kind, stores, accounts, chdb_dir) for kind in stores}
 
 
-# Each endpoint's requests (REQUESTS): the table's example (service/endpoints.py), then these.
+# Each endpoint's requests (REQUESTS): the table's example (service/api/endpoints.py), then these.
 VARIANTS = {
     "top_keywords": [{"window": w, "limit": 20} for w in ("1h", "6h", "24h", "7d", "30d")],
     "keyword_timeseries": [{"keyword": k, "window": w, "bucket": b}

@@ -10,6 +10,7 @@ import datetime as dt
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import TimeRange
 from service.engine.clickhouse import dictionaries, packing
 from service.engine.clickhouse.cells import Query, cells, time_literal
 from service.engine.clickhouse.keys import dimension, flag, time_bucket
@@ -24,7 +25,6 @@ from service.engine.requests import (
 )
 from service.privacy import Privacy, PrivacyParams
 from service.store import schema
-from service.windows import TimeRange
 from tests.support import engines
 from tests.support import fixture_data as fx
 

@@ -11,15 +11,15 @@ import falcon.testing
 import pytest
 
 from cache import LocalGate
+from service.answers.deadline import DeadlineExceeded, work_limit
+from service.api.tiers import Tier
 from service.app import create_app
 from service.backend import clickhouse, web_workers_refusal
 from service.clickhouse.store import ClickHouseStore
 from service.clock import FixedClock
-from service.deadline import DeadlineExceeded, work_limit
 from service.engine.clickhouse import ClickHouseEngine
 from service.privacy import Privacy
 from service.settings import Settings, SettingsError
-from service.tiers import Tier
 from tests.support.engines import fresh_database
 
 # Counting 10^11 numbers takes minutes: a query only a deadline ends.
@@ -43,7 +43,7 @@ def test_max_execution_time_stops_the_query_in_clickhouse(chdb_dir: Path) -> Non
 
 def test_the_request_deadline_answers_503_and_the_query_is_stopped(chdb_dir: Path, accounts) -> None:
     """The app's ClickHouse connection carries SIGNALS_COMPUTE_DEADLINE_SECONDS as max_execution_time
-    (service/backend.py); the resource's own timer (service/deadline.py) and ClickHouse agree."""
+    (service/backend.py); the resource's own timer (service/answers/deadline.py) and ClickHouse agree."""
     ch = fresh_database(chdb_dir, "deadline_http")
     settings = Settings(compute_deadline_seconds=0.5, cache_responses=False, engine="clickhouse",
                         clickhouse_url=f"chdb://{chdb_dir}")

@@ -8,12 +8,12 @@ import datetime as dt
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import TimeRange
 from service.engine.clickhouse import cells as cells_module
 from service.engine.clickhouse.cells import Query, cells
 from service.engine.clickhouse.keys import dimension, time_bucket
 from service.privacy import PrivacyParams
 from service.store import schema
-from service.windows import TimeRange
 from tests.support import engines
 from tests.support import fixture_data as fx
 

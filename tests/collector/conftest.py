@@ -12,8 +12,8 @@ import pytest
 from falcon import testing
 
 from service.accounts import AccountStore
+from service.api.tiers import Tier
 from service.settings import Settings
-from service.tiers import Tier
 from tests.support.collector_events import SECRET, make_client
 
 

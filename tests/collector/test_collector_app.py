@@ -8,7 +8,7 @@ import json
 from falcon import testing
 
 from service.collector import log as event_log
-from service.errors import PROBLEM_JSON
+from service.http.errors import PROBLEM_JSON
 from service.settings import Settings
 from tests.support.collector_events import keyword_change, make_client, many, ndjson, post, suppression
 

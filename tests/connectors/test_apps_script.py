@@ -20,7 +20,7 @@ from urllib.parse import quote
 import httpx
 import pytest
 
-from service.openapi import build_openapi
+from service.api.openapi import build_openapi
 from tests.support.api_server import Ticker, make_app
 from tests.support.processes import ROOT
 from tests.support.spec_table import BASE
@@ -100,7 +100,7 @@ def record(api_app, keys: dict[str, str]) -> dict:
 
 @pytest.fixture
 def recorded(fixture_data_dir, fixture_store, accounts, keys, tmp_path):
-    from service.tiers import Tier
+    from service.api.tiers import Tier
 
     app = make_app(fixture_data_dir, fixture_store, accounts, Ticker())
     roles = {"analyst": keys["analyst"], "observer": keys["observer"], "wrong": "sig_live_" + "W" * 40,

@@ -15,8 +15,8 @@ from connectors import __version__
 from connectors.client import USER_AGENT, SignalsClient, SignalsError
 from connectors.operations import Operations
 from connectors.settings import ConnectorSettings
-from service.endpoints import ENDPOINTS
-from service.openapi import build_openapi
+from service.api.endpoints import ENDPOINTS
+from service.api.openapi import build_openapi
 from tests.support.api_server import BASE_URL, FlakyFront, Recorder, Ticker, make_app, serve
 from tests.support.spec_table import BASE, GET_ENDPOINTS
 

@@ -17,11 +17,11 @@ from standardwebhooks.webhooks import Webhook
 from cache import LocalGate
 from connectors.client import SignalsClient, SignalsError
 from connectors.operations import Operations
+from service.api.openapi import build_openapi
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
-from service.openapi import build_openapi
 from service.settings import Settings
-from service.tiers import Tier
 from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.api_server import BASE_URL, Recorder

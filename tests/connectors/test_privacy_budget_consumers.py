@@ -15,10 +15,10 @@ from connectors.report import Cell
 from connectors.sheets.runner import Outcome, run_log_row
 from connectors.sheets.spec import ReportSpec
 from connectors.sheets.writer import RUN_LOG_HEADER
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
-from service.tiers import Tier
 from tests.support.api_server import BASE_URL, Recorder, Ticker
 from tests.support.fixture_data import FIXTURE_NOW
 

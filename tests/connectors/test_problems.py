@@ -1,10 +1,10 @@
 """The consumers' problems (connectors/problems.py) are the API's shape, and a type they share with
-the API (service/errors.py) means the same status there."""
+the API (service/http/errors.py) means the same status there."""
 
 from __future__ import annotations
 
 from connectors import problems
-from service.errors import _KINDS, problem_body, problem_type
+from service.http.errors import _KINDS, problem_body, problem_type
 
 
 def test_a_type_the_api_also_has_carries_the_apis_status() -> None:

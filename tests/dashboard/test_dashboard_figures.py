@@ -174,7 +174,7 @@ def served_document(monkeypatch):
 
     from connectors.operations import Operations
     from dashboard import api
-    from service.openapi import build_openapi
+    from service.api.openapi import build_openapi
 
     monkeypatch.setattr(api, "_document", (time.monotonic(), Operations.from_openapi(build_openapi())))
 

@@ -21,8 +21,8 @@ from dashboard import api, ui  # noqa: E402
 from dashboard.app import app as _app  # noqa: E402, F401  (registers the pages)
 from dashboard.chart_page import ChartPage, Drawn, Measure, Param, Text  # noqa: E402
 from dashboard.settings import DashboardSettings  # noqa: E402
-from service.openapi import build_openapi  # noqa: E402
-from service.tiers import Tier  # noqa: E402
+from service.api.openapi import build_openapi  # noqa: E402
+from service.api.tiers import Tier  # noqa: E402
 from tests.support.api_server import serve  # noqa: E402
 from tests.support.layouts import ids, texts  # noqa: E402
 

@@ -7,7 +7,7 @@ import pytest
 
 from connectors.operations import Operations, Parameter
 from dashboard import api, figures, ui, view_state
-from service.openapi import build_openapi
+from service.api.openapi import build_openapi
 from tests.support.layouts import texts
 
 

@@ -16,12 +16,12 @@ import falcon.testing
 import pytest
 
 from cache import LocalGate
+from service.api.endpoints import ENDPOINTS
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
-from service.endpoints import ENDPOINTS
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.default_demo import DEFAULT_DEMO_END
 from tests.support.processes import ROOT
 

@@ -361,13 +361,13 @@ def test_a_made_up_name_fails_with_its_line(line, named):
 def test_real_names_pass():
     text = ("`snapshot_reading.map_segment`, `snapshot_reading.SegmentCache`, `Usage.remaining_seconds`, `EventStore.follow`, "
             "`pl.Enum`, `pyarrow.memory_map`, `service.settings.ENGINES`, `map_segment`, `ENDPOINTS`, `publish_*`, "
-            "`x-signals-columns`, service/deadline.py, tests/engine/test_engine_*.py, service/engine/publication/, "
+            "`x-signals-columns`, service/answers/deadline.py, tests/engine/test_engine_*.py, service/engine/publication/, "
             "SIGNALS_COMPUTE_DEADLINE_SECONDS, REDIS_URL, WEB_CONCURRENCY, PORT, SIGNALS_SCREENSHOTS_DIR\n")
     assert problems(text) == []
 
 
 def test_the_module_map_is_read_by_its_indentation():
-    text = ("## Modules\n\n```\nservice/\n  deadline.py        the work limit (engine/cost.py, meter.py)\n"
+    text = ("## Modules\n\n```\nservice/\n  clock.py           the work limit (engine/cost.py, meter.py)\n"
             "  engine/            the engines\n    polars/          slicing.py\n    no_such.py       x\n"
             "cache/               wire.py\n```\n")
     found = problems(text)

@@ -1,4 +1,4 @@
-"""Every operation of the table (service/operations.py) reaches every consumer that should have it,
+"""Every operation of the table (service/api/operations.py) reaches every consumer that should have it,
 checked in the quick tier from the table itself, and a missing one is named:
 
 - the Apps Script custom functions (connectors/apps_script/Code.gs): one `SIGNALS_<OPERATION>` per
@@ -30,9 +30,9 @@ from typing import Any
 
 import pytest
 
-from service.endpoints import BASE_PATH, ENDPOINTS
-from service.openapi import build_openapi
-from service.operations import OPERATIONS
+from service.api.endpoints import BASE_PATH, ENDPOINTS
+from service.api.openapi import build_openapi
+from service.api.operations import OPERATIONS
 from tests.support.processes import ROOT
 
 DATA = [operation for operation in OPERATIONS if operation.endpoint is not None]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from prometheus_client import Counter, Histogram
 
-from service import metrics
+from service.observability import metrics
 
 DOCS = Path(__file__).resolve().parent.parent.parent / "docs"
 

@@ -22,8 +22,8 @@ from service.engine.polars.user_keys import known_bits, learn, spare_bits
 from service.engine.requests import Trending
 from service.privacy import Privacy, PrivacyParams
 from service.store import schema
-from service.store.reader import EventStore
 from service.store.encoding import encode
+from service.store.reader import EventStore
 from tests.support.fixture_data import FIXTURE_NOW
 
 PARAMS = PrivacyParams()

@@ -9,6 +9,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.answers.render import csv_body, flattened
 from service.engine.compare import bucket_mapper, with_previous
 from service.engine.growth import CONFIDENCE_Z, COUNT_Z, beyond_noise
 from service.engine.intervals import CAP_BIAS, CEILING_BIAS, NEAR_K, noise_bound, with_intervals
@@ -16,7 +17,6 @@ from service.engine.polars import PolarsEngine as Engine
 from service.engine.requests import GeoHeat, KeywordActivity, KeywordTimeseries, TopKeywords
 from service.engine.shapes import SHAPES
 from service.privacy import Privacy, PrivacyParams
-from service.render import csv_body, flattened
 from tests.support.fixture_data import FIXTURE_AS_OF, fixture_frames
 
 UTC = dt.UTC

@@ -10,10 +10,10 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import service.geo
+from service.api.windows import window_range
 from service.engine.requests import GeoHeat
 from service.privacy import Privacy
 from service.store.reader import build_frames
-from service.windows import window_range
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 

@@ -8,8 +8,8 @@ import struct
 import polars as pl
 import pytest
 
+from service.api.windows import trending_periods
 from service.engine.growth import round_like_python, with_growth_pct
-from service.windows import trending_periods
 from tests.support import fixture_data as fx
 from tests.support.growth import growth_pct
 

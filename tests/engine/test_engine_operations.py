@@ -1,5 +1,5 @@
 """Every engine answers every operation of the endpoint table: a new endpoint is its declaration
-(service/endpoints.py `ENDPOINTS`) and one method per engine, and an engine without one fails here,
+(service/api/endpoints.py `ENDPOINTS`) and one method per engine, and an engine without one fails here,
 in the quick tier, not at run time on the first request (docs/architecture.md, "Adding a GET
 endpoint")."""
 
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from service import backend
-from service.endpoints import ENDPOINTS
+from service.api.endpoints import ENDPOINTS
 from service.engine.interface import QueryEngine, missing_operations
 from service.settings import ENGINES, Settings
 

@@ -11,12 +11,12 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import polars_every
 from service.engine.measures import EVENTS, SUPPRESSIONS, bucket_key, cell_contributions
 from service.engine.polars import slicing
 from service.engine.polars.slicing import bucket_parts
 from service.engine.requests import FlexibleQuery
 from service.privacy import Privacy, PrivacyParams
-from service.windows import polars_every
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 

@@ -9,6 +9,7 @@ from collections.abc import Callable
 import polars as pl
 import pytest
 
+from service.api.windows import trending_periods, window_range
 from service.engine.requests import (
     DomainTimeseries,
     FlexibleQuery,
@@ -19,7 +20,6 @@ from service.engine.requests import (
     Trending,
 )
 from service.privacy import PILOT, SUMMED, CellContext, Contributions, Privacy, PrivacyParams
-from service.windows import trending_periods, window_range
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 

@@ -10,9 +10,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 import service.geo
+from service.api.windows import bucket_start, window_range
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS, FlexibleQuery
 from service.privacy import Privacy
-from service.windows import bucket_start, window_range
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 

@@ -6,8 +6,8 @@ import datetime as dt
 
 import pytest
 
+from service.api.windows import TimeRange, window_range
 from service.engine.polars.slicing import time_slice
-from service.windows import TimeRange, window_range
 from tests.support import fixture_data as fx
 
 UTC = dt.UTC
@@ -48,7 +48,7 @@ def test_ranges_outside_the_data_and_empty_tables(frames) -> None:
 
 
 def test_fixture_as_of_follows_from_the_data(frames) -> None:
-    from service.windows import compute_as_of
+    from service.api.windows import compute_as_of
 
     assert compute_as_of(fx.FIXTURE_NOW, frames.last_event) == fx.FIXTURE_AS_OF
 
@@ -62,7 +62,7 @@ def test_fixture_as_of_follows_from_the_data(frames) -> None:
      dt.datetime(2026, 11, 27, 1, 0, tzinfo=UTC)),
 ])
 def test_hour_end_is_the_first_as_of_that_counts_an_event(moment: dt.datetime, expected: dt.datetime) -> None:
-    from service.windows import compute_as_of, hour_end
+    from service.api.windows import compute_as_of, hour_end
 
     assert hour_end(moment) == expected
     # An event at `moment` is in the windows of as_of = hour_end, not before.

@@ -9,9 +9,9 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import bucket_start, bucket_starts, window_range
 from service.engine.requests import DomainTimeseries, KeywordTimeseries
 from service.privacy import Privacy
-from service.windows import bucket_start, bucket_starts, window_range
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 

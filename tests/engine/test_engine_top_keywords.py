@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import window_range
 from service.engine.requests import TopKeywords
 from service.privacy import Privacy
 from service.store.reader import build_frames
-from service.windows import window_range
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 

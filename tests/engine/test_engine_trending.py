@@ -9,10 +9,10 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
+from service.api.windows import TimeRange, trending_periods
 from service.engine.requests import Trending
 from service.privacy import Privacy
 from service.store.reader import build_frames
-from service.windows import TimeRange, trending_periods
 from tests.support import fixture_data as fx
 from tests.support.engines import Engine
 from tests.support.growth import growth_pct

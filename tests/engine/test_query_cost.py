@@ -15,9 +15,11 @@ import polars as pl
 import pytest
 
 from cache import LocalGate
+from service.answers.deadline import DeadlineExceeded, Usage, metered, work_limit
+from service.api.openapi import build_openapi
+from service.api.windows import window_range
 from service.app import create_app
 from service.clock import FixedClock
-from service.deadline import DeadlineExceeded, Usage, metered, work_limit
 from service.engine import cost as query_cost
 from service.engine.cost import QueryTooLarge
 from service.engine.measures import bucket_key, key_guards
@@ -26,12 +28,10 @@ from service.engine.polars import counts as frame_counts
 from service.engine.polars.counts import FrameCounts
 from service.engine.polars.slicing import time_slice
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
-from service.openapi import build_openapi
 from service.privacy import Privacy
 from service.settings import QUERY_MAX_CELLS, Settings, SettingsError
 from service.store import schema
 from service.store.reader import EventFrames, build_frames
-from service.windows import window_range
 from tests.support import fixture_data as fx
 from tests.support.http import assert_problem, post_query
 from tests.support.processes import ROOT, create_key, gunicorn

@@ -8,9 +8,9 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.engine.publication.query import family_cells, family_request
 from service.engine.requests import FlexibleQuery
-from service.windows import TimeRange
 
 AS_OF = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 MONTH = TimeRange(AS_OF - dt.timedelta(days=30), AS_OF)

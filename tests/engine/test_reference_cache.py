@@ -1,5 +1,5 @@
-"""Reference tables kept derived on disk (service/reference_cache.py) and the geography read from
-them (service/geo.py): the same tables as derived afresh, and a cache that can only help."""
+"""Reference tables kept derived on disk (service/geo/reference_cache.py) and the geography read from
+them (service/geo/__init__.py): the same tables as derived afresh, and a cache that can only help."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service import geo, reference_cache
+from service import geo
+from service.geo import reference_cache
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ import statistics
 import polars as pl
 import pytest
 
+from service.api.windows import TimeRange
 from service.privacy import Privacy, PrivacyParams, Published
-from service.windows import TimeRange
 from tests.support.privacy_stage import AS_OF, CELL, WEEK, context, publish
 
 

@@ -15,8 +15,10 @@ import pytest
 
 import cache
 from cache import LocalGate
+from service.answers.cache_entry import CacheEntry
+from service.api.tiers import Tier
+from service.api.windows import TimeRange
 from service.app import create_app
-from service.cache_entry import CacheEntry
 from service.clock import FixedClock
 from service.demo.generate import generate_demo
 from service.privacy import CellContext, Privacy, PrivacyParams, Published
@@ -24,8 +26,6 @@ from service.privacy.budget import HEADER, PrivacyBudget, answer_name, month_bou
 from service.privacy.charges import MICRO, Charges, charging
 from service.settings import Settings, SettingsError
 from service.store.reader import EventStore
-from service.tiers import Tier
-from service.windows import TimeRange
 from tests.support.http import get, post_query
 
 DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
@@ -328,9 +328,9 @@ def test_a_legitimate_sheet_refreshed_every_hour_is_never_refused(demo_dir, demo
 def test_a_precomputed_answer_is_paid_once_by_the_shared_ledger(demo_dir, demo_store, accounts, redis_url, redis_prefix):
     import redis
 
+    from service.answers.precompute import Precompute
     from service.app import signals_resources
     from service.engine.polars import PolarsEngine
-    from service.precompute import Precompute
     from tests.support.redis_app import delete_prefix
 
     prefix = f"{redis_prefix}budget-{uuid.uuid4().hex[:8]}:"

@@ -14,6 +14,7 @@ import random
 import polars as pl
 import pytest
 
+from service.api.windows import TimeRange
 from service.privacy import PILOT, CellContext, Contributions, Privacy, PrivacyParams, Published
 from service.privacy.caps import choose_caps, family_mean
 from service.privacy.cells import (
@@ -24,7 +25,6 @@ from service.privacy.cells import (
     family_message,
 )
 from service.privacy.params import geometric_std
-from service.windows import TimeRange
 
 SECRET = "family-test-secret"
 PARAMS = PrivacyParams()

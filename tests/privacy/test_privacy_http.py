@@ -12,12 +12,12 @@ import polars as pl
 import pytest
 
 from cache import LocalGate
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
 from service.demo.generate import generate_demo
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.http import get, post_query
 from tests.support.landing import write_events
 

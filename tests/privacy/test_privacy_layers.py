@@ -11,8 +11,8 @@ import statistics
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.privacy import CellContext, Privacy, PrivacyParams, Published
-from service.windows import TimeRange
 
 WEEK = TimeRange(dt.datetime(2026, 3, 3, tzinfo=dt.UTC), dt.datetime(2026, 3, 10, tzinfo=dt.UTC))
 USERS = Published("users", "unique_users", "users", when_suppressed="zero")

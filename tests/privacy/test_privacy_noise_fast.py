@@ -12,11 +12,11 @@ import struct
 import polars as pl
 import pytest
 
+from service.api.windows import TimeRange
 from service.privacy import noise
 from service.privacy.cells import CellContext, Published, Seeds, cell_seeds
 from service.privacy.layers import _place_draws
 from service.privacy.params import UNIQUE_USERS, PrivacyParams
-from service.windows import TimeRange
 
 END = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
 

@@ -14,11 +14,11 @@ import polars as pl
 import pytest
 
 from cache import LocalGate
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from tests.support.default_demo import DEFAULT_DEMO_END
 from tests.support.http import get, post_query
 

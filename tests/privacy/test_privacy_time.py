@@ -10,9 +10,9 @@ import math
 import polars as pl
 import pytest
 
+from service.api.windows import TimeRange
 from service.privacy import CellContext, Privacy, PrivacyParams, Published
 from service.privacy.cells import cell_seeds, time_levels
-from service.windows import TimeRange
 
 END = dt.datetime(2026, 3, 10, 13, tzinfo=dt.UTC)
 CELLS = 3000

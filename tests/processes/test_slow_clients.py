@@ -16,7 +16,7 @@ import time
 import httpx
 import pytest
 
-from service.gunicorn_worker import StalledClient, TimedSocket
+from service.server.gunicorn_worker import StalledClient, TimedSocket
 from tests.support.fixture_data import write_fixture_store
 from tests.support.processes import create_key, gunicorn
 from tests.support.spec_table import BASE

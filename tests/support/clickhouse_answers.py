@@ -10,12 +10,12 @@ from __future__ import annotations
 import json
 import sys
 
+from service.api.windows import hour_end
 from service.clickhouse.connection import ClickHouse
 from service.clickhouse.store import ClickHouseStore
 from service.engine.clickhouse import ClickHouseEngine
 from service.engine.requests import FlexibleQuery, GeoHeat, TopKeywords, Trending
 from service.privacy import Privacy
-from service.windows import hour_end
 
 REQUESTS = {
     "top_keywords": TopKeywords("30d", 10),

@@ -12,6 +12,7 @@ from typing import Any
 from falcon import testing
 
 from service.accounts import AccountStore
+from service.api.windows import floor_hour
 from service.collector import log as event_log
 from service.collector.app import create_collector_app
 from service.collector.events import check_body
@@ -20,7 +21,6 @@ from service.collector.lander import land_once
 from service.settings import Settings
 from service.store import counting, schema
 from service.store.target import ParquetTarget
-from service.windows import floor_hour
 
 NOW = dt.datetime.now(dt.UTC).replace(microsecond=0)
 SECRET = "collector-test-secret"

@@ -40,9 +40,9 @@ from typing import Any
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.store import layout, schema
 from service.store.reader import EventFrames, build_frames
-from service.windows import TimeRange
 from tests.support.landing import bump_generation
 
 UTC = dt.UTC

@@ -21,7 +21,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 
-from service.endpoints import ENDPOINTS
+from service.api.endpoints import ENDPOINTS
 from tests.support.processes import ROOT, create_key, service_env
 from tests.support.redis_server import free_port
 

@@ -7,8 +7,8 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.privacy import PILOT, CellContext, Contributions, Privacy, Published
-from service.windows import TimeRange
 
 AS_OF = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 WEEK = TimeRange(AS_OF - dt.timedelta(days=7), AS_OF)

@@ -1,6 +1,6 @@
 """The spec's endpoint table, typed by hand from docs/spec.md.
 
-Deliberately independent of service/endpoints.py: tests compare the service against this, so a
+Deliberately independent of service/api/endpoints.py: tests compare the service against this, so a
 wrong bound or default in the service's own table makes a test fail.
 """
 

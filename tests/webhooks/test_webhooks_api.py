@@ -15,10 +15,10 @@ from standardwebhooks.webhooks import Webhook
 
 from cache import LocalGate
 from service.accounts import AccountStore
+from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
 from service.settings import Settings
-from service.tiers import Tier
 from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.webhook_receiver import Answer, receiver

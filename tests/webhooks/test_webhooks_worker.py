@@ -23,13 +23,13 @@ from standardwebhooks.webhooks import Webhook
 from cache import LocalGate
 from service.accounts import AccountStore
 from service.accounts.tables import webhook_deliveries
+from service.api.tiers import Tier
 from service.app import create_app, privacy_params
 from service.clock import FixedClock, SystemClock
 from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
-from service.tiers import Tier
 from service.webhooks import delivery, sender, ssrf
 from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker

@@ -30,6 +30,7 @@ from typing import Any
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse import dictionaries, packing
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
@@ -37,7 +38,6 @@ from service.engine.clickhouse.keys import Key
 from service.engine.measures import EVENTS, SUPPRESSIONS, TOTAL, UNIQUE_USERS
 from service.engine.requests import FILTER_COLUMNS
 from service.privacy import PILOT, Contributions, PrivacyParams
-from service.windows import TimeRange
 
 HEAVY = "_heavy"
 NO_KEYS = "_cell"  # the one key of a frame with no grouping: a constant (see `cells`)

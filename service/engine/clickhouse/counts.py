@@ -11,12 +11,12 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Mapping
 
+from service.api.windows import TimeRange
 from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse.cells import filter_conditions, in_range
 from service.engine.cost import Factor
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS
 from service.store import schema
-from service.windows import TimeRange
 
 _EPOCH = dt.date(1970, 1, 1)
 

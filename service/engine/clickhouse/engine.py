@@ -14,6 +14,7 @@ from typing import cast
 
 import polars as pl
 
+from service.api.windows import TimeRange, trending_periods, window_range
 from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse.cells import SUPPRESSION_MEASURES, Query, cells, filter_conditions, time_literal
 from service.engine.clickhouse.contributions import HeavyTotals
@@ -41,7 +42,6 @@ from service.engine.requests import (
 from service.privacy import PILOT, Contributions, Privacy
 from service.privacy.meaning import Vocabulary
 from service.store import schema
-from service.windows import TimeRange, trending_periods, window_range
 
 RECENT_KEY = "_recent"
 

@@ -33,10 +33,10 @@ from collections.abc import Sequence
 import numpy as np
 import polars as pl
 
+from service.api.windows import TimeRange, bucket_start
 from service.clickhouse.store import ClickHouseSnapshot
 from service.engine.clickhouse import dictionaries
 from service.engine.clickhouse.keys import Key
-from service.windows import TimeRange, bucket_start
 
 PACKED = "_packed"  # the packed key's column in the query's result
 _CODE = "_code"

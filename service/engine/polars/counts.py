@@ -17,13 +17,13 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.engine.cost import Factor
 from service.engine.measures import key_guards
 from service.engine.polars.slicing import time_slice
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS
 from service.store import day_spans
 from service.store.reader import EventFrames
-from service.windows import TimeRange
 
 NON_GEO = day_spans.NON_GEO
 FIRST, LAST = day_spans.FIRST, day_spans.LAST

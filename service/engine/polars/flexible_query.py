@@ -12,6 +12,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import TimeRange, window_range
 from service.engine.measures import bucket_key, cell_contributions, key_guards
 from service.engine.polars.slicing import bucket_parts, time_slice
 from service.engine.polars.user_keys import known_bits
@@ -20,7 +21,6 @@ from service.engine.requests import FILTER_COLUMNS, FlexibleQuery
 from service.privacy import Contributions, Privacy, PrivacyParams
 from service.privacy.meaning import Vocabulary
 from service.store.reader import EventFrames
-from service.windows import TimeRange, window_range
 
 
 def _filters(filters: Mapping[str, tuple[str, ...]]) -> list[pl.Expr]:
@@ -42,7 +42,7 @@ def query_cells(frames: EventFrames, window: TimeRange, req: FlexibleQuery,
     parts = [sliced]
     keys: list[str | pl.Expr] = list(req.group_by)
     if TIME in req.group_by:
-        assert req.bucket is not None, "grouped by time: a bucket (service/endpoints.py _check_query)"
+        assert req.bucket is not None, "grouped by time: a bucket (service/api/endpoints.py _check_query)"
         parts = bucket_parts(sliced, req.bucket)
         keys = [bucket_key(req.bucket) if dimension == TIME else dimension for dimension in req.group_by]
     rows = [part.lazy().filter(conditions) if conditions else part.lazy() for part in parts]

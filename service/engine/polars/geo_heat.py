@@ -6,6 +6,7 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import window_range
 from service.engine.measures import cell_contributions, key_guards
 from service.engine.polars.slicing import time_slice
 from service.engine.polars.user_keys import known_bits
@@ -13,7 +14,6 @@ from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.requests import GeoHeat
 from service.privacy import Privacy
 from service.store.reader import EventFrames
-from service.windows import window_range
 
 
 def geo_heat(frames: EventFrames, as_of: dt.datetime, req: GeoHeat, privacy: Privacy, noise: bool = False) -> pl.DataFrame:

@@ -6,13 +6,13 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import window_range
 from service.engine.measures import TOTAL, UNIQUE_USERS
 from service.engine.polars.slicing import time_slice
 from service.engine.publication.keyword_activity import ACTION_COUNTS, publish_keyword_activity
 from service.engine.requests import KeywordActivity
 from service.privacy import PILOT, Contributions, Privacy, reachable_rows
 from service.store.reader import EventFrames
-from service.windows import window_range
 
 
 def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivity, privacy: Privacy,

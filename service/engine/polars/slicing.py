@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import polars as pl
 
-from service.windows import TimeRange, polars_every
+from service.api.windows import TimeRange, polars_every
 
 # Rows per part when a grouping by time bucket is cut into parts (`bucket_parts`): large enough
 # that the per-part overhead is small next to the work, small enough that the per-(cell, user)

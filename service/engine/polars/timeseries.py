@@ -11,13 +11,13 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import window_range
 from service.engine.measures import bucket_key, cell_contributions
 from service.engine.polars.slicing import time_slice
 from service.engine.publication.timeseries import publish_timeseries
 from service.engine.requests import DomainTimeseries, KeywordTimeseries
 from service.privacy import Privacy
 from service.store.reader import EventFrames
-from service.windows import window_range
 
 
 def keyword_timeseries(frames: EventFrames, as_of: dt.datetime, req: KeywordTimeseries, privacy: Privacy,

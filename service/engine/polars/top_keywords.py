@@ -6,6 +6,7 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import window_range
 from service.engine.measures import cell_contributions
 from service.engine.polars.slicing import time_slice
 from service.engine.polars.user_keys import known_bits
@@ -13,7 +14,6 @@ from service.engine.publication.top_keywords import publish_top_keywords
 from service.engine.requests import TopKeywords
 from service.privacy import Privacy
 from service.store.reader import EventFrames
-from service.windows import window_range
 
 
 def top_keywords(frames: EventFrames, as_of: dt.datetime, req: TopKeywords, privacy: Privacy,

@@ -10,6 +10,7 @@ import datetime as dt
 
 import polars as pl
 
+from service.api.windows import TimeRange, trending_periods
 from service.engine.cell_keys import Packing
 from service.engine.growth import CONFIDENCE_Z
 from service.engine.measures import UNIQUE_USERS, cell_contributions
@@ -19,7 +20,6 @@ from service.engine.publication.trending import BASELINE, RECENT, publish_trendi
 from service.engine.requests import Trending
 from service.privacy import PILOT, Contributions, Privacy
 from service.store.reader import EventFrames
-from service.windows import TimeRange, trending_periods
 
 
 def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric: str, name: str,

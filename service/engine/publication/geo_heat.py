@@ -11,13 +11,13 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.engine.geo_labels import label_series
 from service.engine.measures import EVENTS, SUPPRESSIONS, UNIQUE_USERS, as_strings, published
 from service.engine.noise_std import std_columns
 from service.engine.publication.reconcile import users_within_counts
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
-from service.windows import TimeRange
 
 KEYWORD_COUNT = "keyword_count"
 

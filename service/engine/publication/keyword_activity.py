@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.engine.measures import EVENTS, UNIQUE_USERS, as_strings
 from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
@@ -18,7 +19,6 @@ from service.engine.publication.reconcile import users_within_counts
 from service.engine.requests import KeywordActivity
 from service.privacy import CellContext, Contributions, Privacy, Published
 from service.store import schema
-from service.windows import TimeRange
 
 ADDS, REMOVES, EDITS = "adds", "removes", "edits"
 ACTION_COUNTS = {ADDS: "add", REMOVES: "remove", EDITS: "edit"}  # count -> the action it counts (both engines)

@@ -16,6 +16,7 @@ from typing import Any
 import polars as pl
 import polars.selectors as cs
 
+from service.api.windows import TimeRange
 from service.engine.geo_labels import label_series
 from service.engine.measures import CELL_MEASURES, EVENTS, SUPPRESSIONS, UNIQUE_USERS, as_strings, published
 from service.engine.noise_std import std_columns
@@ -26,7 +27,6 @@ from service.privacy import CellContext, Contributions, Privacy
 from service.privacy.cells import family_dimension, family_in_frame
 from service.privacy.meaning import Vocabulary, canonical_filters
 from service.store import schema
-from service.windows import TimeRange
 
 TIME = "time"
 

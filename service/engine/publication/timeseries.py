@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import TimeRange, bucket_starts
 from service.engine.measures import (
     CELL_MEASURES,
     EVENTS,
@@ -24,7 +25,6 @@ from service.engine.noise_std import std_columns
 from service.engine.publication.reconcile import users_within_counts
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
-from service.windows import TimeRange, bucket_starts
 
 
 def publish_timeseries(counts: pl.DataFrame, contributions: Contributions, column: str, value: str,

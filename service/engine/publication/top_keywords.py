@@ -11,6 +11,7 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import TimeRange
 from service.engine.measures import EVENTS, SUPPRESSIONS, UNIQUE_USERS, as_strings, published
 from service.engine.noise_std import std_columns
 from service.engine.ordering import first_rows
@@ -18,7 +19,6 @@ from service.engine.publication.reconcile import users_within_counts
 from service.engine.requests import TopKeywords
 from service.privacy import CellContext, Contributions, Privacy
 from service.store import schema
-from service.windows import TimeRange
 
 
 def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, window: TimeRange,

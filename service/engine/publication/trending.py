@@ -11,13 +11,13 @@ from collections.abc import Mapping
 
 import polars as pl
 
+from service.api.windows import trending_periods, window_range
 from service.engine.growth import CONFIDENCE_Z, with_growth_lower_bound, with_growth_pct
 from service.engine.measures import as_strings
 from service.engine.ordering import first_rows
 from service.engine.requests import Trending
 from service.privacy import CellContext, Contributions, Privacy, Published
 from service.store import schema
-from service.windows import trending_periods, window_range
 
 RECENT = "recent"
 

@@ -11,7 +11,7 @@ import subprocess
 import httpx
 import pytest
 
-from service.endpoints import ENDPOINTS
+from service.api.endpoints import ENDPOINTS
 from tests.support.mcp_stack import TOOLS, http_session, run, session, stdio_params
 from tests.support.processes import cli
 

@@ -1,5 +1,5 @@
 """The agent user's page (docs/mcp.md) matches the server: the tool table names exactly the tools (one
-per data endpoint of the operation table, service/endpoints.py), each with its endpoint, the client
+per data endpoint of the operation table, service/api/endpoints.py), each with its endpoint, the client
 configurations are valid JSON that start this module or reach its HTTP path and port, and
 the settings it reads are the ones documented. No processes: the tools are built from the
 service's own OpenAPI document."""
@@ -15,8 +15,8 @@ import pytest
 from connectors.mcp.tools import build_tools
 from connectors.settings import DEFAULT_MCP_PORT as DEFAULT_PORT
 from connectors.settings import ConnectorSettings
-from service.endpoints import ENDPOINTS
-from service.openapi import build_openapi
+from service.api.endpoints import ENDPOINTS
+from service.api.openapi import build_openapi
 from tests.support.processes import ROOT
 
 TOOLS = {endpoint.tool: endpoint for endpoint in ENDPOINTS}  # the table's: one per data endpoint

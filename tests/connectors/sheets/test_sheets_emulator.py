@@ -59,7 +59,7 @@ def test_a_port_in_use_is_said_in_words():
 def test_cells_that_read_oddly_carry_the_dashboards_note():
     """A 0 beside non-zero counts, −100 % from it, an interval wider than its number: a cell note
     each, worded as the dashboard's marks (connectors.noise_marks), and the legend in the footer."""
-    from service.openapi import build_openapi
+    from service.api.openapi import build_openapi
 
     operation = Operations.from_openapi(build_openapi())["geo_heat"]
     body = {"window": "7d", "level": "country", "disclaimer": "d", "regions": [

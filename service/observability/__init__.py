@@ -1,0 +1,1 @@
+"""Metrics (Prometheus, every process of a machine) and logging."""
