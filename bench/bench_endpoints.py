@@ -291,8 +291,8 @@ class Sources:
         """A cell's cap for a summed measure as `privacy.caps.choose_caps` computes it, from the cell's TRUE pilot
         sum and user count (the engine's are noisy): ceil(least(multiplier x mean x (1 + growth x
         log10(max(n, 100) / 100)), cap_fit x greatest(n x greatest(1, family_low x m), pilot - pilot_low x sd)))
-        in [smallest_cap, max_cap], mean = (pilot - pilot_shrink x sd + w x m) / (n + w) in [1, pilot_cap],
-        sd the pilot noise's standard deviation. `family`: the SQL of the cell's family's mean per user
+        in [smallest_cap, max_cap], mean = (pilot - shrink x sd + w x m) / (n + w) in [1, pilot_cap],
+        sd the pilot noise's standard deviation, shrink = family_shrink where w > 0, else pilot_shrink. `family`: the SQL of the cell's family's mean per user
         (`family_mean`), for cells in a family (a place over more than a week: its pilot then spends
         less, `PrivacyParams.pilot_epsilon`); w = family_weight where it is above 1, else w = 0 and m = 1."""
         p = self.params
@@ -301,7 +301,9 @@ class Sources:
         n = f"greatest({users}, 1)::DOUBLE"
         m = "1.0::DOUBLE" if family is None else f"greatest({family}, 1.0::DOUBLE)"
         w = "0.0::DOUBLE" if family is None else f"(CASE WHEN {family} > 1.0 THEN {num(p.family_weight)} ELSE 0.0 END)::DOUBLE"
-        mean = (f"greatest(least(({pilot}::DOUBLE - {num(p.pilot_shrink * sd)} + {w} * {m}) / ({n} + {w}), "
+        shrink = num(p.pilot_shrink * sd) if family is None else \
+            f"(CASE WHEN {family} > 1.0 THEN {num(p.family_shrink * sd)} ELSE {num(p.pilot_shrink * sd)} END)::DOUBLE"
+        mean = (f"greatest(least(({pilot}::DOUBLE - {shrink} + {w} * {m}) / ({n} + {w}), "
                 f"{num(p.pilot_cap)}), 1.0::DOUBLE)")
         growth = f"(1.0::DOUBLE + {num(p.cap_growth)} * log10(greatest({n}, 100.0::DOUBLE) / 100.0::DOUBLE))"
         least_sum = f"({n} * greatest(1.0::DOUBLE, {num(p.family_low)} * {m}))"

@@ -36,9 +36,10 @@ What it does to an aggregated frame (one row per cell):
    a small cell cannot get a large cap, and noise, from its pilot's own noise. A place over more
    than a week (`cells.family_dimension`) also reads its family's mean per user m (every place of
    its level, everything else alike: `caps.family_mean`, from the family's own noisy pilot sum and
-   user count, paid out of the place's pilot share): its mean^ has family_weight users at m added,
-   and its ceiling counts each user as at least family_low x m, so a few dozen heavy users are not
-   capped as light ones. The frame must hold the whole family, or the engine hands it beside
+   user count, paid out of the place's pilot share): its mean^ has family_weight users at m added
+   (its pilot then read family_shrink noise sds low, 0, instead of pilot_shrink), and its ceiling
+   counts each user as at least family_low x m, so a few dozen heavy users are not capped as light
+   ones. The frame must hold the whole family, or the engine hands it beside
    (`publish(family=...)`, /query filtered on the place). All of it is
    post-processing of DP releases, so by adaptive composition the published sum is
    (pilot_share + (1 - pilot_share)) x epsilon = epsilon-DP on top of the cell's user count,

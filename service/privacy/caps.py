@@ -93,9 +93,12 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
     family spends less on its own pilot: `PrivacyParams.pilot_epsilon`).
 
     cap = min(multiplier x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
-    - mean^ = (pilot^ - pilot_shrink x sd + w x m) / (n^ + w) within [1, pilot_cap] (sd: the pilot
-      noise's; w = family_weight in a family whose m reads above 1, else 0 and m = 1): the cell's
-      mean per user read cautiously, as if w users at the family's mean were added to its own;
+    - mean^ = (pilot^ - shrink x sd + w x m) / (n^ + w) within [1, pilot_cap] (sd: the pilot
+      noise's; w = family_weight and shrink = family_shrink in a family whose m reads above 1, else
+      w = 0, m = 1 and shrink = pilot_shrink): the cell's mean per user read cautiously, as if w
+      users at the family's mean were added to its own (the family's precise m is what keeps a
+      small place's noisy pilot from setting its cap; reading that pilot low as well capped a few
+      dozen heavy users as light ones: issue 41);
       growth(n) = 1 + cap_growth x log10(max(n, 100) / 100);
     - ceiling = cap_fit x max(n^ x max(1, family_low x m), pilot^ - pilot_low x sd): a share of the
       cell's sum read low (every user brings at least 1 to it, in a family a share of its mean;
@@ -115,7 +118,8 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
     users = users_noisy.cast(pl.Float64).clip(lower_bound=1.0)
     frame = pl.DataFrame({"pilot": pilot_noisy.cast(pl.Float64), "users": users})
     pilot, n = pl.col("pilot"), pl.col("users")
-    mean = ((pilot - params.pilot_shrink * sd + weight * mean_of_family) / (n + weight)).clip(1.0, float(params.pilot_cap))
+    shrink = params.family_shrink if weight > 0 else params.pilot_shrink
+    mean = ((pilot - shrink * sd + weight * mean_of_family) / (n + weight)).clip(1.0, float(params.pilot_cap))
     growth = 1.0 + params.cap_growth * (n.clip(lower_bound=100.0) / 100.0).log10()
     least = n * max(1.0, params.family_low * mean_of_family)
     ceiling = params.cap_fit * pl.max_horizontal(least, pilot - params.pilot_low * sd)

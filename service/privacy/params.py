@@ -38,13 +38,14 @@ class PrivacyParams:
     # A cell in a family (cells.family_dimension: the places of one level over more than a week)
     # spends these shares of its measure's epsilon, out of pilot_share, on the family's pilot sum
     # and user count; with the family's mean per user m (caps.family_mean), its mean per user reads
-    # as if family_weight users at m were added to its own, and its ceiling counts each user as
-    # bringing at least family_low x m (at least 1), so a few dozen heavy users are not capped as
-    # light ones.
+    # as if family_weight users at m were added to its own pilot read family_shrink (not
+    # pilot_shrink) noise sds low, and its ceiling counts each user as bringing at least
+    # family_low x m (at least 1), so a few dozen heavy users are not capped as light ones.
     family_pilot_share: float = 0.015
     family_users_share: float = 0.005
     family_weight: float = 30.0
-    family_low: float = 0.4
+    family_low: float = 1.0
+    family_shrink: float = 0.0
     # Time levels of a cell's noise (cells.time_levels): the share of its variance drawn from its
     # own range and data version (level 0); the rest is shared equally by the time_top_levels
     # largest levels l with 2^l hours at most time_span_blocks times the range's length, drawn from
@@ -75,8 +76,9 @@ class PrivacyParams:
             raise ValueError("the family's shares must be positive and leave the cell's pilot a share")
         if not (0 < self.time_base_share <= 1 and self.time_span_blocks >= 0 and self.time_top_levels >= 0):
             raise ValueError("time_base_share must be in (0, 1], time_span_blocks and time_top_levels not negative")
-        if not (self.family_weight >= 0 and 0 <= self.family_low <= 1):
-            raise ValueError("family_weight must not be negative and family_low must be between 0 and 1")
+        if not (self.family_weight >= 0 and 0 <= self.family_low <= 1 and self.family_shrink >= 0):
+            raise ValueError("family_weight and family_shrink must not be negative and family_low must be "
+                             "between 0 and 1")
 
     @classmethod
     def exact(cls) -> PrivacyParams:

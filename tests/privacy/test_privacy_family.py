@@ -7,6 +7,7 @@ that a frame that does not hold its whole family cannot be published without it.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import math
 import random
@@ -133,6 +134,26 @@ def test_a_few_dozen_heavy_users_are_capped_near_their_totals_in_a_heavy_family(
     with_family = caps([20], [600], 19.0)[0]
     assert alone <= 5
     assert with_family >= math.ceil(PARAMS.cap_fit * 20 * PARAMS.family_low * 19) >= 38
+
+
+def test_in_a_family_the_pilot_is_not_read_low_the_familys_mean_steadies_it():
+    """Issue 41 (the small store's 30-day places): 60 users bringing 20 each to the pilot (1,200,
+    its noise s.d. about 250) in a family of 19.7 a user. Reading that pilot a noise s.d. low as
+    well as leaning on the family capped them as light users; in a family the pilot is read
+    family_shrink (0) s.d.s low, outside one pilot_shrink (1)."""
+    sd = geometric_std(math.exp(-PARAMS.pilot_epsilon("suppressions", in_family=True) / PARAMS.pilot_cap))
+    w = PARAMS.family_weight
+    mean = (1_200 - PARAMS.family_shrink * sd + w * 19.7) / (60 + w)
+    assert PARAMS.family_shrink == 0.0 < PARAMS.pilot_shrink
+    assert caps([60], [1_200], 19.7)[0] == math.ceil(PARAMS.cap_multiplier * mean) >= 159
+    shrunk = dataclasses.replace(PARAMS, family_shrink=PARAMS.pilot_shrink)
+    before = choose_caps(shrunk, "suppressions", pl.Series([60]), lambda _a: pl.Series([1_200]), 19.7)[0]
+    assert before == math.ceil(PARAMS.cap_multiplier * (1_200 - sd + w * 19.7) / (60 + w)) < 140
+    # Without a family the pilot is read low as before.
+    sd_alone = geometric_std(math.exp(-PARAMS.pilot_epsilon("suppressions") / PARAMS.pilot_cap))
+    assert caps([500], [10_000], None)[0] == math.ceil(
+        PARAMS.cap_multiplier * (10_000 - PARAMS.pilot_shrink * sd_alone) / 500
+        * (1 + PARAMS.cap_growth * math.log10(500 / 100)))
 
 
 def test_in_a_family_the_cap_stays_within_its_ceiling_whatever_the_draws():
