@@ -2,16 +2,21 @@
 
 The request path, in order: content type (415) -> ingest key (401; a subscription key 403) ->
 the key's rate (429) -> the backlog (503) -> the body: its size (413), gzip (400 when broken),
-its lines checked by the ingest contract (`events.check_body`) -> duplicates of ids this process
-accepted recently dropped -> the accepted rows appended to the log and fsynced (`log.append`;
-503 when the disk refuses) -> 202 with what became of each line. Every refusal is problem+json
-(service/errors.py), as everywhere else in the API.
+its lines checked by the ingest contract (`events.check_body`) -> duplicates of ids accepted
+recently dropped -> the accepted rows appended to the log and fsynced (`log.append`), or, with
+SIGNALS_COLLECTOR_LOG=amqp://..., published to RabbitMQ and confirmed (`carrier.Publisher`); 503
+when the disk or the broker refuses -> 202 with what became of each line. Every refusal is
+problem+json (service/errors.py), as everywhere else in the API.
 
 Duplicates: the answer counts the lines whose `event_id` came earlier in the same body or in a
 body this process accepted while it ran (the ids of its own recent batches, and those still in
-the log when it started). The lander drops every other repeat (a retry that reaches another
-collector process, or comes after a restart, once its first copy has landed), whatever the answer
-said: an event lands once (service/collector/lander.py).
+the log when it started), and, with REDIS_URL, in a body any collector process accepted within the
+lateness window (service/collector/shared.py). The lander drops every other repeat (a retry that
+reaches another collector process without Redis, or comes after a restart once its first copy has
+landed), whatever the answer said: an event lands once (service/collector/lander.py).
+
+Rate limits: per ingest key, in this process (`KeyRates`), or with REDIS_URL shared by every
+collector process through the API's gate (`shared.SharedRates`).
 """
 
 from __future__ import annotations
@@ -28,12 +33,15 @@ from pathlib import Path
 import falcon
 import polars as pl
 
+import cache
+from cache import Gate
 from service import metrics
 from service.accounts import AccountStore, AuthFailure, IngestPrincipal
 from service.accounts import keys as key_format
 from service.clock import Clock, SystemClock
-from service.collector import events
+from service.collector import carrier, events
 from service.collector import log as event_log
+from service.collector import shared
 from service.errors import Problem, handle_unexpected, serialize_problem
 from service.middleware.request_id import RequestIdMiddleware
 from service.settings import Settings
@@ -139,11 +147,20 @@ class Backlog:
 
 
 class EventsResource:
-    def __init__(self, settings: Settings, accounts: AccountStore, clock: Clock) -> None:
+    def __init__(self, settings: Settings, accounts: AccountStore, clock: Clock, gate: Gate | None = None) -> None:
         self.settings = settings
         self.clock = clock
         self.keys = IngestKeys(accounts, settings.auth_cache_seconds, clock)
-        self.rates = KeyRates(settings.collector_requests_per_minute)
+        self.rates: KeyRates | shared.SharedRates = KeyRates(settings.collector_requests_per_minute)
+        self.shared_ids: shared.SharedIds | None = None
+        if settings.redis_url:
+            gate = gate or cache.connect(settings.redis_url, settings.redis_prefix)
+            self.rates = shared.SharedRates(gate, settings.collector_requests_per_minute)
+            self.shared_ids = shared.SharedIds(settings.redis_url, settings.redis_prefix,
+                                               (settings.late_hours + 1) * 3600)
+        self.publisher: carrier.Publisher | None = None
+        if settings.collector_carried:
+            self.publisher = carrier.Publisher(settings.collector_log, settings.collector_queue)
         self.backlog = Backlog(settings.data_dir)
         self.recent = RecentIds()
         self.max_body = settings.collector_max_body_mb << 20
@@ -179,7 +196,7 @@ class EventsResource:
             raise Problem(429, f"this ingest key may post {self.settings.collector_requests_per_minute} requests "
                                f"per minute; retry after the Retry-After seconds",
                           headers={"Retry-After": str(max(1, math.ceil(wait)))})
-        backlog = self.backlog.events()
+        backlog = self._backlog()
         if backlog >= self.settings.collector_max_backlog:
             raise Problem(503, f"{backlog:,} events are waiting to land (the bound is "
                                f"{self.settings.collector_max_backlog:,}); retry after the Retry-After seconds",
@@ -188,16 +205,13 @@ class EventsResource:
         now = self.clock.now()
         checked = events.check_body(body, now=now, secret=self.settings.secret, late_hours=self.settings.late_hours)
         ids = checked.event_ids().to_list()
-        checked.without(self.recent.seen(ids))
+        checked.without(self.recent.seen(ids) | self._shared_seen(ids))
         accepted = checked.accepted
         if accepted:
-            try:
-                event_log.append(self.settings.data_dir, event_log.batch_frame(checked.frames))
-            except OSError as exc:
-                log.error("could not append %d events to the log in %s: %s", accepted, self.settings.data_dir, exc)
-                raise Problem(503, "the events could not be written to the collector's log; nothing of this "
-                                   "request was accepted; retry later", headers={"Retry-After": "5"}) from None
-            self.recent.add(checked.event_ids().to_list())
+            self._append(event_log.batch_frame(checked.frames))
+            kept = checked.event_ids().to_list()
+            self.recent.add(kept)
+            self._shared_mark(kept)
             self.backlog.added(accepted)
         metrics.COLLECTED.labels("accepted").inc(accepted)
         metrics.COLLECTED.labels("rejected").inc(checked.rejected.height)
@@ -206,6 +220,51 @@ class EventsResource:
         resp.content_type = "application/json"
         resp.data = json.dumps({"accepted": accepted, "duplicates": checked.duplicates,
                                 "rejected": checked.rejected.to_dicts()}).encode()
+
+    def _append(self, frame: pl.DataFrame) -> None:
+        """The batch durable before the 202: fsynced in the log, or confirmed by RabbitMQ."""
+        if self.publisher is None:
+            try:
+                event_log.append(self.settings.data_dir, frame)
+            except OSError as exc:
+                log.error("could not append %d events to the log in %s: %s", frame.height, self.settings.data_dir,
+                          exc)
+                raise Problem(503, "the events could not be written to the collector's log; nothing of this "
+                                   "request was accepted; retry later", headers={"Retry-After": "5"}) from None
+            return
+        try:
+            self.publisher.publish(event_log.new_batch(frame.height), event_log.frame_bytes(frame))
+        except carrier.CarrierError as exc:
+            log.error("could not hand %d events to RabbitMQ: %s", frame.height, exc)
+            raise Problem(503, "the events could not be handed to the collector's queue; nothing of this request "
+                               "was accepted; retry later", headers={"Retry-After": "5"}) from None
+
+    def _backlog(self) -> int:
+        if self.publisher is None:
+            return self.backlog.events()
+        try:
+            return self.publisher.backlog()
+        except carrier.CarrierError as exc:
+            log.error("the queue's depth is unknown: %s", exc)
+            raise Problem(503, "the collector's queue cannot be reached; nothing of this request was accepted; "
+                               "retry later", headers={"Retry-After": "5"}) from None
+
+    def _shared_seen(self, ids: list[str]) -> set[str]:
+        if self.shared_ids is None or not self.shared_ids.available or not ids:
+            return set()
+        try:
+            return self.shared_ids.seen(ids)
+        except shared.RedisFailure as exc:
+            self.shared_ids.failed(exc)
+            return set()
+
+    def _shared_mark(self, ids: list[str]) -> None:
+        if self.shared_ids is None or not self.shared_ids.available or not ids:
+            return
+        try:
+            self.shared_ids.mark(ids)
+        except shared.RedisFailure as exc:  # the batch is kept: only the answers to its repeats suffer
+            self.shared_ids.failed(exc)
 
     def _authenticate(self, req: falcon.Request) -> IngestPrincipal:
         header = req.get_header("Authorization") or ""
@@ -252,7 +311,9 @@ class HealthResource:
 
 
 def create_collector_app(settings: Settings | None = None, *, accounts: AccountStore | None = None,
-                         clock: Clock | None = None) -> falcon.App:
+                         clock: Clock | None = None, gate: Gate | None = None) -> falcon.App:
+    """The collector's app; `gate`: the Redis gate for the shared rate limits (made from REDIS_URL
+    when not given)."""
     settings = settings or Settings.from_env()
     clock = clock or SystemClock()
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
@@ -260,6 +321,6 @@ def create_collector_app(settings: Settings | None = None, *, accounts: AccountS
     app.req_options.strip_url_path_trailing_slash = True
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
-    app.add_route(EVENTS_PATH, EventsResource(settings, accounts, clock))
+    app.add_route(EVENTS_PATH, EventsResource(settings, accounts, clock, gate))
     app.add_route("/healthz", HealthResource())
     return app
