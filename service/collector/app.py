@@ -1,7 +1,8 @@
 """The collector's Falcon app: `POST /api/v1/events` (docs/collector.md), `GET /healthz`.
 
 The request path, in order: content type (415) -> ingest key (401; a subscription key 403) ->
-the key's rate (429) -> the backlog (503) -> the body: its size (413), gzip (400 when broken),
+the key's rate (429) -> the backlog (503; with the RabbitMQ carrier, once the body is checked:
+`carrier.Publisher.backlog`) -> the body: its size (413), gzip (400 when broken),
 its lines checked by the ingest contract (`events.check_body`) -> duplicates of ids accepted
 recently dropped -> the accepted rows appended to the log and fsynced (`log.append`), or, with
 SIGNALS_COLLECTOR_LOG=amqp://..., published to RabbitMQ and confirmed (`carrier.Publisher`); 503
@@ -196,17 +197,16 @@ class EventsResource:
             raise Problem(429, f"this ingest key may post {self.settings.collector_requests_per_minute} requests "
                                f"per minute; retry after the Retry-After seconds",
                           headers={"Retry-After": str(max(1, math.ceil(wait)))})
-        backlog = self._backlog()
-        if backlog >= self.settings.collector_max_backlog:
-            raise Problem(503, f"{backlog:,} events are waiting to land (the bound is "
-                               f"{self.settings.collector_max_backlog:,}); retry after the Retry-After seconds",
-                          headers={"Retry-After": str(max(1, math.ceil(self.settings.lander_interval_seconds)))})
+        if self.publisher is None:
+            self._check_backlog(self.backlog.events())
         body = self._body(req, encoding)
         now = self.clock.now()
         checked = events.check_body(body, now=now, secret=self.settings.secret, late_hours=self.settings.late_hours)
         ids = checked.event_ids().to_list()
         checked.without(self.recent.seen(ids) | self._shared_seen(ids))
         accepted = checked.accepted
+        if accepted and self.publisher is not None:  # the queue's depth is in batches: counted with this one
+            self._check_backlog(self._queue_backlog(accepted))
         if accepted:
             self._append(event_log.batch_frame(checked.frames))
             kept = checked.event_ids().to_list()
@@ -220,6 +220,15 @@ class EventsResource:
         resp.content_type = "application/json"
         resp.data = json.dumps({"accepted": accepted, "duplicates": checked.duplicates,
                                 "rejected": checked.rejected.to_dicts()}).encode()
+
+    def close(self) -> None:
+        """The broker's and Redis's connections (a worker's own, made as it served)."""
+        if self.publisher is not None:
+            self.publisher.close()
+        if self.shared_ids is not None:
+            self.shared_ids.close()
+        if isinstance(self.rates, shared.SharedRates):
+            self.rates.gate.close()
 
     def _append(self, frame: pl.DataFrame) -> None:
         """The batch durable before the 202: fsynced in the log, or confirmed by RabbitMQ."""
@@ -239,11 +248,16 @@ class EventsResource:
             raise Problem(503, "the events could not be handed to the collector's queue; nothing of this request "
                                "was accepted; retry later", headers={"Retry-After": "5"}) from None
 
-    def _backlog(self) -> int:
-        if self.publisher is None:
-            return self.backlog.events()
+    def _check_backlog(self, backlog: int) -> None:
+        if backlog >= self.settings.collector_max_backlog:
+            raise Problem(503, f"{backlog:,} events are waiting to land (the bound is "
+                               f"{self.settings.collector_max_backlog:,}); retry after the Retry-After seconds",
+                          headers={"Retry-After": str(max(1, math.ceil(self.settings.lander_interval_seconds)))})
+
+    def _queue_backlog(self, batch: int) -> int:
+        assert self.publisher is not None
         try:
-            return self.publisher.backlog()
+            return self.publisher.backlog(batch)
         except carrier.CarrierError as exc:
             log.error("the queue's depth is unknown: %s", exc)
             raise Problem(503, "the collector's queue cannot be reached; nothing of this request was accepted; "
@@ -305,6 +319,15 @@ class EventsResource:
         return raw
 
 
+_resources: list[EventsResource] = []  # one per worker; tests make many, and close them (`close_all`)
+
+
+def close_all() -> None:
+    """Close the connections of every collector app of this process (tests; a worker's exit)."""
+    while _resources:
+        _resources.pop().close()
+
+
 class HealthResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = {"status": "ok"}
@@ -321,6 +344,8 @@ def create_collector_app(settings: Settings | None = None, *, accounts: AccountS
     app.req_options.strip_url_path_trailing_slash = True
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
-    app.add_route(EVENTS_PATH, EventsResource(settings, accounts, clock, gate))
+    resource = EventsResource(settings, accounts, clock, gate)
+    _resources.append(resource)
+    app.add_route(EVENTS_PATH, resource)
     app.add_route("/healthz", HealthResource())
     return app

@@ -20,7 +20,8 @@ the log directory on this machine's disk (SIGNALS_COLLECTOR_LOG=amqp://...; docs
   nothing lands twice.
 - **The backlog** (for the `503` past SIGNALS_COLLECTOR_MAX_BACKLOG, and `signals_events_backlog`)
   is the queue's depth in messages, turned into events with the mean size of the batches this
-  process has published or consumed: the broker counts messages, not what is in them.
+  process has published (and the one at hand) or consumed: the broker counts messages, not what
+  is in them. So the collector checks it once a body has been read and checked, not before.
 
 pika's blocking connection has no deadline of its own on a confirm: a broker that has lost its
 quorum holds a publish until the quorum is back or the connection breaks (`blocked_connection_timeout`
@@ -94,10 +95,11 @@ class MeanBatch:
             self.events += events
             self.batches += 1
 
-    def of(self, messages: int, fallback: float = 1.0) -> int:
+    def of(self, messages: int, fallback: float = 1.0, *, also: int | None = None) -> int:
+        """`messages` batches in events: times the mean batch (counting `also`, a batch at hand)."""
         with self._lock:
-            mean = self.events / self.batches if self.batches else fallback
-        return round(messages * mean)
+            events, batches = self.events + (also or 0), self.batches + (also is not None)
+        return round(messages * (events / batches if batches else fallback))
 
 
 class Publisher:
@@ -163,9 +165,11 @@ class Publisher:
         with self._lock:
             self._depth += 1
 
-    def backlog(self) -> int:
-        """Events waiting in the queue (its ready messages, checked at most every
-        BACKLOG_CHECK_SECONDS, times the mean batch), raising CarrierError when the broker cannot say."""
+    def backlog(self, batch: int) -> int:
+        """Events waiting in the queue: its ready messages (asked at most every BACKLOG_CHECK_SECONDS)
+        times the mean of the batches this process published and `batch` (the one at hand: a
+        process that has published nothing yet counts the queue in batches like it). Raises
+        CarrierError when the broker cannot say."""
         now = time.monotonic()
         with self._lock:
             fresh = now - self._when < BACKLOG_CHECK_SECONDS
@@ -178,7 +182,7 @@ class Publisher:
                 raise CarrierError(f"RabbitMQ at {describe(self.url)}: {type(exc).__name__} {exc}") from None
             with self._lock:
                 self._depth, self._when = depth, now
-        return self.mean.of(depth)
+        return self.mean.of(depth, also=batch)
 
     def close(self) -> None:
         with self._lock:
