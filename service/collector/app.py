@@ -40,9 +40,8 @@ from service import metrics
 from service.accounts import AccountStore, AuthFailure, IngestPrincipal
 from service.accounts import keys as key_format
 from service.clock import Clock, SystemClock
-from service.collector import carrier, events
+from service.collector import carrier, events, shared
 from service.collector import log as event_log
-from service.collector import shared
 from service.errors import Problem, handle_unexpected, serialize_problem
 from service.middleware.request_id import RequestIdMiddleware
 from service.settings import Settings

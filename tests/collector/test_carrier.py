@@ -7,19 +7,35 @@ Killed landers and the Procfile's processes over the carrier: test_carrier_proce
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 import io
+import threading
 import uuid
 
 import pika
 import polars as pl
 import pytest
+import redis
 
 from service.collector import carrier
 from service.collector import log as event_log
+from service.collector.index import LandedIndex
 from service.collector.lander import land_once
-from service.settings import Settings
+from service.settings import Settings, SettingsError
+from service.store.target import ParquetTarget
 from tests.support import rabbitmq
-from tests.support.collector_events import NOW, land, make_client, many, ndjson, post, stored_ids
+from tests.support.collector_events import (
+    HOUR,
+    NOW,
+    at_hour_start,
+    land,
+    land_at,
+    make_client,
+    many,
+    ndjson,
+    post,
+    stored_ids,
+)
 from tests.support.redis_app import delete_prefix
 
 
@@ -95,13 +111,8 @@ def test_a_redelivered_batch_that_landed_lands_nothing(carried_settings, collect
     post(make_client(carried_settings, collector_accounts), ingest_key, ndjson(many(40)))
     consumer = carrier.Consumer(rabbitmq.URL, queue, data_dir)
     try:
-        import threading
-
         consumer.wait(0.3, threading.Event())
         delivered = consumer.take()
-        from service.store.target import ParquetTarget
-        from service.collector.index import LandedIndex
-
         target = ParquetTarget(data_dir)
         done = land_once(data_dir, target, LandedIndex(data_dir).load(), now=NOW, carried=delivered)
         assert done.landed == 40 and len(done.carried) == 1
@@ -115,17 +126,11 @@ def test_a_redelivered_batch_that_landed_lands_nothing(carried_settings, collect
 
 def test_running_hour_events_carried_are_held_on_the_landers_disk_then_land(carried_settings, collector_accounts,
                                                                              ingest_key, data_dir, queue):
-    from tests.support.collector_events import HOUR, at_hour_start
-
     post(make_client(carried_settings, collector_accounts), ingest_key,
          ndjson([*at_hour_start(20, "run"), *many(10, prefix="past")]))
     first = rabbitmq.land_carried(data_dir, queue, now=NOW)
     assert first.landed == 10 and rabbitmq.depth(queue) == 0
     assert sum(item.events for item in event_log.held(data_dir)) == 20
-    import datetime as dt
-
-    from tests.support.collector_events import land_at
-
     land_at(data_dir, HOUR + dt.timedelta(hours=1, seconds=1))
     assert stored_ids(data_dir)["suppressions"] == 30 and event_log.held(data_dir) == []
 
@@ -160,8 +165,6 @@ def test_the_default_is_the_local_disk(collector, ingest_key, data_dir):
 
 
 def test_the_setting_takes_disk_or_an_amqp_url():
-    from service.settings import SettingsError
-
     assert Settings.from_env({"SIGNALS_COLLECTOR_LOG": "amqp://guest:guest@127.0.0.1:5672/%2F"}).collector_carried
     with pytest.raises(SettingsError, match="SIGNALS_COLLECTOR_LOG"):
         Settings.from_env({"SIGNALS_COLLECTOR_LOG": "kafka://broker:9092"})
@@ -192,8 +195,6 @@ def test_a_repeat_reaching_another_collector_is_answered_as_a_duplicate(shared_s
 
 @pytest.mark.redis
 def test_ids_are_kept_for_the_lateness_window(shared_settings, collector_accounts, ingest_key, redis_url):
-    import redis
-
     post(make_client(shared_settings, collector_accounts), ingest_key, ndjson(many(2)))
     client = redis.Redis.from_url(redis_url)
     try:
