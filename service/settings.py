@@ -114,7 +114,8 @@ class Settings:
     clickhouse_url: str = _env("SIGNALS_CLICKHOUSE_URL", "")
     # The event collector (service/collector/, docs/collector.md): its port (on SIGNALS_HOST), the
     # lateness window (events older than this many hours are refused), the largest body (MB, as
-    # sent; gzip bodies also at most 8 times that unpacked), requests per minute per ingest key,
+    # sent; gzip bodies also at most 8 times that unpacked), requests per minute per ingest key (per
+    # collector process; shared by all of them through Redis with REDIS_URL),
     # the backlog (events appended but not landed) past which posts get 503, and the lander's
     # seconds between rounds.
     collector_port: int = _env("SIGNALS_COLLECTOR_PORT", 8002)
