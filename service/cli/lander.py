@@ -71,7 +71,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
     def one_round() -> bool:
         """One round; True when it stopped at its bound and more is waiting."""
         now = clock.now()
-        carried = consumer.take() if consumer is not None else []
+        carried = []
+        if consumer is not None:
+            try:
+                carried = consumer.take()
+            except Exception as exc:  # noqa: BLE001 (the held hours and the log's files land meanwhile)
+                log.warning("RabbitMQ cannot be reached (%s %s): this round lands no queued batches",
+                            type(exc).__name__, exc)
         landed = land_once(settings.data_dir, target, index, now=now,
                            hold_open_hour=not (args.once and args.include_open_hour), carried=carried)
         if consumer is not None:
