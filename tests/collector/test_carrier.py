@@ -63,7 +63,7 @@ def test_a_post_is_one_confirmed_message_named_as_its_batch_and_nothing_on_disk(
                                                                                 ingest_key, data_dir, queue):
     client = make_client(carried_settings, collector_accounts)
     assert post(client, ingest_key, ndjson(many(30))).json == {"accepted": 30, "duplicates": 0, "rejected": []}
-    assert event_log.batches(data_dir) == [] and rabbitmq.depth(queue) == 1
+    assert event_log.batches(data_dir) == [] and rabbitmq.settled_depth(queue) == 1
     seen: list = []
     with rabbitmq.channel() as ch:
         ch.basic_consume(queue, lambda c, method, properties, body: seen.append((properties, body)), auto_ack=True)
@@ -98,7 +98,7 @@ def test_carried_events_land_once_and_resent_batches_count_once(carried_settings
     landed = rabbitmq.land_carried(data_dir, queue, now=NOW)
     assert (landed.landed, landed.duplicates) == (300, 100)
     assert stored_ids(data_dir)["suppressions"] == 300
-    assert rabbitmq.depth(queue) == 0
+    assert rabbitmq.settled_depth(queue) == 0
     assert post(second, ingest_key, ndjson(many(100))).json["duplicates"] == 100  # the ids it accepted
     assert post(first, ingest_key, ndjson(many(10, start=300))).json["accepted"] == 10
     again = rabbitmq.land_carried(data_dir, queue, now=NOW)
@@ -118,10 +118,10 @@ def test_a_redelivered_batch_that_landed_lands_nothing(carried_settings, collect
         assert done.landed == 40 and len(done.carried) == 1
     finally:
         consumer.close()  # no acknowledgement: the broker delivers it again
-    assert rabbitmq.depth(queue) == 1
+    assert rabbitmq.settled_depth(queue) == 1
     again = rabbitmq.land_carried(data_dir, queue, now=NOW)
     assert (again.landed, again.duplicates, again.batches) == (0, 0, 1)  # recognised by its name
-    assert stored_ids(data_dir)["suppressions"] == 40 and rabbitmq.depth(queue) == 0
+    assert stored_ids(data_dir)["suppressions"] == 40 and rabbitmq.settled_depth(queue) == 0
 
 
 def test_running_hour_events_carried_are_held_on_the_landers_disk_then_land(carried_settings, collector_accounts,
@@ -129,7 +129,7 @@ def test_running_hour_events_carried_are_held_on_the_landers_disk_then_land(carr
     post(make_client(carried_settings, collector_accounts), ingest_key,
          ndjson([*at_hour_start(20, "run"), *many(10, prefix="past")]))
     first = rabbitmq.land_carried(data_dir, queue, now=NOW)
-    assert first.landed == 10 and rabbitmq.depth(queue) == 0
+    assert first.landed == 10 and rabbitmq.settled_depth(queue) == 0
     assert sum(item.events for item in event_log.held(data_dir)) == 20
     land_at(data_dir, HOUR + dt.timedelta(hours=1, seconds=1))
     assert stored_ids(data_dir)["suppressions"] == 30 and event_log.held(data_dir) == []

@@ -53,10 +53,10 @@ def test_a_lander_killed_mid_landing_has_the_broker_deliver_again_and_every_even
     published = layout.read_generation(data_dir)
     assert published in (0, 1)
     assert stored_ids(data_dir)["suppressions"] == (60 if published else 0)  # all of the round or none
-    assert rabbitmq.depth(queue) == 2  # nothing was acknowledged: both messages are delivered again
+    assert rabbitmq.settled_depth(queue) == 2  # nothing was acknowledged: both messages are delivered again
     again = rabbitmq.land_carried(data_dir, queue, now=NOW)
     assert again.landed == (0 if published else 60) and again.batches == 2
-    assert stored_ids(data_dir)["suppressions"] == 60 and rabbitmq.depth(queue) == 0
+    assert stored_ids(data_dir)["suppressions"] == 60 and rabbitmq.settled_depth(queue) == 0
     assert rabbitmq.land_carried(data_dir, queue, now=NOW).landed == 0
     assert post(make_client(settings, collector_accounts), ingest_key, ndjson(many(60))).json["accepted"] == 60
     assert rabbitmq.land_carried(data_dir, queue, now=NOW).duplicates == 60  # everything again: dropped
@@ -76,7 +76,7 @@ def test_events_sent_through_the_procfile_collector_over_rabbitmq_land_once(tmp_
             assert (again.accepted, again.duplicates) == (0, 2000)
         assert event_log.batches(data) == []  # nothing on the collector's disk
         assert wait_landed(data, 2000, lander, queue=queue) == {"suppressions": 2000, "keyword_changes": 0}
-    assert rabbitmq.depth(queue) == 0 and count(data) == {"suppressions": 2000, "keyword_changes": 0}
+    assert rabbitmq.settled_depth(queue) == 0 and count(data) == {"suppressions": 2000, "keyword_changes": 0}
 
 
 def test_killed_at_random_moments_over_rabbitmq_every_event_lands_exactly_once(tmp_path, queue):
@@ -87,5 +87,5 @@ def test_killed_at_random_moments_over_rabbitmq_every_event_lands_exactly_once(t
     assert (report.collector_kills, report.lander_kills) == (4, 4), report
     assert report.counts == {"suppressions": 27_000, "keyword_changes": 3_000}, report
     # The processes have stopped: a message still unacknowledged would be ready again now.
-    assert rabbitmq.depth(queue) == 0
+    assert rabbitmq.settled_depth(queue) == 0
     assert count(data) == report.counts

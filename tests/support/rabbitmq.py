@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import threading
+import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -54,14 +55,29 @@ def depth(queue: str, url: str = URL) -> int:
         return carrier.declare(ch, queue)
 
 
+def settled_depth(queue: str, url: str = URL, timeout: float = 60) -> int:
+    """The queue's messages once no consumer is attached any more: a consumer that has gone (its
+    connection closed, its process killed) has its unacknowledged messages returned by the broker
+    as it is removed, which the broker does on its own time; so wait for the removal, then count."""
+    deadline = time.monotonic() + timeout
+    with channel(url) as ch:
+        while True:
+            answer = ch.queue_declare(queue=queue, durable=True, arguments=carrier.QUEUE_ARGUMENTS).method
+            if answer.consumer_count == 0:
+                return int(answer.message_count)
+            assert time.monotonic() < deadline, f"{queue} still has {answer.consumer_count} consumers"
+            time.sleep(0.05)
+
+
 def delete(queue: str, url: str = URL) -> None:
     with contextlib.suppress(pika.exceptions.AMQPError, OSError), channel(url) as ch:
         ch.queue_delete(queue=queue)
 
 
 def land_carried(data_dir: Path, queue: str, *, now, url: str = URL, **options) -> Round:
-    """Rounds of the lander over the queue until one consumes nothing: a Consumer, `land_once`, the
-    acknowledgement (what `python -m service lander --once` does); the sum of the rounds."""
+    """Rounds of the lander over the queue until one consumes nothing and nothing is ready in the
+    queue: a Consumer, `land_once`, the acknowledgement (what `python -m service lander` does each
+    round); the sum of the rounds."""
     consumer = carrier.Consumer(url, queue, data_dir)
     target = ParquetTarget(data_dir)
     with target.lock():
@@ -74,7 +90,7 @@ def land_carried(data_dir: Path, queue: str, *, now, url: str = URL, **options) 
             done = land_once(data_dir, target, index, now=now, carried=consumer.take(), **options)
             consumer.ack(done.carried)
             landed, duplicates, batches = landed + done.landed, duplicates + done.duplicates, batches + done.batches
-            if not done.carried:
+            if not done.carried and depth(queue, url) == 0:  # nothing delivered, nothing left to deliver
                 break
             consumer.wait(0.3, threading.Event())
     finally:
