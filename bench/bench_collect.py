@@ -1,8 +1,8 @@
 """The event collector (issue 43): throughput, time to 202, kill -9, freshness.
 
-    nice .venv/bin/python bench/bench_collect.py throughput [--events 1000000] [--batches 1000 5000 10000] [--senders 4] [--workers 1]
-    nice .venv/bin/python bench/bench_collect.py latency [--rate 50000] [--batch 5000] [--seconds 30]
-    nice .venv/bin/python bench/bench_collect.py kill [--events 5000000] [--batch 5000]
+    nice .venv/bin/python bench/bench_collect.py throughput [--events 1000000] [--batches 1000 5000 10000] [--senders 4] [--workers 1] [--log disk|amqp]
+    nice .venv/bin/python bench/bench_collect.py latency [--rate 50000] [--batch 5000] [--seconds 30] [--log disk|amqp]
+    nice .venv/bin/python bench/bench_collect.py kill [--events 5000000] [--batch 5000] [--log disk|amqp]
     nice .venv/bin/python bench/bench_collect.py freshness [--rate 20000] [--lead 120]
 
 Each runs the Procfile's `collector` (gunicorn) and `lander` (`python -m service lander`, every
@@ -30,6 +30,10 @@ collector's and the lander's, not the client's.
   (what bounds how long after an hour ends its events are in the answers: the answers follow a
   published generation within a second, service/store/reader.py). It waits up to an hour.
 
+`--log amqp` runs them over the RabbitMQ carrier (SIGNALS_COLLECTOR_LOG=amqp://..., a quorum queue of
+the run's own on the broker at `--amqp-url`, default the local one with the guest user; removed
+after the run) instead of the log directory on the disk (`--log disk`, the default).
+
 Results are printed and appended as JSON lines to bench/out/collect.jsonl.
 """
 
@@ -37,6 +41,7 @@ from __future__ import annotations
 
 import argparse
 import concurrent.futures
+import contextlib
 import datetime as dt
 import gzip
 import json
@@ -48,6 +53,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -55,6 +61,7 @@ sys.path.insert(0, str(ROOT))
 
 from connectors.sender import EventSender  # noqa: E402
 from service.collector import log as event_log  # noqa: E402
+from tests.support import rabbitmq  # noqa: E402
 from tests.support.collector_stack import bodies, chaos, count, ingest_key, stack  # noqa: E402
 from tests.support.processes import service_env  # noqa: E402
 
@@ -100,7 +107,33 @@ def _workers_env(workers: int) -> dict[str, str]:
     return {"GUNICORN_CMD_ARGS": f"--workers {workers}"} if workers > 1 else {}
 
 
-def _drain(base: str, key: str, queue: list[bytes], lock: threading.Lock, accepted: list[int]) -> None:
+@contextlib.contextmanager
+def _log_env(args: argparse.Namespace) -> Iterator[dict[str, str]]:
+    """The settings of `--log`: none for the disk; for amqp, the broker and a queue of the run's own."""
+    if args.log == "disk":
+        yield {}
+        return
+    queue = rabbitmq.queue_name()
+    try:
+        yield {"SIGNALS_COLLECTOR_LOG": args.amqp_url, "SIGNALS_COLLECTOR_QUEUE": queue}
+    finally:
+        rabbitmq.delete(queue, args.amqp_url)
+
+
+def _waiting(data: Path, env: dict[str, str], url: str) -> bool:
+    """Batches not taken by the lander yet: files in the log, or ready messages in the queue."""
+    if "SIGNALS_COLLECTOR_QUEUE" in env:
+        return rabbitmq.depth(env["SIGNALS_COLLECTOR_QUEUE"], url) > 0
+    return bool(event_log.batches(data))
+
+
+def _p99(times: list[float]) -> float:
+    ordered = sorted(times)
+    return round(ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))] * 1000, 1)
+
+
+def _drain(base: str, key: str, queue: list[bytes], lock: threading.Lock, accepted: list[int],
+           times: list[float]) -> None:
     """Post bodies from the shared queue until it is empty (one sender thread of `throughput`)."""
     with EventSender(base, key, timeout=120) as sender:
         while True:
@@ -108,9 +141,12 @@ def _drain(base: str, key: str, queue: list[bytes], lock: threading.Lock, accept
                 if not queue:
                     return
                 body = queue.pop()
+            began = time.perf_counter()
             answer = sender.post_body(body, gzipped=True)
+            took = time.perf_counter() - began
             with lock:
                 accepted[0] += answer["accepted"]
+                times.append(took)
 
 
 def throughput(args: argparse.Namespace) -> None:
@@ -118,28 +154,35 @@ def throughput(args: argparse.Namespace) -> None:
         data = _fresh(f"throughput-{batch}")
         key = ingest_key(data)
         payloads = _gzipped(args.events, batch, f"t{batch}-", args.hour)
-        with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers)) as (
-                base, _collector, lander):
+        with _log_env(args) as log_env, stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000",
+                                              SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers),
+                                              **log_env) as (base, _collector, lander):
             queue = list(payloads)
             accepted = [0]
+            times: list[float] = []
             started = time.perf_counter()
             lock = threading.Lock()
-            threads = [threading.Thread(target=_drain, args=(base, key, queue, lock, accepted))
+            threads = [threading.Thread(target=_drain, args=(base, key, queue, lock, accepted, times))
                        for _ in range(args.senders)]
             for thread in threads:
                 thread.start()
             for thread in threads:
                 thread.join()
             acknowledged = time.perf_counter() - started
-            while event_log.batches(data):  # (not `data count` in a loop: a process start each)
+            while _waiting(data, log_env, args.amqp_url):  # (not `data count` in a loop: a process start each)
+                time.sleep(0.1)
+            while True:  # the queue's last deliveries are landing (the log's files go once landed)
+                held = sum(item.events for item in event_log.held(data))
+                if sum(count(data).values()) + held >= args.events or not log_env:
+                    break
                 time.sleep(0.1)
             landed = time.perf_counter() - started  # landed, or held for the running hour's end
-            held = sum(item.events for item in event_log.held(data))
             assert sum(count(data).values()) + held == args.events
-        _record({"bench": "throughput", "hour": args.hour, "batch": batch, "events": args.events,
+        _record({"bench": "throughput", "log": args.log, "hour": args.hour, "batch": batch, "events": args.events,
                  "senders": args.senders, "workers": args.workers, "accepted": accepted[0], "held": held,
                  "acknowledged_seconds": round(acknowledged, 2),
                  "events_per_second": round(accepted[0] / acknowledged),
+                 "median_ms": round(statistics.median(times) * 1000, 1), "p99_ms": _p99(times),
                  "landed_seconds": round(landed, 2), "landed_events_per_second": round(args.events / landed)})
 
 
@@ -151,8 +194,9 @@ def latency(args: argparse.Namespace) -> None:
     interval = args.batch / args.rate
     times: list[float] = []
     lock = threading.Lock()
-    with stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000", SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers)) as (
-            base, _collector, _lander):
+    with _log_env(args) as log_env, stack(data, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="10000000",
+                                          SIGNALS_LANDER_INTERVAL_SECONDS="10", **_workers_env(args.workers),
+                                          **log_env) as (base, _collector, _lander):
         local = threading.local()
 
         def post(body: bytes) -> None:
@@ -176,7 +220,7 @@ def latency(args: argparse.Namespace) -> None:
                 future.result()
         elapsed = time.perf_counter() - started
     times.sort()
-    _record({"bench": "latency", "hour": args.hour, "rate": args.rate, "batch": args.batch, "seconds": args.seconds,
+    _record({"bench": "latency", "log": args.log, "hour": args.hour, "rate": args.rate, "batch": args.batch, "seconds": args.seconds,
              "workers": args.workers, "posts": len(times), "achieved_events_per_second": round(total / elapsed),
              "median_ms": round(statistics.median(times) * 1000, 1),
              "p99_ms": round(times[min(len(times) - 1, int(len(times) * 0.99))] * 1000, 1),
@@ -186,9 +230,11 @@ def latency(args: argparse.Namespace) -> None:
 def kill(args: argparse.Namespace) -> None:
     data = _fresh("kill")
     start, end = _window()
-    report = chaos(data, events=args.events, batch=args.batch, start=start, end=end, kill_between=(2, 6))
+    with _log_env(args) as log_env:
+        report = chaos(data, events=args.events, batch=args.batch, start=start, end=end, kill_between=(2, 6),
+                       **log_env)
     landed = sum(report.counts.values())
-    _record({"bench": "kill", "events": args.events, "batch": args.batch, "batches": report.batches,
+    _record({"bench": "kill", "log": args.log, "events": args.events, "batch": args.batch, "batches": report.batches,
              "resent_batches": report.resent_batches, "collector_kills": report.collector_kills,
              "lander_kills": report.lander_kills, "sender_retries": report.sender_retries,
              "answered_accepted": report.answered_accepted, "answered_duplicates": report.answered_duplicates,
@@ -270,6 +316,10 @@ def main() -> None:
     four.add_argument("--rate", type=int, default=20_000, help="events per second in the hour's last --lead seconds")
     four.add_argument("--lead", type=int, default=120, help="seconds before the hour's end to start sending")
     four.set_defaults(func=freshness)
+    for command in (one, two, three):
+        command.add_argument("--log", choices=["disk", "amqp"], default="disk",
+                             help="where accepted batches wait: the log directory (disk) or RabbitMQ (amqp)")
+        command.add_argument("--amqp-url", default=rabbitmq.URL, help="the broker, with --log amqp")
     args = parser.parse_args()
     args.func(args)
 

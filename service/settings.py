@@ -122,7 +122,8 @@ class Settings:
     clickhouse_url: str = _env("SIGNALS_CLICKHOUSE_URL", "")
     # The event collector (service/collector/, docs/collector.md): its port (on SIGNALS_HOST), the
     # lateness window (events older than this many hours are refused), the largest body (MB, as
-    # sent; gzip bodies also at most 8 times that unpacked), requests per minute per ingest key,
+    # sent; gzip bodies also at most 8 times that unpacked), requests per minute per ingest key (per
+    # collector process; shared by all of them through Redis with REDIS_URL),
     # the backlog (events appended but not landed) past which posts get 503, and the lander's
     # seconds between rounds.
     collector_port: int = _env("SIGNALS_COLLECTOR_PORT", 8002)
@@ -131,6 +132,12 @@ class Settings:
     collector_requests_per_minute: int = _env("SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE", 6000)
     collector_max_backlog: int = _env("SIGNALS_COLLECTOR_MAX_BACKLOG", 5_000_000)
     lander_interval_seconds: float = _env("SIGNALS_LANDER_INTERVAL_SECONDS", 10.0)
+    # Where accepted batches wait for the lander: "disk" (the log directory on this machine's disk,
+    # <data>/events/log) or a RabbitMQ URL (amqp://user:password@host:5672/vhost, amqps://...): a
+    # quorum queue, SIGNALS_COLLECTOR_QUEUE, the collector answering 202 once the broker confirmed
+    # (service/collector/carrier.py; docs/operations.md "Past one machine's disk").
+    collector_log: str = _env("SIGNALS_COLLECTOR_LOG", "disk")
+    collector_queue: str = _env("SIGNALS_COLLECTOR_QUEUE", "signals.events")
 
     def __post_init__(self) -> None:
         if not str(self.run_dir) or str(self.run_dir) == ".":
@@ -198,6 +205,11 @@ class Settings:
             value = getattr(self, name)
             if not (math.isfinite(value) and 0 <= value <= 1e12):
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a number of epsilon from 0 to 1e12, got {value!r}")
+        if self.collector_log != "disk" and not self.collector_log.startswith(("amqp://", "amqps://")):
+            raise SettingsError("SIGNALS_COLLECTOR_LOG must be 'disk' or a RabbitMQ URL (amqp://user:password@host:5672/"
+                                "vhost or amqps://...)")
+        if not re.fullmatch(r"[A-Za-z0-9._:-]{1,200}", self.collector_queue):
+            raise SettingsError("SIGNALS_COLLECTOR_QUEUE must be 1 to 200 letters, digits and . _ : -")
         for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
@@ -221,6 +233,11 @@ class Settings:
     @property
     def uses_clickhouse(self) -> bool:
         return self.engine == "clickhouse"
+
+    @property
+    def collector_carried(self) -> bool:
+        """Accepted batches go to RabbitMQ (SIGNALS_COLLECTOR_LOG is a URL), not to the log directory."""
+        return self.collector_log != "disk"
 
     @property
     def collector_bind(self) -> str:

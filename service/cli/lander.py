@@ -5,6 +5,10 @@ store's writer lock and a core for as long as it reads, deduplicates and writes 
 and it must keep doing so every SIGNALS_LANDER_INTERVAL_SECONDS whatever else is slow (a webhook
 that times out, a trending computation); and it can be stopped, restarted or killed on its own
 (a kill is safe at any moment: the next round lands what the killed one had not published).
+
+With SIGNALS_COLLECTOR_LOG=amqp://... it also consumes the RabbitMQ quorum queue
+(service/collector/carrier.py): each round lands the batches delivered so far, with the log's
+files and the held events, and acknowledges them to the broker once their generation is published.
 """
 
 from __future__ import annotations
@@ -57,12 +61,28 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         index = LandedIndex(settings.data_dir).load()
     event_log.remove_temporary(settings.data_dir)
     newest: list[dt.datetime | None] = [None]
+    consumer = None
+    if settings.collector_carried:
+        from service.collector.carrier import Consumer
+
+        consumer = Consumer(settings.collector_log, settings.collector_queue, settings.data_dir)
+        if args.once:  # what the queue holds now: give its deliveries a moment to arrive
+            consumer.wait(0.5, threading.Event())
 
     def one_round() -> bool:
         """One round; True when it stopped at its bound and more is waiting."""
         now = clock.now()
+        carried = []
+        if consumer is not None:
+            try:
+                carried = consumer.take()
+            except Exception as exc:  # noqa: BLE001 (the held hours and the log's files land meanwhile)
+                log.warning("RabbitMQ cannot be reached (%s %s): this round lands no queued batches",
+                            type(exc).__name__, exc)
         landed = land_once(settings.data_dir, target, index, now=now,
-                           hold_open_hour=not (args.once and args.include_open_hour))
+                           hold_open_hour=not (args.once and args.include_open_hour), carried=carried)
+        if consumer is not None:
+            consumer.ack(landed.carried)  # after the generation is published: a kill before it redelivers them
         index.compact(now, settings.late_hours)
         metrics.LANDING_SECONDS.observe(landed.seconds)
         metrics.LANDER_EVENTS.labels("landed").inc(landed.landed)
@@ -71,6 +91,11 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             newest[0] = landed.newest
         backlog, _age = event_log.backlog(settings.data_dir)
         backlog += sum(item.events for item in event_log.held(settings.data_dir))
+        if consumer is not None:
+            try:
+                backlog += consumer.backlog()
+            except Exception as exc:  # noqa: BLE001 (the round itself is done; the next one connects again)
+                log.warning("the queue's depth is unknown: %s %s", type(exc).__name__, exc)
         metrics.BACKLOG.set(backlog)
         if newest[0] is not None:
             metrics.LAG.set(max(0.0, (now - newest[0]).total_seconds()))
@@ -83,11 +108,12 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             print(f"landed {landed.landed} events, {landed.duplicates} duplicates dropped, from {landed.batches} "
                   f"batches" + (f"; data generation {landed.generation}" if landed.generation else "")
                   + (f"; {landed.held} events of the running hour held until it ends" if landed.held else ""))
-        return landed.more
+        return landed.more or (consumer is not None and (consumer.full or (args.once and bool(landed.carried))))
 
     if args.once:
         while one_round():  # a backlog larger than one round's bound
-            pass
+            if consumer is not None:
+                consumer.wait(0.5, threading.Event())
         return 0
 
     def loop(stop: threading.Event) -> None:
@@ -100,7 +126,13 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
             except Exception:  # the next round tries again; what this one wrote was removed or is swept
                 log.exception("a landing round failed; the next round tries again")
             if not more:  # a backlog past one round's bound goes on at once
-                stop.wait(max(0.0, settings.lander_interval_seconds - (time.monotonic() - started)))
+                pause = max(0.0, settings.lander_interval_seconds - (time.monotonic() - started))
+                if consumer is not None:
+                    consumer.wait(pause, stop)  # heartbeats and deliveries meanwhile
+                else:
+                    stop.wait(pause)
+        if consumer is not None:
+            consumer.close()
 
     until_stopped(loop)
     return 0

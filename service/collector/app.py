@@ -1,17 +1,23 @@
 """The collector's Falcon app: `POST /api/v1/events` (docs/collector.md), `GET /healthz`.
 
 The request path, in order: content type (415) -> ingest key (401; a subscription key 403) ->
-the key's rate (429) -> the backlog (503) -> the body: its size (413), gzip (400 when broken),
-its lines checked by the ingest contract (`events.check_body`) -> duplicates of ids this process
-accepted recently dropped -> the accepted rows appended to the log and fsynced (`log.append`;
-503 when the disk refuses) -> 202 with what became of each line. Every refusal is problem+json
-(service/http/errors.py), as everywhere else in the API.
+the key's rate (429) -> the backlog (503; with the RabbitMQ carrier, once the body is checked:
+`carrier.Publisher.backlog`) -> the body: its size (413), gzip (400 when broken),
+its lines checked by the ingest contract (`events.check_body`) -> duplicates of ids accepted
+recently dropped -> the accepted rows appended to the log and fsynced (`log.append`), or, with
+SIGNALS_COLLECTOR_LOG=amqp://..., published to RabbitMQ and confirmed (`carrier.Publisher`); 503
+when the disk or the broker refuses -> 202 with what became of each line. Every refusal is
+problem+json (service/http/errors.py), as everywhere else in the API.
 
 Duplicates: the answer counts the lines whose `event_id` came earlier in the same body or in a
 body this process accepted while it ran (the ids of its own recent batches, and those still in
-the log when it started). The lander drops every other repeat (a retry that reaches another
-collector process, or comes after a restart, once its first copy has landed), whatever the answer
-said: an event lands once (service/collector/lander.py).
+the log when it started), and, with REDIS_URL, in a body any collector process accepted within the
+lateness window (service/collector/shared.py). The lander drops every other repeat (a retry that
+reaches another collector process without Redis, or comes after a restart once its first copy has
+landed), whatever the answer said: an event lands once (service/collector/lander.py).
+
+Rate limits: per ingest key, in this process (`KeyRates`), or with REDIS_URL shared by every
+collector process through the API's gate (`shared.SharedRates`).
 """
 
 from __future__ import annotations
@@ -28,10 +34,12 @@ from pathlib import Path
 import falcon
 import polars as pl
 
+import cache
+from cache import Gate
 from service.accounts import AccountStore, AuthFailure, IngestPrincipal
 from service.accounts import keys as key_format
 from service.clock import Clock, SystemClock
-from service.collector import events
+from service.collector import carrier, events, shared
 from service.collector import log as event_log
 from service.http.errors import Problem, handle_unexpected, serialize_problem
 from service.http.middleware.request_id import RequestIdMiddleware
@@ -139,11 +147,20 @@ class Backlog:
 
 
 class EventsResource:
-    def __init__(self, settings: Settings, accounts: AccountStore, clock: Clock) -> None:
+    def __init__(self, settings: Settings, accounts: AccountStore, clock: Clock, gate: Gate | None = None) -> None:
         self.settings = settings
         self.clock = clock
         self.keys = IngestKeys(accounts, settings.auth_cache_seconds, clock)
-        self.rates = KeyRates(settings.collector_requests_per_minute)
+        self.rates: KeyRates | shared.SharedRates = KeyRates(settings.collector_requests_per_minute)
+        self.shared_ids: shared.SharedIds | None = None
+        if settings.redis_url:
+            gate = gate or cache.connect(settings.redis_url, settings.redis_prefix)
+            self.rates = shared.SharedRates(gate, settings.collector_requests_per_minute)
+            self.shared_ids = shared.SharedIds(settings.redis_url, settings.redis_prefix,
+                                               (settings.late_hours + 1) * 3600)
+        self.publisher: carrier.Publisher | None = None
+        if settings.collector_carried:
+            self.publisher = carrier.Publisher(settings.collector_log, settings.collector_queue)
         self.backlog = Backlog(settings.data_dir)
         self.recent = RecentIds()
         self.max_body = settings.collector_max_body_mb << 20
@@ -179,25 +196,21 @@ class EventsResource:
             raise Problem(429, f"this ingest key may post {self.settings.collector_requests_per_minute} requests "
                                f"per minute; retry after the Retry-After seconds",
                           headers={"Retry-After": str(max(1, math.ceil(wait)))})
-        backlog = self.backlog.events()
-        if backlog >= self.settings.collector_max_backlog:
-            raise Problem(503, f"{backlog:,} events are waiting to land (the bound is "
-                               f"{self.settings.collector_max_backlog:,}); retry after the Retry-After seconds",
-                          headers={"Retry-After": str(max(1, math.ceil(self.settings.lander_interval_seconds)))})
+        if self.publisher is None:
+            self._check_backlog(self.backlog.events())
         body = self._body(req, encoding)
         now = self.clock.now()
         checked = events.check_body(body, now=now, secret=self.settings.secret, late_hours=self.settings.late_hours)
         ids = checked.event_ids().to_list()
-        checked.without(self.recent.seen(ids))
+        checked.without(self.recent.seen(ids) | self._shared_seen(ids))
         accepted = checked.accepted
+        if accepted and self.publisher is not None:  # the queue's depth is in batches: counted with this one
+            self._check_backlog(self._queue_backlog(accepted))
         if accepted:
-            try:
-                event_log.append(self.settings.data_dir, event_log.batch_frame(checked.frames))
-            except OSError as exc:
-                log.error("could not append %d events to the log in %s: %s", accepted, self.settings.data_dir, exc)
-                raise Problem(503, "the events could not be written to the collector's log; nothing of this "
-                                   "request was accepted; retry later", headers={"Retry-After": "5"}) from None
-            self.recent.add(checked.event_ids().to_list())
+            self._append(event_log.batch_frame(checked.frames))
+            kept = checked.event_ids().to_list()
+            self.recent.add(kept)
+            self._shared_mark(kept)
             self.backlog.added(accepted)
         metrics.COLLECTED.labels("accepted").inc(accepted)
         metrics.COLLECTED.labels("rejected").inc(checked.rejected.height)
@@ -206,6 +219,65 @@ class EventsResource:
         resp.content_type = "application/json"
         resp.data = json.dumps({"accepted": accepted, "duplicates": checked.duplicates,
                                 "rejected": checked.rejected.to_dicts()}).encode()
+
+    def close(self) -> None:
+        """The broker's and Redis's connections (a worker's own, made as it served)."""
+        if self.publisher is not None:
+            self.publisher.close()
+        if self.shared_ids is not None:
+            self.shared_ids.close()
+        if isinstance(self.rates, shared.SharedRates):
+            self.rates.gate.close()
+
+    def _append(self, frame: pl.DataFrame) -> None:
+        """The batch durable before the 202: fsynced in the log, or confirmed by RabbitMQ."""
+        if self.publisher is None:
+            try:
+                event_log.append(self.settings.data_dir, frame)
+            except OSError as exc:
+                log.error("could not append %d events to the log in %s: %s", frame.height, self.settings.data_dir,
+                          exc)
+                raise Problem(503, "the events could not be written to the collector's log; nothing of this "
+                                   "request was accepted; retry later", headers={"Retry-After": "5"}) from None
+            return
+        try:
+            self.publisher.publish(event_log.new_batch(frame.height), event_log.frame_bytes(frame))
+        except carrier.CarrierError as exc:
+            log.error("could not hand %d events to RabbitMQ: %s", frame.height, exc)
+            raise Problem(503, "the events could not be handed to the collector's queue; nothing of this request "
+                               "was accepted; retry later", headers={"Retry-After": "5"}) from None
+
+    def _check_backlog(self, backlog: int) -> None:
+        if backlog >= self.settings.collector_max_backlog:
+            raise Problem(503, f"{backlog:,} events are waiting to land (the bound is "
+                               f"{self.settings.collector_max_backlog:,}); retry after the Retry-After seconds",
+                          headers={"Retry-After": str(max(1, math.ceil(self.settings.lander_interval_seconds)))})
+
+    def _queue_backlog(self, batch: int) -> int:
+        assert self.publisher is not None
+        try:
+            return self.publisher.backlog(batch)
+        except carrier.CarrierError as exc:
+            log.error("the queue's depth is unknown: %s", exc)
+            raise Problem(503, "the collector's queue cannot be reached; nothing of this request was accepted; "
+                               "retry later", headers={"Retry-After": "5"}) from None
+
+    def _shared_seen(self, ids: list[str]) -> set[str]:
+        if self.shared_ids is None or not self.shared_ids.available or not ids:
+            return set()
+        try:
+            return self.shared_ids.seen(ids)
+        except shared.RedisFailure as exc:
+            self.shared_ids.failed(exc)
+            return set()
+
+    def _shared_mark(self, ids: list[str]) -> None:
+        if self.shared_ids is None or not self.shared_ids.available or not ids:
+            return
+        try:
+            self.shared_ids.mark(ids)
+        except shared.RedisFailure as exc:  # the batch is kept: only the answers to its repeats suffer
+            self.shared_ids.failed(exc)
 
     def _authenticate(self, req: falcon.Request) -> IngestPrincipal:
         header = req.get_header("Authorization") or ""
@@ -246,13 +318,24 @@ class EventsResource:
         return raw
 
 
+_resources: list[EventsResource] = []  # one per worker; tests make many, and close them (`close_all`)
+
+
+def close_all() -> None:
+    """Close the connections of every collector app of this process (tests; a worker's exit)."""
+    while _resources:
+        _resources.pop().close()
+
+
 class HealthResource:
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
         resp.media = {"status": "ok"}
 
 
 def create_collector_app(settings: Settings | None = None, *, accounts: AccountStore | None = None,
-                         clock: Clock | None = None) -> falcon.App:
+                         clock: Clock | None = None, gate: Gate | None = None) -> falcon.App:
+    """The collector's app; `gate`: the Redis gate for the shared rate limits (made from REDIS_URL
+    when not given)."""
     settings = settings or Settings.from_env()
     clock = clock or SystemClock()
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
@@ -260,6 +343,8 @@ def create_collector_app(settings: Settings | None = None, *, accounts: AccountS
     app.req_options.strip_url_path_trailing_slash = True
     app.set_error_serializer(serialize_problem)
     app.add_error_handler(Exception, handle_unexpected)
-    app.add_route(EVENTS_PATH, EventsResource(settings, accounts, clock))
+    resource = EventsResource(settings, accounts, clock, gate)
+    _resources.append(resource)
+    app.add_route(EVENTS_PATH, resource)
     app.add_route("/healthz", HealthResource())
     return app

@@ -33,6 +33,13 @@ def child_exit(server, worker) -> None:
     metrics_export.forget(worker.pid)
 
 
+def worker_exit(server, worker) -> None:
+    """The worker's connections to RabbitMQ and Redis closed as it stops (not left to the broker's timeouts)."""
+    from service.collector.app import close_all
+
+    close_all()
+
+
 def post_worker_init(worker) -> None:
     from service.server import gunicorn_errors
 

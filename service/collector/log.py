@@ -26,6 +26,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import datetime as dt
+import io
 import itertools
 import os
 import re
@@ -152,11 +153,44 @@ def append(data_dir: Path, frame: pl.DataFrame) -> Batch:
     """Write one batch durably (see the module docstring); returns it once it is on disk."""
     directory = log_dir(data_dir)
     directory.mkdir(parents=True, exist_ok=True)
+    batch = new_batch(frame.height)
+    _write_whole(directory / batch.name, frame)
+    return batch
+
+
+def new_batch(events: int) -> Batch:
+    """A new batch's name (module docstring): unique among the collector processes of a machine;
+    with the RabbitMQ carrier, the message's id (service/collector/carrier.py), where a random part
+    keeps the names of several machines apart."""
     with _sequence_lock:
         sequence = next(_sequence)
-    name = f"b{time.time_ns():020d}-{os.getpid()}-{sequence}-n{frame.height}.arrow"
-    _write_whole(directory / name, frame)
-    return Batch(name, frame.height)
+    return Batch(f"b{time.time_ns():020d}-{os.getpid()}-{sequence}-n{events}.arrow", events)
+
+
+def parse_batch(name: str) -> Batch | None:
+    """The batch a name stands for (None when it is not a batch's name)."""
+    match = _NAME.match(name)
+    return Batch(name, int(match.group(4))) if match else None
+
+
+def frame_bytes(frame: pl.DataFrame) -> bytes:
+    """A batch's rows as a batch file holds them (Arrow IPC, LZ4): what the RabbitMQ carrier sends."""
+    sink = io.BytesIO()
+    frame.write_ipc(sink, compression="lz4")
+    return sink.getvalue()
+
+
+def set_aside_bytes(data_dir: Path, name: str, body: bytes) -> Path:
+    """Keep a carried batch that cannot be read in `<data>/events/damaged/` (whole and fsynced before
+    the lander acknowledges it to the broker)."""
+    target = events_dir(data_dir) / "damaged" / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with open(target, "wb") as handle:
+        handle.write(body)
+        handle.flush()
+        os.fsync(handle.fileno())
+    fsync_dir(target.parent)
+    return target
 
 
 def _write_whole(final: Path, frame: pl.DataFrame) -> None:

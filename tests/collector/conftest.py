@@ -44,6 +44,15 @@ def subscription_key(collector_accounts: AccountStore) -> str:
     return collector_accounts.create_key(Tier.PROFESSIONAL)[0]
 
 
+@pytest.fixture(autouse=True)
+def _close_collector_apps() -> Iterable[None]:
+    """The broker's and Redis's connections of the collector apps a test made (no unclosed sockets)."""
+    yield
+    from service.collector.app import close_all
+
+    close_all()
+
+
 @pytest.fixture
 def collector(collector_settings: Settings, collector_accounts: AccountStore) -> testing.TestClient:
     return make_client(collector_settings, collector_accounts)

@@ -140,14 +140,20 @@ def stack(data_dir: Path, *, lander: bool = True, **env: str) -> Iterator[tuple[
         landing.output.close()
 
 
-def wait_landed(data_dir: Path, expected: int, lander: Process, timeout: float = 600) -> dict[str, int]:
-    """Poll `data count` until `expected` events are in (or the log is empty and they never will be)."""
+def wait_landed(data_dir: Path, expected: int, lander: Process, timeout: float = 600,
+                queue: str | None = None) -> dict[str, int]:
+    """Poll `data count` until `expected` events are in (or the log is empty and they never will be);
+    `queue`: the RabbitMQ carrier's queue, which must be empty too (its ready messages)."""
     from service.collector import log as event_log
 
     deadline = time.monotonic() + timeout
     while True:
         counts = count(data_dir)
         empty = not event_log.batches(data_dir)
+        if queue is not None:
+            from tests.support import rabbitmq
+
+            empty = empty and rabbitmq.depth(queue) == 0
         if sum(counts.values()) >= expected and empty:
             return counts
         assert lander.process is not None and lander.process.poll() is None, lander.log()
@@ -171,7 +177,7 @@ class ChaosReport:
 
 
 def chaos(data_dir: Path, *, events: int, batch: int, resend: float = 0.1, kill_between: tuple[float, float] = (2, 6),
-          kills: int | None = None, seed: int = 11, start: dt.datetime, end: dt.datetime) -> ChaosReport:
+          kills: int | None = None, seed: int = 11, start: dt.datetime, end: dt.datetime, **env: str) -> ChaosReport:
     """Send `events` in batches through the collector while a killer thread sends SIGKILL to the
     collector or the lander and starts it again; `resend` of the acknowledged batches are sent a
     second time. Returns what landed once all is quiet.
@@ -179,13 +185,15 @@ def chaos(data_dir: Path, *, events: int, batch: int, resend: float = 0.1, kill_
     When to kill: every `kill_between` seconds (at random), the victim at random; or, with `kills`,
     that many times whatever the machine's speed: after as many batches chosen at random, each a
     few milliseconds (at random) after that batch's post has started, the collector and the lander
-    in turn."""
+    in turn. `env`: more settings of both processes (SIGNALS_COLLECTOR_LOG=amqp://... and
+    SIGNALS_COLLECTOR_QUEUE for the RabbitMQ carrier)."""
     key = ingest_key(data_dir)
     rng = random.Random(seed)
     started = time.monotonic()
     total_batches = -(-events // batch)
     planned = sorted(rng.sample(range(total_batches), min(kills, total_batches))) if kills else []
-    with stack(data_dir, SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE="1000000") as (base, collector, lander):
+    settings = {"SIGNALS_COLLECTOR_REQUESTS_PER_MINUTE": "1000000", **env}
+    with stack(data_dir, **settings) as (base, collector, lander):
         done = threading.Event()
         requests: list[int] = []
         asked = threading.Condition()
@@ -235,6 +243,6 @@ def chaos(data_dir: Path, *, events: int, batch: int, resend: float = 0.1, kill_
             retries = sender.retries
         if lander.process is None or lander.process.poll() is not None:
             lander.start(wait=False)
-        counts = wait_landed(data_dir, events, lander)
+        counts = wait_landed(data_dir, events, lander, queue=env.get("SIGNALS_COLLECTOR_QUEUE"))
     return ChaosReport(events, sent, resent, collector.kills, lander.kills, retries, accepted, duplicates, counts,
                        time.monotonic() - started)

@@ -33,6 +33,7 @@ SLOW_MODULES = {
     "collector/test_lander_crash.py",     # kills real landing rounds at each stage
     "collector/test_count.py",            # the lander and `data count` as processes, chdb among them
     "collector/test_collector_processes.py",  # the Procfile's collector and lander; kill -9
+    "collector/test_carrier_processes.py",    # killed landers over RabbitMQ; the Procfile's processes with it
 }
 TESTS = Path(__file__).resolve().parent.parent
 
