@@ -34,7 +34,7 @@ import math
 
 import polars as pl
 
-from service.engine.noise_std import STD
+from service.engine.noise_std import LOWERED, STD
 from service.engine.shapes import RecordShape
 from service.privacy import PrivacyParams
 
@@ -100,6 +100,8 @@ def with_intervals(records: pl.DataFrame, shape: RecordShape, params: PrivacyPar
         elif m == shape.users:
             hidden = hidden_users
             low = pl.when(value > 0).then((low - selected).clip(lower_bound=0.0)).otherwise(low)
+            if m + LOWERED in records.columns:  # lowered to a count beside it (publication/reconcile.py):
+                high = high + pl.col(m + LOWERED).fill_null(0.0)  # the exact count may be as far above
         else:
             hidden = k
         high = pl.when(value == 0).then(pl.max_horizontal(high, hidden)).otherwise(high)

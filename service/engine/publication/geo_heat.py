@@ -48,5 +48,6 @@ def publish_geo_heat(cells: pl.DataFrame, contributions: Contributions, level: s
         SUPPRESSIONS,
         UNIQUE_USERS,
         KEYWORD_COUNT,
-        *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: UNIQUE_USERS, KEYWORD_COUNT: KEYWORD_COUNT}),
+        *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: UNIQUE_USERS, KEYWORD_COUNT: KEYWORD_COUNT},
+                      shown.columns),
     )

@@ -71,5 +71,5 @@ def publish_keyword_activity(cells: pl.DataFrame, contributions: Contributions, 
     return (
         first_rows(derived, [order_by, "keyword"], [True, False], req.limit, req.offset)
         .select("keyword", ADDS, REMOVES, EDITS, "total_events", UNIQUE_USERS, "net_adds",
-                *std_columns(noise, names))
+                *std_columns(noise, names, derived.columns))
     )

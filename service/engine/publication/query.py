@@ -160,4 +160,4 @@ def publish_query(cells: pl.DataFrame, contributions: Contributions, window: Tim
     ordered = first_rows(shown, [req.order_by, *dims], [req.order == "desc", *([False] * len(dims))], req.limit,
                          req.offset)
     return ordered.select(*_output_columns(ordered, req.group_by),
-                          *std_columns(noise, {m: m for m in CELL_MEASURES}))
+                          *std_columns(noise, {m: m for m in CELL_MEASURES}, shown.columns))

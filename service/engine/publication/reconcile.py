@@ -18,10 +18,17 @@ from collections.abc import Sequence
 
 import polars as pl
 
+from service.engine.noise_std import LOWERED, STD
+
 
 def users_within_counts(frame: pl.DataFrame, users: str, counts: Sequence[str]) -> pl.DataFrame:
     """`frame` with `users` lowered, row by row, to the smallest of itself and `counts` (the
-    events, suppressions or list changes of those same users in that row)."""
+    events, suppressions or list changes of those same users in that row). With intervals (the
+    frame has `<users>_std`), how far each was lowered, in `<users>_lowered_std`: the exact user
+    count may lie as far above the lowered number as above the draw (engine/intervals.py)."""
     if not counts or frame.is_empty():
         return frame
-    return frame.with_columns(pl.min_horizontal(users, *counts).cast(frame.schema[users]).alias(users))
+    lowered = pl.min_horizontal(users, *counts).cast(frame.schema[users])
+    extra = [(pl.col(users) - lowered).cast(pl.Float64).alias(f"{users}{LOWERED}")] \
+        if f"{users}{STD}" in frame.columns else []
+    return frame.with_columns(*extra, lowered.alias(users))

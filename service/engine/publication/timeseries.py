@@ -54,5 +54,5 @@ def publish_timeseries(counts: pl.DataFrame, contributions: Contributions, colum
     series = buckets.join(shown.drop(column), on="ts", how="left", maintain_order="left")
     return zero_filled(series, CELL_MEASURES).select(
         "ts", SUPPRESSIONS, pl.col(UNIQUE_USERS).alias("users_est"), EVENTS,
-        *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est", EVENTS: EVENTS}),
+        *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est", EVENTS: EVENTS}, shown.columns),
     )

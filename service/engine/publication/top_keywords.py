@@ -50,6 +50,6 @@ def publish_top_keywords(cells: pl.DataFrame, contributions: Contributions, wind
             SUPPRESSIONS,
             pl.col(UNIQUE_USERS).alias("users_est"),
             pl.col("rank").cast(pl.Int64),
-            *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est"}),
+            *std_columns(noise, {SUPPRESSIONS: SUPPRESSIONS, UNIQUE_USERS: "users_est"}, shown.columns),
         )
     )
