@@ -104,3 +104,27 @@ def test_users_within_counts() -> None:
     assert users_within_counts(frame, "u", ["a", "b"])["u"].to_list() == [239, 4, 0, 9]  # 258 > 239 moves; 9 stays
     assert users_within_counts(frame, "u", ["a", "b"]).drop("u").equals(frame.drop("u"))
     assert users_within_counts(frame, "u", []).equals(frame)
+
+
+def test_a_lowered_user_count_keeps_the_top_of_its_interval() -> None:
+    """With intervals, how far a user count was lowered is kept (and dropped with the noise s.d.s):
+    its interval's top stays where the draw put it, so lowering never costs coverage."""
+    from service.engine.intervals import INTERVALS, with_intervals
+    from service.engine.noise_std import LOWERED, STD, std_columns
+    from service.engine.shapes import SHAPES
+
+    frame = pl.DataFrame({"u": [258, 5], "a": [239, 7], "u_std": [1.4, 1.4], "a_std": [3.0, 3.0]})
+    lowered = users_within_counts(frame, "u", ["a"])
+    assert lowered["u"].to_list() == [239, 5] and lowered[f"u{LOWERED}"].to_list() == [19.0, 0.0]
+    assert f"u{LOWERED}" not in users_within_counts(frame.drop("u_std"), "u", ["a"]).columns  # no intervals asked
+    records = lowered.select("a", pl.col("u").alias("users_est"),
+                             *std_columns(True, {"a": "suppressions", "u": "users_est"}, lowered.columns))
+    records = records.rename({"a": "suppressions"})
+    assert records.columns == ["suppressions", "users_est", f"suppressions{STD}", f"users_est{STD}",
+                               f"users_est{LOWERED}"]
+    shape = SHAPES["top_keywords"]
+    lifted = with_intervals(records, shape, PrivacyParams())[INTERVALS].struct.field("users_est").to_list()
+    plain = with_intervals(records.drop(f"users_est{LOWERED}"), shape, PrivacyParams())[INTERVALS]
+    plain_tops = [high for _low, high in plain.struct.field("users_est").to_list()]
+    assert [high for _low, high in lifted] == [plain_tops[0] + 19, plain_tops[1]]
+    assert lifted[0][1] >= 258  # the draw's value is inside again
