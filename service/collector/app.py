@@ -157,7 +157,7 @@ class EventsResource:
             gate = gate or cache.connect(settings.redis_url, settings.redis_prefix)
             self.rates = shared.SharedRates(gate, settings.collector_requests_per_minute)
             self.shared_ids = shared.SharedIds(settings.redis_url, settings.redis_prefix,
-                                               (settings.late_hours + 1) * 3600)
+                                               min((settings.late_hours + 1) * 3600, shared.SEEN_SECONDS))
         self.publisher: carrier.Publisher | None = None
         if settings.collector_carried:
             self.publisher = carrier.Publisher(settings.collector_log, settings.collector_queue)

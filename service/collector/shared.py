@@ -8,7 +8,9 @@ while it is down) each process keeps both for itself (service/collector/app.py `
   for every collector process and machine. While Redis fails, the gate's local fallback counts per
   process (`ResilientGate`).
 - **Seen ids**: one Redis key per accepted event id, `<SIGNALS_REDIS_PREFIX>collector:seen:<id>`,
-  kept for the lateness window and an hour more (an older event is refused anyway). A post asks
+  kept an hour (`SEEN_SECONDS`: a client sends again within minutes of a lost answer; keeping them
+  for the whole lateness window would take some 21 GB at 1,000 events/s, for a count the lander
+  gets right anyway). A post asks
   for its ids in one `EXISTS`-like round trip before it writes its batch (`seen`), and marks them in
   one script after the batch is durable (`mark`): marking after, not claiming before with `SET NX`,
   because a claim whose write then fails (a 503, a killed process) would have the client's retry
@@ -31,6 +33,7 @@ from cache.gate import Gate
 
 log = logging.getLogger("signals.collector")
 
+SEEN_SECONDS = 3600  # how long an accepted id is answered as a duplicate by every process
 RETRY_SECONDS = 2.0  # while Redis fails, it is tried again this often (the per-process ids answer meanwhile)
 # Marks every id of a batch: KEYS = the ids' keys, ARGV[1] = seconds to keep them.
 _MARK = "for _, key in ipairs(KEYS) do redis.call('SET', key, '1', 'EX', ARGV[1]) end return #KEYS"

@@ -194,14 +194,16 @@ def test_a_repeat_reaching_another_collector_is_answered_as_a_duplicate(shared_s
 
 
 @pytest.mark.redis
-def test_ids_are_kept_for_the_lateness_window(shared_settings, collector_accounts, ingest_key, redis_url):
+def test_ids_are_kept_an_hour(shared_settings, collector_accounts, ingest_key, redis_url):
+    from service.collector.shared import SEEN_SECONDS
+
     post(make_client(shared_settings, collector_accounts), ingest_key, ndjson(many(2)))
     client = redis.Redis.from_url(redis_url)
     try:
         ttl = client.ttl(f"{shared_settings.redis_prefix}collector:seen:e0")
     finally:
         client.close()
-    assert (shared_settings.late_hours + 1) * 3600 - 60 < ttl <= (shared_settings.late_hours + 1) * 3600
+    assert SEEN_SECONDS == 3600 and SEEN_SECONDS - 60 < ttl <= SEEN_SECONDS
 
 
 @pytest.mark.redis
