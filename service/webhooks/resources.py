@@ -16,7 +16,6 @@ from service.api.operations import DELIVERIES_BEFORE, DELIVERIES_LIMIT, WEBHOOK_
 from service.api.windows import iso_z
 from service.clock import Clock
 from service.http.errors import WEBHOOK_LIMIT, Problem
-from service.http.resources.account import PreparedAccountRequest
 from service.http.resources.json_body import read_json_body
 from service.webhooks.evaluate import payload
 from service.webhooks.fields import MAX_WEBHOOKS_PER_SUBSCRIPTION, check_body
@@ -45,9 +44,6 @@ class _Base:
         self.store = store
         self.clock = clock
         self.allow_private = allow_private
-
-    def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
-        return PreparedAccountRequest()  # per-subscription answers: never in the shared cache
 
     @staticmethod
     def _no_query(req: falcon.Request) -> None:

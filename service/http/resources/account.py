@@ -11,7 +11,6 @@ ETag so that a client that asks again can get 304, and the subscription's privac
 
 from __future__ import annotations
 
-import dataclasses
 import json
 from typing import Any
 
@@ -27,15 +26,6 @@ from service.api.windows import iso_z
 from service.clock import Clock, SystemClock
 from service.http.errors import Problem
 from service.privacy.budget import PrivacyBudget
-
-
-@dataclasses.dataclass(frozen=True)
-class PreparedAccountRequest:
-    """What the rate-limit middleware needs from a resource's `prepare`: no cache key (the answer
-    is per key), and the problem to report after the rate limit, if any."""
-
-    problem: Problem | None = None
-    key: str | None = None
 
 
 def account_body(principal: Principal) -> dict[str, Any]:
@@ -63,19 +53,11 @@ class AccountResource:
         self._budget = budget if budget is not None and budget.enabled else None
         self._clock = clock or SystemClock()
 
-    def prepare(self, req: falcon.Request) -> PreparedAccountRequest:
-        try:
-            parse_query((), req.params)
-            prepared = PreparedAccountRequest()
-        except ValidationFailed as exc:
-            prepared = PreparedAccountRequest(problem=Problem(400, summary(exc.errors), errors=exc.errors))
-        req.context.prepared = prepared
-        return prepared
-
     def on_get(self, req: falcon.Request, resp: falcon.Response) -> None:
-        prepared = getattr(req.context, "prepared", None) or self.prepare(req)
-        if prepared.problem:
-            raise prepared.problem
+        try:  # after the rate limit (the middleware's): 401 -> 429 -> 400
+            parse_query((), req.params)
+        except ValidationFailed as exc:
+            raise Problem(400, summary(exc.errors), errors=exc.errors) from None
         body = json.dumps(account_body(req.context.principal), separators=(",", ":")).encode()
         etag = etag_for(body)
         resp.set_header("ETag", etag)

@@ -1,10 +1,10 @@
 """One resource class serves every endpoint of the table in service/api/endpoints.py: it parses, calls
 and responds.
 
-`prepare` validates the request and works out its cache key; the rate-limit middleware calls
-it first so that one Redis round trip can both count the request and fetch its cached body.
-A validation problem found by `prepare` is raised only after the rate limit, keeping the
-documented order 401 -> 403 -> 429 -> 400. The responder asks serving for the entry
+`prepare` validates the request and works out its cache key; the responder then passes the rate
+limit (http/middleware/rate_limit.py `admit`) with that key, so that one Redis round trip can both
+count the request and fetch its cached body. A validation problem found by `prepare` is raised
+only after the rate limit, keeping the documented order 401 -> 403 -> 429 -> 400. The responder asks serving for the entry
 (service/answers/serving.py: cache, stale, flight, compute, the privacy budget's charge) and
 writes the response: headers, 304 or the body.
 """
@@ -43,6 +43,7 @@ from service.clock import Clock
 from service.engine.interface import EventSource, QueryEngine, Snapshot
 from service.engine.requests import Request
 from service.http.errors import Problem
+from service.http.middleware.rate_limit import admit
 from service.http.resources.json_body import read_json_body
 from service.http.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
 from service.observability import metrics
@@ -60,6 +61,7 @@ class SignalsResource:
     """Serves one endpoint. `on_get` or `on_post` is bound according to the endpoint's method."""
 
     rate_limited = True
+    admits_itself = True  # the rate limit's round trip also fetches the answer (http/middleware/rate_limit.py)
 
     def __init__(self, endpoint: Endpoint, engine: QueryEngine, store: EventSource, clock: Clock, gate: Gate,
                  flights: Flights, *, cache_responses: bool = True, cache_variant: str = "",
@@ -98,8 +100,7 @@ class SignalsResource:
         if self._stale is not None:
             self._stale.seen(as_of, frames.generation)
         make = self._prepare_now if self.endpoint.in_body else self._memoised
-        req.context.prepared = prepared = make(req, frames, as_of)
-        return prepared
+        return make(req, frames, as_of)
 
     def _as_of(self, now: dt.datetime, last_event: dt.datetime | None) -> dt.datetime:
         """`compute_as_of`, remembered for the rest of the hour while the data's last event stays."""
@@ -241,10 +242,12 @@ class SignalsResource:
     # -- the responder ----------------------------------------------------------------------
 
     def _respond(self, req: falcon.Request, resp: falcon.Response) -> None:
-        prepared: PreparedRequest = getattr(req.context, "prepared", None) or self.prepare(req)
+        prepared = self.prepare(req)
+        principal = getattr(req.context, "principal", None)
+        if principal is not None:  # the order: 401 -> 403 (middleware) -> 429 -> 400
+            admit(req, resp, self._gate, principal, prepared.key, prepared.identity, prepared.answer)
         if prepared.problem:
             raise prepared.problem
-        principal = getattr(req.context, "principal", None)
         again = {"body": req.context.body} if self.endpoint.in_body else {"query": req.query_string}
         served = self.answers.serve(prepared, req.context.frames, Asker(
             req.context.now, principal.subscription_id if principal is not None else None,
