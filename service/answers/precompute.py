@@ -27,6 +27,7 @@ import logging
 import threading
 import time
 from collections.abc import Iterable
+from typing import Any
 
 import falcon.testing
 
@@ -35,6 +36,7 @@ from service.answers.flights import Busy
 from service.answers.serving import SPEC_PREFIX
 from service.api.windows import compute_as_of, floor_hour
 from service.clock import Clock
+from service.engine.interface import EventSource
 from service.http.errors import Problem
 from service.http.resources.signals import SignalsResource
 from service.observability import metrics
@@ -59,7 +61,7 @@ class RoundReport:
 
 
 class Precompute:
-    def __init__(self, store, resources: Iterable[SignalsResource], gate: Gate, clock: Clock, *, top: int) -> None:
+    def __init__(self, store: EventSource[Any], resources: Iterable[SignalsResource], gate: Gate, clock: Clock, *, top: int) -> None:
         self._store = store
         self._resources = {resource.endpoint.name: resource for resource in resources}
         self._gate = gate
@@ -129,7 +131,7 @@ class Precompute:
             return "failed"
 
 
-def _request(resource: SignalsResource, spec: dict) -> falcon.Request:
+def _request(resource: SignalsResource, spec: dict[str, Any]) -> falcon.Request:
     """The request as the web process would receive it."""
     endpoint = resource.endpoint
     if "body" in spec:

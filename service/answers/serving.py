@@ -87,7 +87,7 @@ class Served:
 class Answers:
     """Serves one endpoint's answers (`serve`) and makes them ready ahead (`precompute`)."""
 
-    def __init__(self, endpoint: Endpoint, engine: QueryEngine, gate: Gate, flights: Flights, clock: Clock, *,
+    def __init__(self, endpoint: Endpoint, engine: QueryEngine[Any], gate: Gate, flights: Flights, clock: Clock, *,
                  decoded: DecodedEntries | None = None, query_max_cells: int | None = None,
                  deadline_seconds: float | None = None, wait_seconds: float | None = None,
                  stale: StalePolicy | None = None, budget: PrivacyBudget | None = None) -> None:
