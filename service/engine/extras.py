@@ -4,8 +4,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
-from typing import Any
+from typing import Protocol, TypeVar
 
 import polars as pl
 
@@ -16,12 +15,35 @@ from service.engine.noise_std import STD
 from service.engine.shapes import SHAPES
 from service.privacy import Privacy
 
-# An endpoint's records from one snapshot: (snapshot, as_of, request, privacy, noise=) -> frame;
-# with `noise`, each count's noise standard deviation too (`<field>_std`, engine/noise_std.py).
-Compute = Callable[..., pl.DataFrame]
+
+class Extendable(Protocol):
+    """What compare and intervals read of a request (every request with records has them)."""
+
+    @property
+    def window(self) -> str: ...
+    @property
+    def compare(self) -> str | None: ...
+    @property
+    def intervals(self) -> bool: ...
 
 
-def records(compute: Compute, name: str, snapshot: Any, as_of: dt.datetime, req: Any,
+SnapshotT = TypeVar("SnapshotT", contravariant=True)
+RequestT = TypeVar("RequestT", bound=Extendable, contravariant=True)
+
+
+class Compute(Protocol[SnapshotT, RequestT]):
+    """An endpoint's records from one snapshot; with `noise`, each count's noise standard deviation
+    too (`<field>_std`, engine/noise_std.py)."""
+
+    def __call__(self, snapshot: SnapshotT, as_of: dt.datetime, req: RequestT, privacy: Privacy, /,
+                 noise: bool = False) -> pl.DataFrame: ...
+
+
+S = TypeVar("S")
+R = TypeVar("R", bound=Extendable)
+
+
+def records(compute: Compute[S, R], name: str, snapshot: S, as_of: dt.datetime, req: R,
             privacy: Privacy) -> pl.DataFrame:
     """Endpoint `name`'s records; with `compare`, each with `previous` and `change`; with
     `intervals`, each with `intervals`. Without them, exactly `compute`'s records."""
@@ -31,7 +53,8 @@ def records(compute: Compute, name: str, snapshot: Any, as_of: dt.datetime, req:
     found = compute(snapshot, as_of, req, privacy, noise=True)
     if req.compare:
         earlier = previous_as_of(req.window, as_of)
-        previous = compute(snapshot, earlier, shape.widen(req), privacy, noise=True)
+        wider: R = shape.widen(req)  # the same request for every cell (shapes.py)
+        previous = compute(snapshot, earlier, wider, privacy, noise=True)
         bucket = getattr(req, "bucket", None)
         found = with_previous(found, previous, shape, shape.keys(req),
                               bucket_mapper(req.window, as_of, bucket) if bucket else None)

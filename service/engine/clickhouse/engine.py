@@ -23,6 +23,7 @@ from service.engine.clickhouse.keys import Key, dimension, flag, time_bucket
 from service.engine.clickhouse.keywords import keyword_count
 from service.engine.extras import records
 from service.engine.growth import CONFIDENCE_Z
+from service.engine.interface import QueryEngine
 from service.engine.measures import UNIQUE_USERS
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat
 from service.engine.publication.keyword_activity import ACTION_COUNTS, publish_keyword_activity
@@ -46,7 +47,7 @@ from service.store import schema
 RECENT_KEY = "_recent"
 
 
-class ClickHouseEngine:
+class ClickHouseEngine(QueryEngine[ClickHouseSnapshot]):
     """Each endpoint's cells computed in ClickHouse; compare and intervals as the polars engine adds
     them (engine/extras.py)."""
 

@@ -14,6 +14,7 @@ import polars as pl
 from service.engine import requests as rq
 from service.engine.extras import records
 from service.engine.growth import CONFIDENCE_Z
+from service.engine.interface import QueryEngine
 from service.engine.polars.counts import FrameCounts
 from service.engine.polars.flexible_query import flexible_query
 from service.engine.polars.geo_heat import geo_heat
@@ -25,7 +26,7 @@ from service.privacy import Privacy
 from service.store.reader import EventFrames
 
 
-class PolarsEngine:
+class PolarsEngine(QueryEngine[EventFrames]):
     def __init__(self, privacy: Privacy, trending_confidence: float = CONFIDENCE_Z) -> None:
         """`trending_confidence`: how many standard deviations of noise and chance a trending value's
         growth must clear (engine/growth.py); 0 ranks by the plain growth of the shown numbers
