@@ -15,6 +15,10 @@ _settings = Settings.from_env()
 metrics_export.use_directory(_settings.run_dir / "metrics")
 
 bind = _settings.collector_bind
+# Its own control socket in the run directory, named by its port, as the API's (gunicorn.conf.py):
+# gunicorn's default is one path per user, which the API's and a second instance would share.
+control_socket = str((_settings.run_dir / f"gunicorn-{_settings.collector_bind.rsplit(':', 1)[-1]}.ctl").absolute())
+control_socket_disable = len(control_socket.encode()) > 100
 workers = 1
 worker_class = "service.server.gunicorn_worker.Worker"
 threads = _settings.web_threads

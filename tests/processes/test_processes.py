@@ -134,3 +134,12 @@ def test_two_api_instances_do_not_share_a_control_socket(tmp_path):
         assert httpx.get(first + "/healthz", timeout=10).status_code == 200
         assert not (home / ".gunicorn").exists()  # the per-user default is not used
     assert not first_socket.exists()
+
+
+def test_the_collector_has_a_control_socket_of_its_own(tmp_path, monkeypatch):
+    """As the API's: in the run directory, named by the collector's port, not gunicorn's per-user path."""
+    monkeypatch.setenv("SIGNALS_DATA_DIR", str(tmp_path))
+    monkeypatch.setenv("SIGNALS_COLLECTOR_PORT", "8123")
+    config = runpy.run_path(str(ROOT / "service" / "collector" / "gunicorn_conf.py"))
+    assert config["control_socket"] == str((tmp_path / "run" / "gunicorn-8123.ctl").absolute())
+    assert config["control_socket_disable"] is False
