@@ -138,6 +138,10 @@ def test_two_api_instances_do_not_share_a_control_socket(tmp_path):
 
 def test_the_collector_has_a_control_socket_of_its_own(tmp_path, monkeypatch):
     """As the API's: in the run directory, named by the collector's port, not gunicorn's per-user path."""
+    import runpy
+
+    monkeypatch.delenv("SIGNALS_RUN_DIR", raising=False)
+    monkeypatch.delenv("PROMETHEUS_MULTIPROC_DIR", raising=False)
     monkeypatch.setenv("SIGNALS_DATA_DIR", str(tmp_path))
     monkeypatch.setenv("SIGNALS_COLLECTOR_PORT", "8123")
     config = runpy.run_path(str(ROOT / "service" / "collector" / "gunicorn_conf.py"))
