@@ -6,9 +6,10 @@ import collections
 import threading
 import time
 import uuid
+from collections.abc import Callable
 
 from cache.bodies import ProcessBodies
-from cache.gate import US_PER_SECOND, Admission, GateSettings, Spend, whole_seconds
+from cache.gate import US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
 
 _SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
 
@@ -103,6 +104,10 @@ class LocalGate:
 
     def get(self, cache_key: str) -> bytes | None:
         return self._bodies.get(cache_key)
+
+    def decoded(self, cache_key: str, body: bytes, decode: Callable[[bytes], T]) -> T:
+        """`decode(body)`, kept with the body in this process (`ProcessBodies.decoded`)."""
+        return self._bodies.decoded(cache_key, body, decode)
 
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
         self._bodies.put(cache_key, body, max(1, ttl_seconds))

@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from cache.bodies import ProcessBodies
-from cache.gate import LOCK_SEPARATOR, US_PER_SECOND, Admission, GateSettings, Spend, whole_seconds
+from cache.gate import LOCK_SEPARATOR, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
 from cache.wire import Wire
 
 _SCRIPTS = Path(__file__).parent
@@ -190,6 +190,10 @@ class RedisGate:
     def get(self, cache_key: str) -> bytes | None:
         body = self._bodies.get(cache_key)
         return body if body is not None else self._command("GET", self._key("body", cache_key))
+
+    def decoded(self, cache_key: str, body: bytes, decode: Callable[[bytes], T]) -> T:
+        """`decode(body)`, kept with the body in this process (`ProcessBodies.decoded`)."""
+        return self._bodies.decoded(cache_key, body, decode)
 
     def put(self, cache_key: str, body: bytes, ttl_seconds: int) -> None:
         self._command("SET", self._key("body", cache_key), body, "EX", max(1, ttl_seconds))

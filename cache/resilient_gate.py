@@ -5,10 +5,11 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 
 import redis
 
-from cache.gate import Admission, Spend
+from cache.gate import Admission, Spend, T
 from cache.local_gate import LocalGate
 from cache.redis_gate import RedisGate
 
@@ -65,6 +66,10 @@ class ResilientGate:
 
     def peek(self, subject: str, limit: int) -> Admission:
         return self._call("peek", subject, limit)
+
+    def decoded(self, cache_key: str, body: bytes, decode: Callable[[bytes], T]) -> T:
+        """Both gates keep their bodies in one ProcessBodies (`cache.connect`): no Redis call."""
+        return self._fallback.decoded(cache_key, body, decode)
 
     def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
         return self._call("charge", ledger, answer, amount, limit, ttl_seconds)

@@ -11,7 +11,6 @@ import cache
 from service import __version__, backend
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
-from service.answers.cache_entry import DecodedEntries
 from service.answers.compute_slots import ComputeSlots
 from service.answers.flights import Flights
 from service.answers.stale import StalePolicy
@@ -62,15 +61,14 @@ def signals_resources(settings: Settings, engine: QueryEngine, store: EventSourc
                       *, background: bool = False) -> list[SignalsResource]:
     """One resource per endpoint of the table, sharing this process's flights (each answer computed
     once) over the machine's compute slots. `background`: for the precompute process."""
-    decoded = DecodedEntries()  # one per app: keys are unique per deployment, not across apps
-    flights = Flights(gate, ComputeSlots(settings.run_dir / "compute", settings.slots), decoded, background=background)
+    flights = Flights(gate, ComputeSlots(settings.run_dir / "compute", settings.slots), background=background)
     stale = StalePolicy(settings.stale_seconds, clock)
     budget = PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget)
     # Nobody waits on background work, and it runs at a lower priority: it may take longer.
     deadline = settings.compute_deadline_seconds * (BACKGROUND_DEADLINE_FACTOR if background else 1)
     return [SignalsResource(endpoint, engine, store, clock, gate, flights,
                             cache_responses=settings.cache_responses, cache_variant=cache_variant(settings),
-                            decoded=decoded, query_max_cells=settings.query_max_cells,
+                            query_max_cells=settings.query_max_cells,
                             deadline_seconds=deadline, wait_seconds=settings.patience, stale=stale, budget=budget)
             for endpoint in ENDPOINTS]
 

@@ -11,10 +11,7 @@ import dataclasses
 import datetime as dt
 import hashlib
 import json
-import threading
 from typing import Any
-
-import cachetools
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,33 +40,6 @@ class CacheEntry:
         meta = json.loads(head)
         return cls(etag=meta["etag"], content_type=meta["type"], filename=meta["file"], body=body,
                    rows=meta.get("rows"), charge=meta.get("charge", 0), shared=meta.get("shared", False))
-
-
-class DecodedEntries:
-    """Cache entries already decoded by this process, so that a hot body is not parsed again on
-    every hit. The body under a key never changes (the key names everything it depends on), so
-    an entry is valid for as long as it is kept. Least recently used entries go first; the whole
-    holds at most `max_bytes` of bodies, and a body larger than a sixteenth of that is not kept."""
-
-    def __init__(self, max_bytes: int = 16 << 20) -> None:
-        self._largest = max_bytes // 16
-        self._entries: cachetools.LRUCache[str, CacheEntry] = cachetools.LRUCache(
-            maxsize=max_bytes, getsizeof=lambda entry: len(entry.body) + 256)
-        self._lock = threading.Lock()  # an LRU lookup reorders entries
-
-    def decode(self, key: str, raw: bytes) -> CacheEntry:
-        with self._lock:
-            entry = self._entries.get(key)
-        if entry is None:
-            entry = CacheEntry.decode(raw)
-            if len(entry.body) <= self._largest:
-                with self._lock:
-                    self._entries[key] = entry
-        return entry
-
-    @property
-    def size(self) -> int:
-        return int(self._entries.currsize)
 
 
 def cache_key(endpoint: str, request: Any, as_of: dt.datetime, generation: int, variant: str = "",

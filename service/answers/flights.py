@@ -40,7 +40,7 @@ from collections.abc import Callable
 
 from cache import Gate
 from service.answers import deadline
-from service.answers.cache_entry import CacheEntry, DecodedEntries
+from service.answers.cache_entry import CacheEntry
 from service.answers.compute_slots import ComputeSlots
 from service.http.errors import Problem
 from service.observability import metrics
@@ -99,12 +99,11 @@ class Flights:
     """The flights of one process. `background`: the precompute process (its computations leave
     one slot free for requests, and are counted with origin "precompute")."""
 
-    def __init__(self, gate: Gate, slots: ComputeSlots, decoded: DecodedEntries | None = None, *,
+    def __init__(self, gate: Gate, slots: ComputeSlots, *,
                  lease_seconds: float = LEASE_SECONDS, renew_seconds: float = RENEW_SECONDS,
                  background: bool = False) -> None:
         self._gate = gate
         self._slots = slots
-        self._decoded = decoded if decoded is not None else DecodedEntries()
         self._lease = lease_seconds
         self._renew_every = renew_seconds
         self._background = background
@@ -209,7 +208,7 @@ class Flights:
         """The stored answer, or raise the stored failure; None when neither is there."""
         raw = self._gate.get(key)
         if raw is not None:
-            return self._decoded.decode(key, raw)
+            return self._gate.decoded(key, raw, CacheEntry.decode)
         failed = self._gate.get(_FAILED + key)
         if failed is not None:
             raise _problem_from(failed)

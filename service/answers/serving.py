@@ -33,7 +33,7 @@ from typing import Any
 import falcon
 
 from cache import Admission, Gate
-from service.answers.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
+from service.answers.cache_entry import CacheEntry, seconds_until_next_hour
 from service.answers.deadline import DeadlineExceeded, cores, metered, work_limit
 from service.answers.etags import etag_for
 from service.answers.flights import Busy, Flights
@@ -88,7 +88,7 @@ class Answers:
     """Serves one endpoint's answers (`serve`) and makes them ready ahead (`precompute`)."""
 
     def __init__(self, endpoint: Endpoint, engine: QueryEngine[Any], gate: Gate, flights: Flights, clock: Clock, *,
-                 decoded: DecodedEntries | None = None, query_max_cells: int | None = None,
+                 query_max_cells: int | None = None,
                  deadline_seconds: float | None = None, wait_seconds: float | None = None,
                  stale: StalePolicy | None = None, budget: PrivacyBudget | None = None) -> None:
         self.endpoint = endpoint
@@ -96,8 +96,6 @@ class Answers:
         self._gate = gate
         self._flights = flights
         self._clock = clock
-        # Decoded hot bodies, shared by the app's endpoints (bounded by size).
-        self._decoded = decoded if decoded is not None else DecodedEntries()
         # The bound on its cells, checked before computing (None: not checked).
         self._max_cells = query_max_cells if endpoint.cost_bounded else None
         self._deadline_seconds = deadline_seconds  # a computation running longer is stopped (503)
@@ -115,7 +113,9 @@ class Answers:
             return self._charged(prepared.answer, self._compute(prepared, frames), "miss", asker)
         raw = asker.admission.cached if asker.admission is not None else self._gate.get(prepared.key)
         if raw is not None:
-            return self._charged(prepared.answer, self._decoded.decode(prepared.key, raw), "hit", asker)
+            # The process's one body cache keeps the decoded entry beside the body (cache/bodies.py).
+            entry = self._gate.decoded(prepared.key, raw, CacheEntry.decode)
+            return self._charged(prepared.answer, entry, "hit", asker)
         # Only on a miss: an answer in the cache passed the same check for the same data.
         self._check_cost(prepared, frames)
         self._remember(prepared, asker.again)

@@ -18,7 +18,7 @@ import pytest
 import redis
 
 import cache
-from service.answers.cache_entry import CacheEntry, DecodedEntries, seconds_until_next_hour
+from service.answers.cache_entry import CacheEntry, seconds_until_next_hour
 from service.api.tiers import Tier
 from service.app import create_app
 from service.clock import FixedClock
@@ -320,18 +320,36 @@ def test_max_age_runs_to_the_next_hour(moment, seconds):
     assert seconds_until_next_hour(dt.datetime.fromisoformat(moment)) == seconds
 
 
-def test_decoded_bodies_are_bounded_by_size():
-    decoded = DecodedEntries(max_bytes=16 * 1024)
+def test_one_body_cache_keeps_each_body_decoded_beside_it():
+    """The process's one body cache (cache/bodies.py): a body's decoded entry is kept with it, so a
+    hot body is parsed once; decoded copies count against the same budget; a body not kept (too
+    large, or another object than the one kept) is decoded each time."""
+    from cache import ProcessBodies
+
+    calls: list[bytes] = []
+
+    def decode(raw: bytes) -> CacheEntry:
+        calls.append(raw)
+        return CacheEntry.decode(raw)
+
+    bodies = ProcessBodies(budget=16 * 1024)
     small = [CacheEntry(f'"{n}"', "application/json", None, b"x" * 900) for n in range(40)]
     for n, entry in enumerate(small):
-        assert decoded.decode(f"k{n}", entry.encode()) == entry
-    assert decoded.size <= 16 * 1024  # the oldest went
-    first = decoded.decode("k39", b"not even parsed")  # a kept key is not decoded again
-    assert first == small[39]
-    large = CacheEntry('"big"', "application/json", None, b"y" * 2000)  # over a sixteenth
-    assert decoded.decode("big", large.encode()) == large
+        raw = entry.encode()
+        bodies.put(f"k{n}", raw, 60)
+        assert bodies.decoded(f"k{n}", raw, decode) == entry
+        assert bodies.decoded(f"k{n}", bodies.get(f"k{n}"), decode) == entry  # kept: not decoded again
+    assert len(calls) == 40
+    assert bodies.size <= 16 * 1024  # decoded copies counted: the oldest went
+    kept = bodies.get("k39")
+    assert kept is not None and bodies.decoded("k39", kept, decode) == small[39] and len(calls) == 40
+    other = small[39].encode()  # equal bytes, another object: not what is kept, decoded
+    assert bodies.decoded("k39", other, decode) == small[39] and len(calls) == 41
+    large = CacheEntry('"big"', "application/json", None, b"y" * 5000)  # over a quarter: not kept
+    bodies.put("big", large.encode(), 60)
+    assert bodies.get("big") is None
     with pytest.raises(json.JSONDecodeError):
-        decoded.decode("big", b"{not json}\nbody")  # not kept, so decoded again
+        bodies.decoded("big", b"{not json}\nbody", CacheEntry.decode)
 
 
 def test_as_of_and_the_cache_entry_move_on_with_the_hour(fixture_data_dir, fixture_store, accounts):

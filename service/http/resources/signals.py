@@ -23,7 +23,6 @@ from cache import Gate
 from paramcheck import FieldError, summary
 from service.answers.cache_entry import (
     CacheEntry,
-    DecodedEntries,
     cache_key,
     request_identity,
     seconds_until_next_hour,
@@ -65,11 +64,11 @@ class SignalsResource:
 
     def __init__(self, endpoint: Endpoint, engine: QueryEngine, store: EventSource, clock: Clock, gate: Gate,
                  flights: Flights, *, cache_responses: bool = True, cache_variant: str = "",
-                 decoded: DecodedEntries | None = None, query_max_cells: int | None = None,
+                 query_max_cells: int | None = None,
                  deadline_seconds: float | None = None, wait_seconds: float | None = None,
                  stale: StalePolicy | None = None, budget: PrivacyBudget | None = None) -> None:
         self.endpoint = endpoint
-        self.answers = Answers(endpoint, engine, gate, flights, clock, decoded=decoded, query_max_cells=query_max_cells,
+        self.answers = Answers(endpoint, engine, gate, flights, clock, query_max_cells=query_max_cells,
                                deadline_seconds=deadline_seconds, wait_seconds=wait_seconds, stale=stale,
                                budget=budget)
         self._stale = stale
