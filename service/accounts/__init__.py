@@ -1,8 +1,10 @@
 """Accounts: subscriptions and their API keys (hashed), in SQLite or PostgreSQL."""
 
-from service.accounts.account_store import (
+from service.accounts.account_store import AccountStore
+from service.accounts.database import create_schema, make_engine
+from service.accounts.keys import KEY_PREFIX, display_prefix, generate_key, hash_key, looks_like_key
+from service.accounts.principals import (
     AccountError,
-    AccountStore,
     AmbiguousPrefix,
     AuthFailure,
     IngestKeyInfo,
@@ -10,10 +12,7 @@ from service.accounts.account_store import (
     KeyInfo,
     KeyNotFound,
     Principal,
-    create_schema,
-    make_engine,
 )
-from service.accounts.keys import KEY_PREFIX, display_prefix, generate_key, hash_key, looks_like_key
 
 __all__ = [
     "KEY_PREFIX",

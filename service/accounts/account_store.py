@@ -1,180 +1,43 @@
 """Subscriptions and API keys in a SQL database (SQLite file by default, PostgreSQL supported).
 
 One ``AccountStore`` per process: it owns a connection pool. Create it after gunicorn forks,
-never in the master, so that no pooled connection is shared between processes.
+never in the master, so that no pooled connection is shared between processes. Here: issuing
+keys (a new subscription or an existing one), listing and revoking them, authenticating a presented
+key (the request path) and the collector's ingest keys. What it answers is in principals.py; its
+engine and schema in database.py; the tables in tables.py.
 """
 
 from __future__ import annotations
 
-import dataclasses
 import datetime as dt
-import enum
 import secrets
 import string
 from collections.abc import Collection
-from pathlib import Path
 from typing import Any, cast
 
 import sqlalchemy as sa
-from sqlalchemy import event, exc
+from sqlalchemy import exc
 from sqlalchemy.engine import Engine
 
 from service.accounts import keys
-from service.accounts.tables import api_keys, ingest_keys, metadata, subscriptions
+from service.accounts.database import create_schema, make_engine
+from service.accounts.principals import (
+    AmbiguousPrefix,
+    AuthFailure,
+    IngestKeyInfo,
+    IngestPrincipal,
+    KeyInfo,
+    KeyNotFound,
+    Principal,
+)
+from service.accounts.tables import api_keys, ingest_keys, subscriptions
 from service.api.tiers import Tier
 from service.clock import Clock, SystemClock
 
-# How long a SQLite connection waits for another process's write lock before giving up.
-SQLITE_BUSY_TIMEOUT_MS = 5000
-POSTGRES_CONNECT_TIMEOUT_S = 5
-# Any fixed 64-bit number; only schema creation in this database takes this advisory lock.
-_SCHEMA_LOCK_KEY = int.from_bytes(b"signals", "big")
 # Enough characters after "sig_live_" that a typo cannot revoke an arbitrary key.
 MIN_PREFIX_SECRET_CHARS = 4
 _NAME_ALPHABET = "abcdefghjkmnpqrstuvwxyz23456789"  # no 0/o, 1/l/i: names are read aloud
 _CREATE_ATTEMPTS = 3
-
-
-class AccountError(LookupError):
-    """A key or subscription asked for by an operator could not be found unambiguously."""
-
-
-class KeyNotFound(AccountError):
-    pass
-
-
-class AmbiguousPrefix(AccountError):
-    pass
-
-
-class AuthFailure(enum.Enum):
-    """Why a presented key was refused; the value is a short reason fit for a 401 body."""
-
-    MISSING = "no API key was sent (use the header Authorization: Bearer <key>)"
-    MALFORMED = "the API key is malformed"
-    UNKNOWN = "the API key is not recognised"
-    REVOKED = "the API key has been revoked"
-    EXPIRED = "the API key has expired"
-
-
-@dataclasses.dataclass(frozen=True)
-class Principal:
-    """Who is calling: the subscription behind an accepted key."""
-
-    subscription_id: int
-    subscription_name: str
-    tier: Tier
-    key_prefix: str
-    expires_at: dt.datetime | None = None  # lets a cache of accepted keys respect expiry
-
-
-@dataclasses.dataclass(frozen=True)
-class IngestPrincipal:
-    """Who is posting events: an ingest key (service/collector/)."""
-
-    key_id: int
-    name: str
-    key_prefix: str
-
-
-@dataclasses.dataclass(frozen=True)
-class IngestKeyInfo:
-    """An ingest key as operators see it. Never holds the key or its hash."""
-
-    prefix: str
-    name: str
-    created_at: dt.datetime
-    revoked_at: dt.datetime | None
-
-
-@dataclasses.dataclass(frozen=True)
-class KeyInfo:
-    """A key as operators see it. Never holds the key or its hash."""
-
-    prefix: str
-    subscription_name: str
-    tier: Tier
-    created_at: dt.datetime
-    expires_at: dt.datetime | None
-    revoked_at: dt.datetime | None
-
-    def status(self, now: dt.datetime) -> str:
-        """``active``, ``revoked`` or ``expired`` at ``now`` (revocation wins, as in authenticate)."""
-        if self.revoked_at is not None:
-            return "revoked"
-        if self.expires_at is not None and self.expires_at <= now:
-            return "expired"
-        return "active"
-
-
-def make_engine(url: str) -> Engine:
-    """An engine with a pool suited to the backend.
-
-    SQLite file: QueuePool (SQLAlchemy's default for files), WAL so readers never wait for a
-    writer, and a busy timeout so worker processes sharing the file queue for the write lock
-    instead of failing. ``sqlite://`` (memory): one shared connection, for tools and trials.
-    PostgreSQL: a small QueuePool per process with pre-ping, so a restarted server costs
-    one retried checkout rather than a failed request.
-    """
-    parsed = sa.make_url(url)
-    backend = parsed.get_backend_name()
-    options: dict[str, Any] = {}
-    if backend == "sqlite":
-        database = parsed.database or ""
-        in_memory = database in ("", ":memory:") or "mode=memory" in database
-        if in_memory:
-            options.update(poolclass=sa.pool.StaticPool, connect_args={"check_same_thread": False})
-        elif not database.startswith("file:"):
-            Path(database).expanduser().parent.mkdir(parents=True, exist_ok=True)
-        engine = sa.create_engine(parsed, **options)
-        event.listen(engine, "connect", _configure_sqlite_connection)
-        return engine
-    if backend == "postgresql":
-        options.update(pool_size=5, max_overflow=10, pool_pre_ping=True)
-        if "connect_timeout" not in parsed.query:
-            options["connect_args"] = {"connect_timeout": POSTGRES_CONNECT_TIMEOUT_S}
-    return sa.create_engine(parsed, **options)
-
-
-def _configure_sqlite_connection(dbapi_connection: Any, _record: Any) -> None:
-    cursor = dbapi_connection.cursor()
-    try:
-        # The busy timeout first: switching to WAL itself needs the lock another worker may hold.
-        cursor.execute(f"PRAGMA busy_timeout = {SQLITE_BUSY_TIMEOUT_MS}")
-        cursor.execute("PRAGMA journal_mode = WAL")
-        cursor.execute("PRAGMA foreign_keys = ON")
-    finally:
-        cursor.close()
-
-
-def create_schema(engine: Engine) -> None:
-    """Create missing tables; safe when several workers start at the same moment.
-
-    ``create_all`` checks for each table and then creates it, so two processes can both see
-    "missing" and the second CREATE fails. Both backends have transactional DDL, so the check
-    and the creation run in one transaction behind a lock: the first process creates, the
-    others wait and then find the tables.
-    """
-    backend = engine.dialect.name
-    if backend == "postgresql":
-        with engine.begin() as connection:
-            # Advisory locks are per database, and the _xact_ form is released at commit.
-            connection.execute(sa.select(sa.func.pg_advisory_xact_lock(_SCHEMA_LOCK_KEY)))
-            metadata.create_all(connection)
-    elif backend == "sqlite":
-        # The sqlite3 module never opens a transaction for DDL, so take the write lock
-        # ourselves; BEGIN IMMEDIATE waits (busy timeout) while another worker holds it.
-        with engine.connect() as connection:
-            connection = connection.execution_options(isolation_level="AUTOCOMMIT")
-            connection.exec_driver_sql("BEGIN IMMEDIATE")
-            try:
-                metadata.create_all(connection)
-            except BaseException:
-                connection.exec_driver_sql("ROLLBACK")
-                raise
-            connection.exec_driver_sql("COMMIT")
-    else:
-        metadata.create_all(engine)
 
 
 class AccountStore:

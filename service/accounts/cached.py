@@ -39,7 +39,8 @@ from collections.abc import Callable
 from sqlalchemy.exc import SQLAlchemyError
 
 from service.accounts import keys
-from service.accounts.account_store import AccountStore, AuthFailure, Principal
+from service.accounts.account_store import AccountStore
+from service.accounts.principals import AuthFailure, Principal
 
 log = logging.getLogger("signals.auth")
 

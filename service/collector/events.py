@@ -4,7 +4,7 @@ rejected and why.
 A body is NDJSON, one event per line: `event_id` (the client's id, 1 to 64 characters of text),
 `type` (`suppression` or `keyword_change`) and the columns of that event's table exactly as the
 file contract defines them (docs/data.md "The contract"). The lines are read by the file reader
-(`formats.read_ndjson`: the whole body at once when each field holds one JSON type, line by line
+(`ndjson.read_ndjson`: the whole body at once when each field holds one JSON type, line by line
 otherwise, each value keeping its JSON type) and each table's lines are checked by the file
 validator (`validate.validate_rows`), so a value the file ingest would refuse is refused here with
 the same reason. What differs from a file, per line rather than per file:
@@ -28,8 +28,8 @@ import datetime as dt
 import polars as pl
 
 from service.store import schema
-from service.store.formats import read_ndjson
 from service.store.kinds import STRING, as_text, described
+from service.store.ndjson import read_ndjson
 from service.store.validate import validate_rows
 
 EVENT_ID_MAX_CHARS = 64

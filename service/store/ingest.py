@@ -47,7 +47,8 @@ from tqdm import tqdm
 from service.api.windows import floor_hour
 from service.store import layout, leftovers, manifests, schema, writer
 from service.store.columns import ContractError, check_column_types, check_columns, detect_table
-from service.store.formats import FileError, RawFile, parse, read_bytes
+from service.store.formats import parse, read_bytes
+from service.store.raw_files import FileError, RawFile
 from service.store.target import LandingTarget, ParquetTarget
 from service.store.validate import validate_rows
 

@@ -20,7 +20,7 @@ import polars as pl
 import pytest
 from polars.testing import assert_frame_equal
 
-from service.store import formats, geography, ingest, kinds, layout, row_checks, timestamps, validate
+from service.store import geography, ingest, kinds, layout, ndjson, row_checks, timestamps, validate
 from service.store.user_ids import hash_user_ids
 
 NOW = dt.datetime(2026, 3, 20, tzinfo=dt.UTC)
@@ -82,10 +82,10 @@ def test_ndjson_read_whole_equals_line_by_line(tmp_path: Path, trailing_newline:
     lines = [json.dumps(row, ensure_ascii=False) for row in rows.to_dicts()]
     lines[4] = lines[4].replace('"feed"', '"feed" ')  # spacing of the source kept in the quarantine
     data = ("\n".join(lines) + ("\n" if trailing_newline else "")).encode()
-    fast = formats.read_ndjson_plain(data)
+    fast = ndjson.read_ndjson_plain(data)
     assert fast is not None
     # The plain reader's result, forced: a blank line first sends the file down the other path.
-    slow = formats.read_ndjson(b"\n" + data)
+    slow = ndjson.read_ndjson(b"\n" + data)
     assert_frame_equal(fast.frame, slow.frame)
     assert fast.row_numbers.to_list() == [n - 1 for n in slow.row_numbers.to_list()]
     fast_good, fast_bad = validate.validate_rows(fast.frame, "suppressions", now=NOW, secret="s",
@@ -100,11 +100,11 @@ def test_ndjson_read_whole_equals_line_by_line(tmp_path: Path, trailing_newline:
 
 def test_ndjson_irregular_files_take_the_line_by_line_path() -> None:
     good = b'{"ts": "2026-03-02T10:00:00Z", "keyword": "a"}'
-    assert formats.read_ndjson_plain(good + b"\n" + good + b"\n") is not None
-    assert formats.read_ndjson_plain(good + b"\r\n" + good) is None  # CR
-    assert formats.read_ndjson_plain(good + b"\n  \n" + good) is None  # a blank line
-    assert formats.read_ndjson_plain(good + b"\n" + good.replace(b'"a"', b'"\xff"')) is None  # not UTF-8
-    assert formats.read_ndjson_plain(good + b"\n" + good.replace(b'"a"', b"true")) is None  # types differ
+    assert ndjson.read_ndjson_plain(good + b"\n" + good + b"\n") is not None
+    assert ndjson.read_ndjson_plain(good + b"\r\n" + good) is None  # CR
+    assert ndjson.read_ndjson_plain(good + b"\n  \n" + good) is None  # a blank line
+    assert ndjson.read_ndjson_plain(good + b"\n" + good.replace(b'"a"', b'"\xff"')) is None  # not UTF-8
+    assert ndjson.read_ndjson_plain(good + b"\n" + good.replace(b'"a"', b"true")) is None  # types differ
 
 
 def test_ingest_quarantines_the_line_as_written(tmp_path: Path) -> None:
@@ -258,17 +258,17 @@ def test_the_redis_side_of_cache_is_there_when_named() -> None:
 @pytest.mark.parametrize("blank", [b"\n", b"  \n", b"\t\x0b\x0c \n"])
 def test_a_file_with_a_blank_line_is_read_line_by_line(blank: bytes) -> None:
     line = json.dumps({"ts": "2026-03-01T10:00:00Z", "user_id": "u1"}).encode() + b"\n"
-    assert formats.read_ndjson_plain(line + line) is not None
-    assert formats.read_ndjson_plain(line + blank + line) is None  # the line numbers must skip it
-    read = formats.read_ndjson(line + blank + line)
+    assert ndjson.read_ndjson_plain(line + line) is not None
+    assert ndjson.read_ndjson_plain(line + blank + line) is None  # the line numbers must skip it
+    read = ndjson.read_ndjson(line + blank + line)
     assert read.row_numbers.to_list() == [1, 3]
 
 
 def test_a_line_of_other_unicode_space_is_no_blank_line() -> None:
     """bytes.strip() (the line-by-line reader's test of a blank line) strips ASCII whitespace only."""
     line = json.dumps({"ts": "2026-03-01T10:00:00Z", "user_id": "u1"}).encode() + b"\n"
-    assert formats.read_ndjson_plain(line + "\u00a0\n".encode() + line) is None  # not JSON: read line by line
-    read = formats.read_ndjson(line + "\u00a0\n".encode() + line)
+    assert ndjson.read_ndjson_plain(line + "\u00a0\n".encode() + line) is None  # not JSON: read line by line
+    read = ndjson.read_ndjson(line + "\u00a0\n".encode() + line)
     assert read.unparsed["row_number"].to_list() == [2]
 
 
