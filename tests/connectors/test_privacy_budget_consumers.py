@@ -55,9 +55,8 @@ def test_the_client_shows_the_budget_of_every_answer(fixture_data_dir, fixture_s
 
 def test_a_refusal_by_the_budget_is_raised_at_once_not_waited_for(fixture_data_dir, fixture_store, accounts):
     client, recorder = _client(fixture_data_dir, fixture_store, accounts, 0.001)
-    with client:
-        with pytest.raises(SignalsError) as refused:
-            client.fetch("top_keywords", {"window": "7d"})
+    with client, pytest.raises(SignalsError) as refused:
+        client.fetch("top_keywords", {"window": "7d"})
     error = refused.value
     assert error.status == 429 and privacy_budget.is_refusal(error.problem)
     assert error.problem["privacy_budget"]["limit"] == 0.001 and error.retry_after > 60

@@ -186,7 +186,7 @@ def check_chain(chain: str, index: CodeIndex) -> str | None:
                 return f"{module_name} has no {part!r}"
             obj = getattr(obj, part)
         return None
-    for scope, name in zip(parts, parts[1:]):
+    for scope, name in zip(parts, parts[1:], strict=False):
         if not _member(scope, name, index):
             return f"no module, package or class {scope!r} of the code defines {name!r}"
     return None
@@ -228,9 +228,8 @@ def path_tokens(text: str) -> list[str]:
             continue
         if word.startswith("/") or word.startswith("."):
             continue  # a route (/healthz) or a hidden name (.staging)
-        if word.endswith(PATH_SUFFIXES) or (word.endswith("/") and re.match(r"^[\w./*-]+$", word)):
-            if re.match(r"^[\w./*-]+$", word):
-                found.append(word)
+        if (word.endswith(PATH_SUFFIXES) or word.endswith("/")) and re.match(r"^[\w./*-]+$", word):
+            found.append(word)
     return found
 
 
