@@ -334,7 +334,7 @@ SUMMED_SQL = {"suppressions": "sum(suppressions)::BIGINT", "events": "count(*)"}
 
 def capped_cells_sql(src: Sources, keys: list[str], where: str, measures: tuple[str, ...],
                      only_published: bool = True, family: bool = False) -> str:
-    """Per cell, the engine's capped aggregate (`measures.cell_contributions` + `Privacy.publish`):
+    """Per cell, the engine's capped aggregate (`contributions.cell_contributions` + `Privacy.publish`):
 
     1. per_user: one row per (cell, user) of the suppressions matching `where` (the window first,
        so date partitions are pruned) with the user's totals (suppressions = sum, events = count);

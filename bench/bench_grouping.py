@@ -3,7 +3,7 @@
 
 - `two columns`: the cell's dimension code and the 64-bit user id, as polars groups two keys;
 - `one packed key (the engine)`: the user id with its spare low bits holding the cell's codes
-  (`engine/cell_keys.py`; the bits a snapshot can spare: `engine/polars/user_keys.py`);
+  (`engine/polars/cell_keys.py`; the bits a snapshot can spare: `engine/polars/user_keys.py`);
 - `one key from dense user numbers`: the same packing over a dense 32-bit number per user (ranked
   here, timed apart), the form a store keeping a user dictionary could give.
 
@@ -41,7 +41,7 @@ from bench_endpoints import ensure_data  # noqa: E402
 from service.api.windows import compute_as_of, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.clock import SystemClock  # noqa: E402
-from service.engine.measures import cell_contributions  # noqa: E402
+from service.engine.polars.contributions import cell_contributions  # noqa: E402
 from service.engine.polars.slicing import time_slice  # noqa: E402
 from service.engine.polars.user_keys import spare_bits  # noqa: E402
 from service.settings import Settings  # noqa: E402

@@ -50,8 +50,8 @@ from service.api.windows import compute_as_of, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.cost import QueryTooLarge, estimate  # noqa: E402
 from service.engine.cost import check as check_cost  # noqa: E402
-from service.engine.measures import bucket_key, key_guards  # noqa: E402
 from service.engine.polars import PolarsEngine as Engine  # noqa: E402
+from service.engine.polars.contributions import bucket_key, key_guards  # noqa: E402
 from service.engine.polars.counts import CardinalityIndex, FrameCounts, index_for  # noqa: E402
 from service.engine.polars.slicing import time_slice  # noqa: E402
 from service.engine.requests import (  # noqa: E402

@@ -4,7 +4,7 @@ A /query's time and memory grow with two things (measured in docs/benchmarks.md,
 /query"):
 
 - the events it groups (those in the window that match its filters): every one is read and grouped
-  by cell and user (`measures.cell_contributions`), so the per-(cell, user) intermediate has at
+  by cell and user (`contributions.cell_contributions`), so the per-(cell, user) intermediate has at
   most that many rows;
 - its cells (groups): the privacy stage describes, keys (one HMAC) and noises every cell in turn,
   and all of them are kept until the answer is cut to `limit`. Per cell that is many times the

@@ -20,7 +20,8 @@ from service.engine.clickhouse import dictionaries, keywords
 from service.engine.clickhouse.cells import Query, cells
 from service.engine.clickhouse.contributions import COLUMN, USERS, VALUE, HeavyTotals
 from service.engine.clickhouse.keys import Key, dimension
-from service.engine.measures import EVENTS, SUPPRESSIONS, cell_contributions
+from service.engine.measures import EVENTS, SUPPRESSIONS
+from service.engine.polars.contributions import cell_contributions
 from service.engine.polars.trending import both_periods
 from service.engine.requests import FlexibleQuery, GeoHeat, KeywordActivity, TopKeywords, Trending
 from service.privacy import Contributions, Privacy, PrivacyParams

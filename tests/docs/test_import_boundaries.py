@@ -89,6 +89,35 @@ def test_the_check_sees_storage_importing_an_engine() -> None:
     assert storage_crossings(import_graph(sources)) == {"service.store.schema": ["service.engine.interface"]}
 
 
+POLARS_ONLY = ("service.engine.polars",)
+SHARED_ENGINE = ("service.engine",)  # everything of the engines outside polars/ is shared by both
+
+
+def polars_crossings(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """Engine module outside engine/polars/ -> the polars engine's modules it imports (the polars
+    engine's own code lives in engine/polars/: the shared level and ClickHouse never use it)."""
+    found = {module: sorted(target for target in targets if _within(target, POLARS_ONLY))
+             for module, targets in graph.items()
+             if _within(module, SHARED_ENGINE) and not _within(module, POLARS_ONLY)}
+    return {module: targets for module, targets in found.items() if targets}
+
+
+def test_polars_only_code_stays_in_the_polars_engine() -> None:
+    graph = import_graph(module_sources())
+    assert any(_within(module, POLARS_ONLY) for module in graph)
+    assert polars_crossings(graph) == {}
+
+
+def test_the_check_sees_the_shared_level_importing_polars_code() -> None:
+    sources = {
+        "service": "", "service.engine": "", "service.engine.polars": "",
+        "service.engine.polars.cell_keys": "CELL_USER = 1\n",
+        "service.engine.measures": "from service.engine.polars.cell_keys import CELL_USER\n",
+        "service.engine.polars.engine": "from service.engine import measures\n",  # the other way is fine
+    }
+    assert polars_crossings(import_graph(sources)) == {"service.engine.measures": ["service.engine.polars.cell_keys"]}
+
+
 def _is_private(name: str) -> bool:
     return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
 

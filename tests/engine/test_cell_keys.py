@@ -1,4 +1,4 @@
-"""One grouping key per (cell, user) (engine/cell_keys.py) and the users' spare bits it relies on
+"""One grouping key per (cell, user) (engine/polars/cell_keys.py) and the users' spare bits it relies on
 (engine/polars/user_keys.py): the same groups as grouping by the columns, so the same answers."""
 
 from __future__ import annotations
@@ -15,9 +15,9 @@ import polars as pl
 import pytest
 
 from service.demo.generate import generate_demo
-from service.engine.cell_keys import Packing
-from service.engine.measures import cell_contributions
 from service.engine.polars import PolarsEngine, user_keys
+from service.engine.polars.cell_keys import Packing
+from service.engine.polars.contributions import cell_contributions
 from service.engine.polars.user_keys import known_bits, learn, spare_bits
 from service.engine.requests import Trending
 from service.privacy import Privacy, PrivacyParams

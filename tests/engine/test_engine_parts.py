@@ -1,5 +1,5 @@
 """A grouping by time bucket computed part by part (`slicing.bucket_parts`), and the per-user
-contributions reduced to the users a cap can reach (`measures.cell_contributions`): the same
+contributions reduced to the users a cap can reach (`contributions.cell_contributions`): the same
 cells, the same capped sums and the same published answers as in one piece."""
 
 from __future__ import annotations
@@ -12,8 +12,9 @@ import pytest
 from polars.testing import assert_frame_equal
 
 from service.api.windows import polars_every
-from service.engine.measures import EVENTS, SUPPRESSIONS, bucket_key, cell_contributions
+from service.engine.measures import EVENTS, SUPPRESSIONS
 from service.engine.polars import slicing
+from service.engine.polars.contributions import bucket_key, cell_contributions
 from service.engine.polars.slicing import bucket_parts
 from service.engine.requests import FlexibleQuery
 from service.privacy import Privacy, PrivacyParams

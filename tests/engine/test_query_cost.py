@@ -22,9 +22,9 @@ from service.app import create_app
 from service.clock import FixedClock
 from service.engine import cost as query_cost
 from service.engine.cost import QueryTooLarge
-from service.engine.measures import bucket_key, key_guards
 from service.engine.polars import PolarsEngine as Engine
 from service.engine.polars import counts as frame_counts
+from service.engine.polars.contributions import bucket_key, key_guards
 from service.engine.polars.counts import FrameCounts
 from service.engine.polars.slicing import time_slice
 from service.engine.requests import FILTER_COLUMNS, FlexibleQuery

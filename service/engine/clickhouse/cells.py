@@ -1,4 +1,4 @@
-"""The per-user and per-cell stages in one SQL query: what `measures.cell_contributions` computes in
+"""The per-user and per-cell stages in one SQL query: what `contributions.cell_contributions` computes in
 polars, computed by ClickHouse, and handed to the privacy stage in the same shape.
 
     SELECT <keys>, count() users, sum(least(m, pilot_cap)) m_pilot, sum(m) m_total,
@@ -144,7 +144,7 @@ def time_bounds(snapshot: ClickHouseSnapshot, time_range: TimeRange) -> list[str
 
 def cells(snapshot: ClickHouseSnapshot, query: Query, params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
     """The cells (keys, unique_users, `<measure>_pilot`, extras) and the contributions behind them
-    (`HeavyTotals`), in `measures.cell_contributions`' shape. With no keys: one row (zeros when
+    (`HeavyTotals`), in `contributions.cell_contributions`' shape. With no keys: one row (zeros when
     nothing matched) keyed by a constant column `_cell`, which the publication stages pass through
     and leave out. With no measures: the users per cell only."""
     bounds = time_bounds(snapshot, query.time_range)

@@ -177,7 +177,7 @@ class ClickHouseEngine(QueryEngine[ClickHouseSnapshot]):
                 assert req.bucket is not None
                 keys.append(time_bucket(req.bucket))
             else:
-                # A null in a grouped dimension is not a unit of it (measures.key_guards).
+                # A null in a grouped dimension is not a unit of it (contributions.key_guards).
                 where.append(f"isNotNull({dim})")
                 keys.append(dimension(dim, not_null=True))
         return cells(snapshot, Query(schema.SUPPRESSIONS, keys, window, where, parameters), self.privacy.params)

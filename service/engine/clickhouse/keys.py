@@ -13,7 +13,7 @@ _BUCKETS = {
 
 
 def bucket_sql(bucket: str) -> str:
-    """Start of the time bucket each row falls in (as `measures.bucket_key`)."""
+    """Start of the time bucket each row falls in (as `contributions.bucket_key`)."""
     return _BUCKETS[bucket]
 
 

@@ -19,7 +19,7 @@ import polars as pl
 
 from service.api.windows import TimeRange
 from service.engine.cost import Factor
-from service.engine.measures import key_guards
+from service.engine.polars.contributions import key_guards
 from service.engine.polars.slicing import time_slice
 from service.engine.requests import FILTER_COLUMNS, GEO_LEVELS
 from service.store import day_spans

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 import polars as pl
 
 from service.api.windows import TimeRange, window_range
-from service.engine.measures import bucket_key, cell_contributions, key_guards
+from service.engine.polars.contributions import bucket_key, cell_contributions, key_guards
 from service.engine.polars.slicing import bucket_parts, time_slice
 from service.engine.polars.user_keys import known_bits
 from service.engine.publication.query import TIME, canonical_query, family_cells, publish_query
@@ -31,7 +31,7 @@ def _filters(filters: Mapping[str, tuple[str, ...]]) -> list[pl.Expr]:
 def query_cells(frames: EventFrames, window: TimeRange, req: FlexibleQuery,
                 params: PrivacyParams) -> tuple[pl.DataFrame, Contributions]:
     """The cells of the suppressions in the window matching every filter, grouped by req.group_by,
-    and the contributions behind them (`measures.cell_contributions`)."""
+    and the contributions behind them (`contributions.cell_contributions`)."""
     categorical = [dimension for dimension in req.group_by if dimension != TIME]
     sliced = time_slice(frames.suppressions, window)
     # A null in a grouped dimension is not a unit of it: those rows are left out of the groups

@@ -7,7 +7,7 @@ import datetime as dt
 import polars as pl
 
 from service.api.windows import window_range
-from service.engine.measures import cell_contributions, key_guards
+from service.engine.polars.contributions import cell_contributions, key_guards
 from service.engine.polars.slicing import time_slice
 from service.engine.polars.user_keys import known_bits
 from service.engine.publication.geo_heat import KEYWORD_COUNT, publish_geo_heat

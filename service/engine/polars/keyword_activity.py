@@ -42,7 +42,7 @@ def keyword_activity(frames: EventFrames, as_of: dt.datetime, req: KeywordActivi
         )
         .drop_nulls("keyword")
     )
-    # As in measures.cell_contributions: each count's exact total, and only the users a cap can
+    # As in contributions.cell_contributions: each count's exact total, and only the users a cap can
     # reach (the others lose nothing to any cap).
     exact = cells.select("keyword", *(pl.col(f"{name}{TOTAL}").alias(name) for name in ACTION_COUNTS))
     reachable = reachable_rows(per_user, list(ACTION_COUNTS), privacy.params)

@@ -28,7 +28,7 @@ def time_slice(frame: pl.DataFrame, time_range: TimeRange) -> pl.DataFrame:
 
 def bucket_parts(frame: pl.DataFrame, bucket: str, rows: int | None = None) -> list[pl.DataFrame]:
     """A frame sorted by `ts` as consecutive zero-copy parts of about `rows` rows, each cut at the
-    start of a time bucket (`bucket`: hour, day, week, as `measures.bucket_key` truncates), so
+    start of a time bucket (`bucket`: hour, day, week, as `contributions.bucket_key` truncates), so
     that every bucket lies whole in one part. A grouping whose keys include that bucket can then
     be computed part by part: no cell spans two parts. A bucket holding more than `rows` rows
     stays one part. `rows` defaults to PART_ROWS."""

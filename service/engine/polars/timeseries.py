@@ -12,7 +12,7 @@ import datetime as dt
 import polars as pl
 
 from service.api.windows import window_range
-from service.engine.measures import bucket_key, cell_contributions
+from service.engine.polars.contributions import bucket_key, cell_contributions
 from service.engine.polars.slicing import time_slice
 from service.engine.publication.timeseries import publish_timeseries
 from service.engine.requests import DomainTimeseries, KeywordTimeseries

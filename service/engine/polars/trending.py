@@ -11,9 +11,10 @@ import datetime as dt
 import polars as pl
 
 from service.api.windows import TimeRange, trending_periods
-from service.engine.cell_keys import Packing
 from service.engine.growth import CONFIDENCE_Z
-from service.engine.measures import UNIQUE_USERS, cell_contributions
+from service.engine.measures import UNIQUE_USERS
+from service.engine.polars.cell_keys import Packing
+from service.engine.polars.contributions import cell_contributions
 from service.engine.polars.slicing import time_slice
 from service.engine.polars.user_keys import known_bits
 from service.engine.publication.trending import BASELINE, RECENT, publish_trending
@@ -34,7 +35,7 @@ def _period_cells(frames: EventFrames, period: TimeRange, dimension: str, metric
         packing = Packing.of(rows.schema, [dimension], bits)
         if packing is None:
             users = rows.lazy().group_by(dimension).agg(pl.col("user_id").n_unique().cast(pl.Int64).alias(name))
-        else:  # the distinct (value, user) keys, counted per value (engine/cell_keys.py)
+        else:  # the distinct (value, user) keys, counted per value (engine/polars/cell_keys.py)
             users = (rows.lazy().group_by(packing.key).agg().select(*packing.unpacked)
                      .group_by(dimension).agg(pl.len().cast(pl.Int64).alias(name)))
         return users.drop_nulls(dimension).with_columns(pl.col(name).alias(f"{name}_users")).collect(), None

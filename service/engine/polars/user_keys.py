@@ -1,4 +1,4 @@
-"""How many low bits of the users' ids a snapshot can spare for the cell's codes (engine/cell_keys.py:
+"""How many low bits of the users' ids a snapshot can spare for the cell's codes (engine/polars/cell_keys.py:
 one grouping key per cell and user), learnt once per snapshot and machine.
 
 Two users agree on their ids above bit `b` exactly when the XOR of their ids is below 2^b, and among

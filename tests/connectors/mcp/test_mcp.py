@@ -76,7 +76,9 @@ def test_every_tool_answers_the_rest_body(stack, transport):
         if total > shown:
             assert result.content[2].text.startswith(f"This answer shows {shown} of {total} rows"), name
         else:
-            assert len(result.content) == 2, name
+            assert len(result.content) == 3, name
+        # and, last, what the subscription's privacy budget stands at after it (Signals-Privacy-Budget)
+        assert result.content[-1].text.startswith("Privacy budget: "), name
 
 
 def test_as_of_compare_and_intervals_reach_the_tools(stack):

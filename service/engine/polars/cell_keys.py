@@ -1,7 +1,7 @@
 """One grouping key per (cell, user): the user's stored id with its low bits replaced by the cell's
 dimension codes.
 
-Every capped measure starts by grouping a window's rows by cell and user (`measures.cell_contributions`):
+Every capped measure starts by grouping a window's rows by cell and user (`contributions.cell_contributions`):
 tens of millions of rows into nearly as many groups at 100M events, most of a cold answer's time.
 polars groups one UInt64 column about 1.6 times as fast as the two columns (dimension code, 64-bit
 user id) it would otherwise hash together (docs/benchmarks.md, "Cold answers at 100M events").
