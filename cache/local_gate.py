@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 
 from cache.bodies import ProcessBodies
-from cache.gate import US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
+from cache.gate import MOST_ANSWERS, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
 
 _SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
 
@@ -142,7 +142,8 @@ class LocalGate:
             if held is not None and held[1] == token:
                 del self._fill_locks[cache_key]
 
-    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int,
+               most: int = MOST_ANSWERS) -> Spend:
         """cache/charge.lua in this process's memory (a ledger lives until its period's end)."""
         now = self._clock()
         with self._lock:
@@ -154,7 +155,8 @@ class LocalGate:
                 return Spend(True, spent, 0)
             if spent + delta > limit:
                 return Spend(False, spent, delta)
-            answers[answer] = amount
+            if answer in answers or len(answers) < most:
+                answers[answer] = amount
             self._ledgers[ledger] = (now + max(1, ttl_seconds), spent + delta, answers)
             return Spend(True, spent + delta, delta)
 

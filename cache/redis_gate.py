@@ -16,7 +16,7 @@ from pathlib import Path
 import redis
 
 from cache.bodies import ProcessBodies
-from cache.gate import LOCK_SEPARATOR, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
+from cache.gate import LOCK_SEPARATOR, MOST_ANSWERS, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
 from cache.wire import Wire
 
 _SCRIPTS = Path(__file__).parent
@@ -223,10 +223,11 @@ class RedisGate:
     def _asked_key(self) -> str:
         return self._prefix + "asked"
 
-    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int,
+               most: int = MOST_ANSWERS) -> Spend:
         """Charge an answer to a privacy ledger, shared by every worker (cache/charge.lua)."""
         allowed, spent, charged = self._script(_CHARGE, [self._key("privacy", ledger)],
-                                               [answer, amount, limit, max(1, ttl_seconds), "charge"])
+                                               [answer, amount, limit, max(1, ttl_seconds), "charge", most])
         return Spend(bool(allowed), int(spent), int(charged))
 
     def spent(self, ledger: str) -> int:

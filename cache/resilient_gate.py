@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import redis
 
-from cache.gate import Admission, Spend, T
+from cache.gate import MOST_ANSWERS, Admission, Spend, T
 from cache.local_gate import LocalGate
 from cache.redis_gate import RedisGate
 
@@ -71,8 +71,9 @@ class ResilientGate:
         """Both gates keep their bodies in one ProcessBodies (`cache.connect`): no Redis call."""
         return self._fallback.decoded(cache_key, body, decode)
 
-    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int) -> Spend:
-        return self._call("charge", ledger, answer, amount, limit, ttl_seconds)
+    def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int,
+               most: int = MOST_ANSWERS) -> Spend:
+        return self._call("charge", ledger, answer, amount, limit, ttl_seconds, most)
 
     def spent(self, ledger: str) -> int:
         return self._call("spent", ledger)

@@ -148,6 +148,18 @@ def test_a_ledger_charges_an_answer_once_and_refuses_past_its_limit(gate):
     assert gate.spent("nobody:2026-11") == 0
 
 
+def test_a_ledger_remembers_a_bounded_number_of_answers(gate):
+    """The caller decides how many answers there are, not how much memory the ledger takes: past
+    `most`, a new answer is charged but not remembered, so asking it again charges it again."""
+    for answer in ("a", "b"):
+        assert gate.charge("sub5:2026-11", answer, 100, 10_000, 60, most=2).charged == 100
+    assert gate.charge("sub5:2026-11", "a", 100, 10_000, 60, most=2).charged == 0   # remembered
+    assert gate.charge("sub5:2026-11", "c", 100, 10_000, 60, most=2).charged == 100
+    assert gate.charge("sub5:2026-11", "c", 100, 10_000, 60, most=2).charged == 100  # not remembered: again
+    assert gate.charge("sub5:2026-11", "b", 150, 10_000, 60, most=2).charged == 50   # remembered, more of it
+    assert gate.spent("sub5:2026-11") == 450
+
+
 def test_concurrent_charges_never_pass_the_limit(gate):
     limit, amount = 10_000, 700
 
