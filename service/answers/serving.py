@@ -104,6 +104,11 @@ class Answers:
         self._stale = stale
         self._budget = budget if budget is not None and budget.enabled else None
 
+    @property
+    def charges(self) -> bool:
+        """Whether answers are charged to a privacy budget (the admission then reads the ledger)."""
+        return self._budget is not None
+
     # -- the path -----------------------------------------------------------------------------
 
     def serve(self, prepared: PreparedRequest, frames: Snapshot, asker: Asker) -> Served:

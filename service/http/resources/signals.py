@@ -244,7 +244,8 @@ class SignalsResource:
         prepared = self.prepare(req)
         principal = getattr(req.context, "principal", None)
         if principal is not None:  # the order: 401 -> 403 (middleware) -> 429 -> 400
-            admit(req, resp, self._gate, principal, prepared.key, prepared.identity, prepared.answer)
+            admit(req, resp, self._gate, principal, prepared.key, prepared.identity,
+                  prepared.answer if self.answers.charges else None)
         if prepared.problem:
             raise prepared.problem
         again = {"body": req.context.body} if self.endpoint.in_body else {"query": req.query_string}
