@@ -167,6 +167,9 @@ def main() -> None:
     parser.add_argument("--pilot-shrink", type=float, default=None, metavar="SDS",
                         help="read the pilot sums this many noise sds low instead of the default "
                              "(PrivacyParams.pilot_shrink), to weigh a change of it")
+    parser.add_argument("--cap-fit", type=float, default=None, metavar="SHARE",
+                        help="the ceiling's share of a cell's sum read low instead of the default "
+                             "(PrivacyParams.cap_fit), to weigh a change of it")
     args = parser.parse_args()
     with cap_rule(args.rule, privacy_params(Settings())) as params:
         measure(args, params)
@@ -180,6 +183,8 @@ def measure(args: argparse.Namespace, params) -> None:
     settings = Settings()
     if args.pilot_shrink is not None:
         params = dataclasses.replace(params, pilot_shrink=args.pilot_shrink)
+    if args.cap_fit is not None:
+        params = dataclasses.replace(params, cap_fit=args.cap_fit)
     engine = Engine(Privacy(settings.secret, params))
     truth = Truth(data_dir)
     top = engine.top_keywords(frames, as_of, TopKeywords("30d", 500))
