@@ -4,14 +4,22 @@
 --
 -- KEYS[1] rate window (sorted set of request ids scored by server time in microseconds)
 -- KEYS[2] cached response body, or "" to skip
--- KEYS[3] (optional) the sorted set of requests asked recently, by how often (precompute reads it), or ""
+-- KEYS[3] (optional) the sorted set of requests asked recently, by how many subscriptions asked
+--         each (precompute reads it), or ""
 -- KEYS[4] (optional) the subscription's privacy ledger (cache/charge.lua), read only, or ""
+-- KEYS[5] (optional, with KEYS[3]) the name, less its day, of the set of requests the subscription
+--         asked in a UTC day: "<prefix>asked-by:<subscription>:", to which the script appends the
+--         day by the Redis server's clock (yyyymmdd). A request counts in KEYS[3] only the first
+--         time the subscription asks it that day. Absent or "": every accepted request counts.
+--         (The one key the script names itself, so that every worker agrees on the day; the keys
+--         here already span Cluster slots: Redis Cluster is not supported, caching-and-limits.md.)
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
 -- ARGV[3] request id (unique member)
 -- ARGV[4] absent: count the request if it is accepted;
 --         "replay": sent again after a lost answer (a request already counted is accepted);
 --         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
 -- ARGV[5] (with KEYS[3]) the request's identity, counted once more in KEYS[3] when it is accepted
+--         (with KEYS[5]: and not yet asked by the subscription that day)
 -- ARGV[6] (with KEYS[4]) the answer's name in the ledger
 --
 -- Returns {allowed (1|0), remaining, micros until a slot frees (until the oldest counted request
@@ -24,6 +32,22 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local mode = ARGV[4]
+
+-- A day since 1970-01-01 as yyyymmdd in the proleptic Gregorian calendar (Lua in Redis has no
+-- os.date; H. Hinnant's civil_from_days).
+local function utc_date(days)
+  local z = days + 719468
+  local era = math.floor(z / 146097)
+  local doe = z - era * 146097
+  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
+  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
+  local mp = math.floor((5 * doy + 2) / 153)
+  local d = doy - math.floor((153 * mp + 2) / 5) + 1
+  local m = mp < 10 and mp + 3 or mp - 9
+  local y = yoe + era * 400
+  if m <= 2 then y = y + 1 end
+  return string.format('%04d%02d%02d', y, m, d)
+end
 
 -- Micros until a window holding `count` entries has fewer than `most`: until its
 -- (count - most)-th oldest entry leaves it.
@@ -54,7 +78,16 @@ else
 end
 redis.call('PEXPIRE', KEYS[1], math.ceil(window / 1000))
 if KEYS[3] and KEYS[3] ~= '' and mode ~= 'replay' then
-  redis.call('ZINCRBY', KEYS[3], 1, ARGV[5])
+  local first = 1
+  if KEYS[5] and KEYS[5] ~= '' then
+    -- Counted once per subscription and UTC day: the day's set of what it asked, gone when the
+    -- day ends (its name is never looked at again).
+    local days = math.floor(tonumber(t[1]) / 86400)
+    local asked_by = KEYS[5] .. utc_date(days)
+    first = redis.call('SADD', asked_by, ARGV[5])
+    if first == 1 then redis.call('EXPIREAT', asked_by, (days + 1) * 86400) end
+  end
+  if first == 1 then redis.call('ZINCRBY', KEYS[3], 1, ARGV[5]) end
 end
 local oldest = redis.call('ZRANGE', KEYS[1], 0, 0, 'WITHSCORES')
 local body = false

@@ -90,6 +90,10 @@ def whole_seconds(micros: float) -> int:
 
 
 class Gate(Protocol):
+    # `admit` counts the request in `subject`'s rate window (the subscription's, "sub:<id>") and
+    # fetches the body under `cache_key`; accepted, it counts `asked` (the request's identity) among
+    # the requests asked recently, once per `subject` and UTC day, so `most_asked` ranks requests by
+    # how many subscriptions asked them, not how often; and reads what `ledger` says of `answer`.
     def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
               ledger: str | None = None, answer: str | None = None) -> Admission: ...
     def peek(self, subject: str, limit: int) -> Admission: ...

@@ -12,20 +12,29 @@ from cache.bodies import ProcessBodies
 from cache.gate import MOST_ANSWERS, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
 
 _SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
+_SECONDS_PER_DAY = 86_400
 
 
 class LocalGate:
-    """The same gate in this process's memory: exact for one process, per-process with several."""
+    """The same gate in this process's memory: exact for one process, per-process with several.
+
+    `clock` measures the windows and expiries; `wall_clock` (seconds since the epoch) says which
+    UTC day it is, for counting a request asked once per subject and day (`admit`)."""
 
     def __init__(self, settings: GateSettings | None = None, clock=time.monotonic,
-                 bodies: ProcessBodies | None = None) -> None:
+                 bodies: ProcessBodies | None = None, wall_clock: Callable[[], float] = time.time) -> None:
         self._settings = settings = settings or GateSettings()
         self._clock = clock
+        self._wall_clock = wall_clock
         self._lock = threading.Lock()
         self._windows: dict[str, collections.deque[float]] = {}
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
         self._fill_locks: dict[str, tuple[float, str, str]] = {}  # key -> (expiry, token, note)
         self._asked: collections.Counter[str] = collections.Counter()
+        # What each subject asked in the UTC day `_asked_day` (days since 1970-01-01): (subject,
+        # identity) pairs, forgotten when the day changes (cache/admit.lua's asked-by sets).
+        self._asked_day = -1
+        self._asked_by: set[tuple[str, str]] = set()
         # Privacy ledgers: name -> (expiry, micro-epsilon spent, answer -> micro-epsilon charged).
         self._ledgers: dict[str, tuple[float, int, dict[str, int]]] = {}
         self._failures_recorded = 0
@@ -71,7 +80,7 @@ class LocalGate:
                 return Admission(False, limit, 0, self._reset(window, now, limit), "rate")
             window.append(now)
             if asked:
-                self._asked[asked] += 1
+                self._count_asked(subject, asked)
             remaining, reset = limit - len(window), self._reset(window, now)
             read = None
             if ledger:
@@ -79,6 +88,15 @@ class LocalGate:
                 read = (ledger, answer or "", *((spent, answers.get(answer or "", 0)) if expiry > now else (0, 0)))
         return Admission(True, limit, remaining, reset, "", self._bodies.get(cache_key) if cache_key else None,
                          ledger=read)
+
+    def _count_asked(self, subject: str, asked: str) -> None:
+        """Count `asked` once more, the first time `subject` asks it this UTC day. Lock held."""
+        day = int(self._wall_clock() // _SECONDS_PER_DAY)
+        if day != self._asked_day:
+            self._asked_day, self._asked_by = day, set()
+        if (subject, asked) not in self._asked_by:
+            self._asked_by.add((subject, asked))
+            self._asked[asked] += 1
 
     def peek(self, subject: str, limit: int) -> Admission:
         now = self._clock()

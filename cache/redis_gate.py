@@ -164,6 +164,10 @@ class RedisGate:
             keys.append(self._key("privacy", ledger))
             args.append(answer or "")
             replay.append(answer or "")
+        if asked:  # counted once per subject (the subscription) and UTC day: its day's set, named by the script
+            if not ledger:
+                keys.append("")
+            keys.append(self._asked_by_key(subject))
         allowed, remaining, reset_us, blocked_by, body, ttl_ms, *read = self._script(_ADMIT, keys, args, replay)
         if body and cache_key:  # a body is fetched only under a cache key
             self._bodies.put(cache_key, body, ttl_ms / 1000)
@@ -222,6 +226,11 @@ class RedisGate:
     @property
     def _asked_key(self) -> str:
         return self._prefix + "asked"
+
+    def _asked_by_key(self, subject: str) -> str:
+        """The name, less its day (yyyymmdd, UTC, appended by cache/admit.lua from the Redis server's
+        clock), of the set of the requests `subject` asked that day."""
+        return self._key("asked-by", subject) + ":"
 
     def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int,
                most: int = MOST_ANSWERS) -> Spend:

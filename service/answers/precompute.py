@@ -1,11 +1,15 @@
 """Ready before it is asked: when the hour turns or new data lands, the answers asked recently are
 computed for the new `as_of` before their askers come back.
 
-What: the `SIGNALS_PRECOMPUTE_TOP` requests asked most in recent hours. Every accepted request of
-the current hour counts once in a sorted set in Redis (the same round trip as its rate limit,
-cache/admit.lua); each hour the counts are halved (recent asks weigh more) and only the most
-asked are kept. A request's first miss of an hour keeps how to ask it again (its query string,
-or its JSON body) for a week.
+What: the `SIGNALS_PRECOMPUTE_TOP` requests asked most in recent hours, by how many subscriptions
+asked them, not how often. A request counts once in a sorted set in Redis the first time a
+subscription asks it in a UTC day, and only when accepted (the same round trip as its rate limit,
+cache/admit.lua, which keeps each subscription's day's set of what it asked): a subscription
+repeating a request (repeats are free for it) adds nothing to its count, so repeats cannot push
+the request among these, whose answers the shared privacy ledger pays for
+(service/privacy/budget.py). Each hour the counts are halved (recent asks weigh more) and only the
+most asked are kept. A request's first miss of an hour keeps how to ask it again (its query
+string, or its JSON body) for a week.
 
 In what order: most asked first. How: each is asked through the web process's own resources
 (validation, cost check, cache key), so the answer is byte for byte the one a request would get,

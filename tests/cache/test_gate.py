@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import re
 import time
 import uuid
+from pathlib import Path
 
 import pytest
 import redis
@@ -12,6 +15,8 @@ import redis
 import cache
 from cache import GateSettings, LocalGate, RedisGate
 from cache.local_gate import _SWEEP_EVERY
+from cache.redis_gate import _ADMIT
+from tests.support.redis_app import delete_prefix
 
 pytestmark = pytest.mark.redis
 
@@ -208,9 +213,11 @@ class LosesOneAnswer:
 @pytest.fixture
 def lossy_gate(redis_url, redis_prefix):
     connection = LosesOneAnswer(redis_url)
-    gate = RedisGate(lambda: connection, GateSettings(prefix=f"{redis_prefix}lossy-{uuid.uuid4().hex[:6]}:"))
+    prefix = f"{redis_prefix}lossy-{uuid.uuid4().hex[:6]}:"
+    gate = RedisGate(lambda: connection, GateSettings(prefix=prefix))
     yield gate, connection
     gate.close()
+    delete_prefix(redis_url, prefix)  # the requests asked recently (a sorted set without expiry)
 
 
 def test_a_request_counted_before_its_answer_was_lost_is_not_refused(lossy_gate):
@@ -382,3 +389,121 @@ def test_a_resilient_gate_serves_what_the_worker_holds_while_redis_is_down(redis
         for key in client.scan_iter(f"{prefix}*"):
             client.delete(key)
         client.close()
+
+
+# -- the requests asked most (what precompute computes first, and the shared privacy ledger pays for):
+# by how many subscriptions asked each, once per subscription and UTC day, not by how often
+
+
+def test_a_request_counts_the_subscriptions_that_asked_it_not_how_often(make_gate):
+    gate = make_gate()
+    for _ in range(50):  # one subscription repeating a request (repeats are free for it)
+        assert gate.admit("sub:repeats", 100, None, "repeated").allowed
+    for subscription in ("sub:a", "sub:b", "sub:c"):
+        assert gate.admit(subscription, 100, None, "widely").allowed
+    assert gate.most_asked(10) == [("widely", 3.0), ("repeated", 1.0)]
+    # The same with the privacy ledger read in the round trip (the signals endpoints' form).
+    for _ in range(3):
+        assert gate.admit("sub:a", 100, "body", "repeated", "sub:a:2026-03", "answer").allowed
+    assert gate.most_asked(10) == [("widely", 3.0), ("repeated", 2.0)]
+    # Faded, a count is not made up again by the same subscriptions the same day.
+    gate.fade_asked(0.5, 10)
+    for subscription in ("sub:a", "sub:b", "sub:c", "sub:repeats"):
+        gate.admit(subscription, 100, None, "widely")
+    assert gate.most_asked(10) == [("widely", 2.5), ("repeated", 1.0)]
+
+
+def test_a_refused_request_counts_nothing(make_gate):
+    gate = make_gate()
+    assert gate.admit("sub:r", 1, None, "accepted").allowed
+    refused = gate.admit("sub:r", 1, None, "refused")
+    assert not refused.allowed and refused.blocked_by == "rate"
+    assert gate.most_asked(10) == [("accepted", 1.0)]
+    assert gate.peek("sub:r", 1).blocked_by == "rate"  # a peek counts no request either
+    # Nor did it mark the request as asked by the subscription today: accepted later, it counts.
+    assert gate.admit("sub:r", 10, None, "refused").allowed
+    assert dict(gate.most_asked(10)) == {"accepted": 1.0, "refused": 1.0}
+
+
+def test_redis_keeps_what_a_subscription_asked_in_a_set_named_by_the_utc_day(redis_gate):
+    gate, admin = redis_gate
+    before = admin.time()[0]
+    for _ in range(3):
+        gate.admit("sub:d", 100, None, "daily")
+    after = admin.time()[0]
+    [key] = [k.decode() for k in admin.scan_iter(f"{gate._prefix}asked-by:*")]
+    days = {dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y%m%d") for t in (before, after)}
+    assert key.removeprefix(f"{gate._prefix}asked-by:sub:d:") in days  # the day by the Redis server's clock
+    assert admin.smembers(key) == {b"daily"}
+    # It lives until the day's end (UTC), when its name is never used again.
+    assert 0 < admin.ttl(key) <= (after // 86400 + 1) * 86400 - before
+    assert gate.most_asked(10) == [("daily", 1.0)]
+
+
+def test_redis_counts_a_subscription_again_the_next_utc_day(redis_gate):
+    """The next day's requests go to the next day's set: the asks so far are moved to yesterday's
+    set (as if made yesterday), and the same request asked again counts again, once."""
+    gate, admin = redis_gate
+    for _ in range(5):
+        gate.admit("sub:n", 100, None, "daily")
+    [key] = [k.decode() for k in admin.scan_iter(f"{gate._prefix}asked-by:*")]
+    day = dt.datetime.strptime(key.rpartition(":")[2], "%Y%m%d")
+    yesterday = f"{key.rpartition(':')[0]}:{day - dt.timedelta(days=1):%Y%m%d}"
+    admin.rename(key, yesterday)
+    for _ in range(5):
+        gate.admit("sub:n", 100, None, "daily")
+    assert gate.most_asked(10) == [("daily", 2.0)]
+    assert admin.smembers(key) == admin.smembers(yesterday) == {b"daily"}
+
+
+def test_the_day_in_an_asked_by_key_is_the_utc_date(redis_url):
+    """admit.lua turns the Redis server's days since 1970 into yyyymmdd (Lua in Redis has no
+    os.date): checked against Python's calendar across leap days and centuries."""
+    source = (Path(cache.__file__).parent / "admit.lua").read_text()
+    function = re.search(r"^local function utc_date.*?^end$", source, re.S | re.M)
+    assert function is not None
+    script = function.group(0) + "\nlocal out = {}\nfor i = 1, #ARGV do out[i] = utc_date(tonumber(ARGV[i])) end\nreturn out"
+    dates = [dt.date(1970, 1, 1), dt.date(2000, 2, 28), dt.date(2000, 2, 29), dt.date(2000, 3, 1),
+             dt.date(2024, 12, 31), dt.date(2025, 1, 1), dt.date(2100, 2, 28), dt.date(2100, 3, 1),
+             dt.date.today()]
+    dates += [dt.date(2026, 1, 1) + dt.timedelta(days=n) for n in range(0, 4 * 366, 13)]
+    days = [(date - dt.date(1970, 1, 1)).days for date in dates]
+    client = redis.Redis.from_url(redis_url)
+    try:
+        got = [value.decode() for value in client.eval(script, 0, *days)]
+    finally:
+        client.close()
+    assert got == [f"{date:%Y%m%d}" for date in dates]
+
+
+def test_local_gate_counts_a_subscription_again_the_next_utc_day():
+    wall = [dt.datetime(2026, 3, 10, 23, 59, 59, tzinfo=dt.UTC).timestamp()]
+    gate = LocalGate(wall_clock=lambda: wall[0])
+    for _ in range(5):
+        gate.admit("sub:n", 100, None, "daily")
+    gate.admit("sub:o", 100, None, "other")
+    assert gate.most_asked(10) == [("daily", 1.0), ("other", 1.0)]
+    wall[0] += 1  # midnight, UTC
+    for _ in range(5):
+        gate.admit("sub:n", 100, None, "daily")
+    assert gate.most_asked(10) == [("daily", 2.0), ("other", 1.0)]
+    assert gate._asked_by == {("sub:n", "daily")}  # the day before is forgotten
+
+
+def test_a_request_sent_again_after_its_answer_was_lost_is_counted_once(lossy_gate):
+    gate, connection = lossy_gate
+    assert gate.admit("sub:l", 10, None, "first").allowed  # a proven connection: only those are sent again
+    connection.armed = True  # counted by the first send, then its answer lost: sent again, as a replay
+    assert gate.admit("sub:m", 10, None, "lost").allowed
+    assert dict(gate.most_asked(10)) == {"first": 1.0, "lost": 1.0}
+
+
+def test_a_replay_counts_nothing(redis_gate):
+    """admit.lua's replay form counts no request among the asked (it may have been counted by the
+    first send), even one the subscription has not asked today."""
+    gate, admin = redis_gate
+    keys = [gate._key("rate", "sub:p"), "", gate._asked_key, "", gate._asked_by_key("sub:p")]
+    allowed, *_ = gate._script(_ADMIT, keys, [10, 60_000_000, "member-1", "replay", "replayed"])
+    assert allowed == 1
+    assert gate.most_asked(10) == []
+    assert list(admin.scan_iter(f"{gate._prefix}asked-by:*")) == []

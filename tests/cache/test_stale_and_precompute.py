@@ -149,14 +149,19 @@ def test_a_precompute_round_makes_the_most_asked_ready_for_the_new_hour(fixture_
         client, key, settings = build(fixture_data_dir, fixture_store, accounts, web_gate, clock,
                                       redis_url=redis_url, redis_prefix=prefix)
         asked = [("/top-keywords", {"window": "7d"}), ("/trending", {"window": "24h"})]
-        for _ in range(3):
-            get(client, asked[0][0], key, asked[0][1])
-        get(client, asked[1][0], key, asked[1][1])
+        # "Most asked" is how many subscriptions asked: one repeating a request 50 times counts once,
+        # three asking another once each count three.
+        for _ in range(50):
+            assert get(client, asked[0][0], key, asked[0][1]).status_code == 200
+        others = [accounts.create_key(Tier.PROFESSIONAL, subscription=f"stale-{uuid.uuid4().hex[:8]}")[0]
+                  for _ in range(2)]
+        for each in (key, *others):
+            get(client, asked[1][0], each, asked[1][1])
         resources = signals_resources(settings, Engine(Privacy.exact()), fixture_store, clock, precompute_gate,
                                       background=True)
         precompute = Precompute(fixture_store, resources, precompute_gate, clock, top=10)
-        assert [identity.split(":")[0] for identity, _ in precompute_gate.most_asked(10)] == ["top_keywords",
-                                                                                             "trending"]
+        assert [(identity.split(":")[0], count) for identity, count in precompute_gate.most_asked(10)] == [
+            ("trending", 3.0), ("top_keywords", 1.0)]
         report = precompute.run_round()  # as_of 11:00: everything was asked in this hour already
         assert (report.asked, report.cached, report.computed) == (2, 2, 0)
         assert precompute.due() is None  # nothing new until the hour turns or data lands
@@ -170,8 +175,15 @@ def test_a_precompute_round_makes_the_most_asked_ready_for_the_new_hour(fixture_
         answers = [get(client, path, key, query) for path, query in asked]
         assert [a.headers["x-cache"] for a in answers] == ["hit", "hit"]
         assert {a.headers["x-signals-as-of"] for a in answers} == {"2026-03-10T12:00:00Z"}
-        # Counts fade each round: recent asks weigh more than old ones.
-        assert precompute_gate.most_asked(1)[0][1] == pytest.approx(3 * 0.25 + 1)  # 3 asks, faded twice; 1 more
+        # Counts fade each round: recent asks weigh more than old ones. The asks just made are by a
+        # subscription that asked the same earlier today: they count nothing more.
+        def counts() -> dict[str, float]:
+            return {identity.split(":")[0]: count for identity, count in precompute_gate.most_asked(10)}
+
+        assert counts() == pytest.approx({"trending": 3 * 0.25, "top_keywords": 1 * 0.25})
+        other = get(client, asked[0][0], others[0], asked[0][1])  # a subscription's first ask today counts
+        assert other.headers["x-cache"] == "hit"
+        assert counts() == pytest.approx({"trending": 3 * 0.25, "top_keywords": 1 * 0.25 + 1})
     finally:
         web_gate.close()
         precompute_gate.close()
