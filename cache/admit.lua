@@ -9,8 +9,9 @@
 -- KEYS[4] (optional) the subscription's privacy ledger (cache/charge.lua), read only, or ""
 -- KEYS[5] (optional, with KEYS[3]) the name, less its day, of the set of requests the subscription
 --         asked in a UTC day: "<prefix>asked-by:<subscription>:", to which the script appends the
---         day by the Redis server's clock (yyyymmdd). A request counts in KEYS[3] only the first
---         time the subscription asks it that day. Absent or "": every accepted request counts.
+--         day by the Redis server's clock (days since 1970-01-01). A request counts in KEYS[3] only
+--         the first time the subscription asks it that day, and only among the first ARGV[7]
+--         distinct requests it asks that day (the set's bound). Absent or "": every accepted request counts.
 --         (The one key the script names itself, so that every worker agrees on the day; the keys
 --         here already span Cluster slots: Redis Cluster is not supported, caching-and-limits.md.)
 -- ARGV[1] limit (requests per window)   ARGV[2] window in microseconds
@@ -20,7 +21,8 @@
 --         "peek": count nothing, only report (for a request refused before the limit, e.g. 403)
 -- ARGV[5] (with KEYS[3]) the request's identity, counted once more in KEYS[3] when it is accepted
 --         (with KEYS[5]: and not yet asked by the subscription that day)
--- ARGV[6] (with KEYS[4]) the answer's name in the ledger
+-- ARGV[6] (with KEYS[4]) the answer's name in the ledger ("" without a ledger)
+-- ARGV[7] (with KEYS[5]) the most distinct requests a subscription's day counts (cache.gate.MOST_ASKED_A_DAY)
 --
 -- Returns {allowed (1|0), remaining, micros until a slot frees (until the oldest counted request
 --          leaves the window; refused: until a request would be accepted),
@@ -32,22 +34,6 @@ local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
 local limit = tonumber(ARGV[1])
 local window = tonumber(ARGV[2])
 local mode = ARGV[4]
-
--- A day since 1970-01-01 as yyyymmdd in the proleptic Gregorian calendar (Lua in Redis has no
--- os.date; H. Hinnant's civil_from_days).
-local function utc_date(days)
-  local z = days + 719468
-  local era = math.floor(z / 146097)
-  local doe = z - era * 146097
-  local yoe = math.floor((doe - math.floor(doe / 1460) + math.floor(doe / 36524) - math.floor(doe / 146096)) / 365)
-  local doy = doe - (365 * yoe + math.floor(yoe / 4) - math.floor(yoe / 100))
-  local mp = math.floor((5 * doy + 2) / 153)
-  local d = doy - math.floor((153 * mp + 2) / 5) + 1
-  local m = mp < 10 and mp + 3 or mp - 9
-  local y = yoe + era * 400
-  if m <= 2 then y = y + 1 end
-  return string.format('%04d%02d%02d', y, m, d)
-end
 
 -- Micros until a window holding `count` entries has fewer than `most`: until its
 -- (count - most)-th oldest entry leaves it.
@@ -83,9 +69,15 @@ if KEYS[3] and KEYS[3] ~= '' and mode ~= 'replay' then
     -- Counted once per subscription and UTC day: the day's set of what it asked, gone when the
     -- day ends (its name is never looked at again).
     local days = math.floor(tonumber(t[1]) / 86400)
-    local asked_by = KEYS[5] .. utc_date(days)
-    first = redis.call('SADD', asked_by, ARGV[5])
-    if first == 1 then redis.call('EXPIREAT', asked_by, (days + 1) * 86400) end
+    local asked_by = KEYS[5] .. days
+    if redis.call('SISMEMBER', asked_by, ARGV[5]) == 1 then
+      first = 0
+    elseif redis.call('SCARD', asked_by) < tonumber(ARGV[7]) then
+      redis.call('SADD', asked_by, ARGV[5])
+      redis.call('EXPIREAT', asked_by, (days + 1) * 86400)
+    else
+      first = 0  -- past the day's bound: the subscription's further requests count for nothing
+    end
   end
   if first == 1 then redis.call('ZINCRBY', KEYS[3], 1, ARGV[5]) end
 end

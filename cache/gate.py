@@ -66,6 +66,9 @@ class Admission:
 # many, so the memory is bounded (about 100 bytes each in Redis); past it, an answer asked again is
 # charged again, never less (cache/charge.lua).
 MOST_ANSWERS = 100_000
+# At most this many distinct requests of one subscription in a UTC day count among the most asked
+# (precompute's order): its day's set stays under about 1 MB in Redis, whatever its rate limit.
+MOST_ASKED_A_DAY = 10_000
 
 
 @dataclasses.dataclass(frozen=True)

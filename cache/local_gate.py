@@ -9,7 +9,7 @@ import uuid
 from collections.abc import Callable
 
 from cache.bodies import ProcessBodies
-from cache.gate import MOST_ANSWERS, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
+from cache.gate import MOST_ANSWERS, MOST_ASKED_A_DAY, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
 
 _SWEEP_EVERY = 1024  # failed authentications between two sweeps of a LocalGate's stale windows
 _SECONDS_PER_DAY = 86_400
@@ -35,6 +35,8 @@ class LocalGate:
         # identity) pairs, forgotten when the day changes (cache/admit.lua's asked-by sets).
         self._asked_day = -1
         self._asked_by: set[tuple[str, str]] = set()
+        self._asked_by_count: collections.Counter[str] = collections.Counter()  # distinct requests per subject
+        self.most_asked_a_day = MOST_ASKED_A_DAY
         # Privacy ledgers: name -> (expiry, micro-epsilon spent, answer -> micro-epsilon charged).
         self._ledgers: dict[str, tuple[float, int, dict[str, int]]] = {}
         self._failures_recorded = 0
@@ -90,12 +92,14 @@ class LocalGate:
                          ledger=read)
 
     def _count_asked(self, subject: str, asked: str) -> None:
-        """Count `asked` once more, the first time `subject` asks it this UTC day. Lock held."""
+        """Count `asked` once more, the first time `subject` asks it this UTC day, among the first
+        `most_asked_a_day` distinct requests it asks that day (cache/admit.lua). Lock held."""
         day = int(self._wall_clock() // _SECONDS_PER_DAY)
         if day != self._asked_day:
-            self._asked_day, self._asked_by = day, set()
-        if (subject, asked) not in self._asked_by:
+            self._asked_day, self._asked_by, self._asked_by_count = day, set(), collections.Counter()
+        if (subject, asked) not in self._asked_by and self._asked_by_count[subject] < self.most_asked_a_day:
             self._asked_by.add((subject, asked))
+            self._asked_by_count[subject] += 1
             self._asked[asked] += 1
 
     def peek(self, subject: str, limit: int) -> Admission:

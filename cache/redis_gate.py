@@ -16,7 +16,17 @@ from pathlib import Path
 import redis
 
 from cache.bodies import ProcessBodies
-from cache.gate import LOCK_SEPARATOR, MOST_ANSWERS, US_PER_SECOND, Admission, GateSettings, Spend, T, whole_seconds
+from cache.gate import (
+    LOCK_SEPARATOR,
+    MOST_ANSWERS,
+    MOST_ASKED_A_DAY,
+    US_PER_SECOND,
+    Admission,
+    GateSettings,
+    Spend,
+    T,
+    whole_seconds,
+)
 from cache.wire import Wire
 
 _SCRIPTS = Path(__file__).parent
@@ -109,6 +119,7 @@ class RedisGate:
         self._window_us = settings.window_seconds * US_PER_SECOND
         self._prefix = settings.prefix
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes)
+        self.most_asked_a_day = MOST_ASKED_A_DAY  # distinct requests of a subscription's day that count
 
     # -- the wire ---------------------------------------------------------------------------
 
@@ -167,7 +178,11 @@ class RedisGate:
         if asked:  # counted once per subject (the subscription) and UTC day: its day's set, named by the script
             if not ledger:
                 keys.append("")
+                args.append("")
+                replay.append("")
             keys.append(self._asked_by_key(subject))
+            args.append(self.most_asked_a_day)
+            replay.append(self.most_asked_a_day)
         allowed, remaining, reset_us, blocked_by, body, ttl_ms, *read = self._script(_ADMIT, keys, args, replay)
         if body and cache_key:  # a body is fetched only under a cache key
             self._bodies.put(cache_key, body, ttl_ms / 1000)
@@ -228,8 +243,8 @@ class RedisGate:
         return self._prefix + "asked"
 
     def _asked_by_key(self, subject: str) -> str:
-        """The name, less its day (yyyymmdd, UTC, appended by cache/admit.lua from the Redis server's
-        clock), of the set of the requests `subject` asked that day."""
+        """The name, less its day (days since 1970-01-01, UTC, appended by cache/admit.lua from the
+        Redis server's clock), of the set of the requests `subject` asked that day."""
         return self._key("asked-by", subject) + ":"
 
     def charge(self, ledger: str, answer: str, amount: int, limit: int, ttl_seconds: int,

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-import re
 import time
 import uuid
-from pathlib import Path
 
 import pytest
 import redis
@@ -432,7 +430,7 @@ def test_redis_keeps_what_a_subscription_asked_in_a_set_named_by_the_utc_day(red
         gate.admit("sub:d", 100, None, "daily")
     after = admin.time()[0]
     [key] = [k.decode() for k in admin.scan_iter(f"{gate._prefix}asked-by:*")]
-    days = {dt.datetime.fromtimestamp(t, dt.UTC).strftime("%Y%m%d") for t in (before, after)}
+    days = {str(t // 86400) for t in (before, after)}  # days since 1970-01-01, UTC
     assert key.removeprefix(f"{gate._prefix}asked-by:sub:d:") in days  # the day by the Redis server's clock
     assert admin.smembers(key) == {b"daily"}
     # It lives until the day's end (UTC), when its name is never used again.
@@ -447,8 +445,8 @@ def test_redis_counts_a_subscription_again_the_next_utc_day(redis_gate):
     for _ in range(5):
         gate.admit("sub:n", 100, None, "daily")
     [key] = [k.decode() for k in admin.scan_iter(f"{gate._prefix}asked-by:*")]
-    day = dt.datetime.strptime(key.rpartition(":")[2], "%Y%m%d")
-    yesterday = f"{key.rpartition(':')[0]}:{day - dt.timedelta(days=1):%Y%m%d}"
+    day = int(key.rpartition(":")[2])
+    yesterday = f"{key.rpartition(':')[0]}:{day - 1}"
     admin.rename(key, yesterday)
     for _ in range(5):
         gate.admit("sub:n", 100, None, "daily")
@@ -456,24 +454,21 @@ def test_redis_counts_a_subscription_again_the_next_utc_day(redis_gate):
     assert admin.smembers(key) == admin.smembers(yesterday) == {b"daily"}
 
 
-def test_the_day_in_an_asked_by_key_is_the_utc_date(redis_url):
-    """admit.lua turns the Redis server's days since 1970 into yyyymmdd (Lua in Redis has no
-    os.date): checked against Python's calendar across leap days and centuries."""
-    source = (Path(cache.__file__).parent / "admit.lua").read_text()
-    function = re.search(r"^local function utc_date.*?^end$", source, re.S | re.M)
-    assert function is not None
-    script = function.group(0) + "\nlocal out = {}\nfor i = 1, #ARGV do out[i] = utc_date(tonumber(ARGV[i])) end\nreturn out"
-    dates = [dt.date(1970, 1, 1), dt.date(2000, 2, 28), dt.date(2000, 2, 29), dt.date(2000, 3, 1),
-             dt.date(2024, 12, 31), dt.date(2025, 1, 1), dt.date(2100, 2, 28), dt.date(2100, 3, 1),
-             dt.date.today()]
-    dates += [dt.date(2026, 1, 1) + dt.timedelta(days=n) for n in range(0, 4 * 366, 13)]
-    days = [(date - dt.date(1970, 1, 1)).days for date in dates]
-    client = redis.Redis.from_url(redis_url)
-    try:
-        got = [value.decode() for value in client.eval(script, 0, *days)]
-    finally:
-        client.close()
-    assert got == [f"{date:%Y%m%d}" for date in dates]
+@pytest.mark.parametrize("kind", ["redis", "local"])
+def test_a_subscription_counts_only_its_first_distinct_requests_of_a_day(kind, redis_gate):
+    """A day's set of what one subscription asked is bounded (cache.gate.MOST_ASKED_A_DAY): past
+    it, its further distinct requests count for nothing, others' still count, and Redis's set
+    stays at the bound."""
+    gate, admin = redis_gate if kind == "redis" else (LocalGate(), None)
+    gate.most_asked_a_day = 3
+    for name in ("a", "b", "c", "d", "e"):
+        assert gate.admit("sub:busy", 100, None, name).allowed  # accepted all the same
+    gate.admit("sub:busy", 100, None, "a")  # already counted today: nothing
+    gate.admit("sub:other", 100, None, "e")
+    assert dict(gate.most_asked(10)) == {"a": 1.0, "b": 1.0, "c": 1.0, "e": 1.0}
+    if admin is not None:
+        [key] = [k for k in admin.scan_iter(f"{gate._prefix}asked-by:sub:busy:*")]
+        assert admin.scard(key) == 3
 
 
 def test_local_gate_counts_a_subscription_again_the_next_utc_day():
@@ -503,7 +498,7 @@ def test_a_replay_counts_nothing(redis_gate):
     first send), even one the subscription has not asked today."""
     gate, admin = redis_gate
     keys = [gate._key("rate", "sub:p"), "", gate._asked_key, "", gate._asked_by_key("sub:p")]
-    allowed, *_ = gate._script(_ADMIT, keys, [10, 60_000_000, "member-1", "replay", "replayed"])
+    allowed, *_ = gate._script(_ADMIT, keys, [10, 60_000_000, "member-1", "replay", "replayed", "", 100])
     assert allowed == 1
     assert gate.most_asked(10) == []
     assert list(admin.scan_iter(f"{gate._prefix}asked-by:*")) == []
