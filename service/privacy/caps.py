@@ -94,7 +94,7 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
 
     cap = min(multiplier x scale x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
     - scale = 1, or in a family the sum's epsilon there over its epsilon outside one
-      (`PrivacyParams.summed_epsilon`: 0.93 / 0.8 with the defaults): a cell in a family spends
+      (`PrivacyParams.summed_epsilon`: 0.89 / 0.8 with the defaults): a cell in a family spends
       less on its own pilot and more on its sum, whose noise for a given cap is as much smaller;
     - mean^ = (pilot^ - shrink x sd + w x m) / (n^ + w) within [1, pilot_cap] (sd: the pilot
       noise's; w = family_weight and shrink = family_shrink in a family whose m reads above 1, else

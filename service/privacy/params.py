@@ -38,7 +38,7 @@ class PrivacyParams:
     # A cell in a family (cells.family_dimension: the places of one level over more than a week)
     # spends family_pilot_share and family_users_share of its measure's epsilon on the family's
     # pilot sum and user count, family_cell_pilot_share on its own pilot, and the rest on its sum
-    # (0.93 with the defaults, 0.8 outside a family: `summed_epsilon`). It leans on the family's
+    # (family_sum_share, 0.89, against 0.8 outside a family: `summed_epsilon`). It leans on the family's
     # mean per user m (caps.family_mean), so its own pilot needs little: its mean per user reads as
     # if family_weight users at m were added to its own pilot read family_shrink (not pilot_shrink)
     # noise sds low (110 users against the pilot's s.d. of about 900 at 0.05: the weight 30 had
@@ -49,6 +49,10 @@ class PrivacyParams:
     family_pilot_share: float = 0.015
     family_users_share: float = 0.005
     family_cell_pilot_share: float = 0.05
+    # ...and its sum this share (not all that is left, 0.93): the most that keeps what one of its
+    # releases costs within a cell's out of a family (`release_epsilon`: 1.334 either way), so the
+    # budget's charges need not tell the two apart.
+    family_sum_share: float = 0.89
     family_weight: float = 110.0
     family_low: float = 1.0
     family_shrink: float = 0.0
@@ -80,8 +84,10 @@ class PrivacyParams:
         if not (self.family_pilot_share > 0 and self.family_users_share > 0
                 and self.family_pilot_share + self.family_users_share < self.pilot_share):
             raise ValueError("the family's shares must be positive and leave the cell's pilot a share")
-        if not 0 < self.family_cell_pilot_share < 1 - self.family_pilot_share - self.family_users_share:
-            raise ValueError("family_cell_pilot_share must be positive and leave the family's sum a share")
+        if not (self.family_cell_pilot_share > 0 and self.family_sum_share > 0 and self.family_cell_pilot_share
+                + self.family_pilot_share + self.family_users_share + self.family_sum_share <= 1 + 1e-12):
+            raise ValueError("a cell in a family's shares (its pilot, the family's two, its sum) must be "
+                             "positive and add up to at most 1")
         if not (0 < self.time_base_share <= 1 and self.time_span_blocks >= 0 and self.time_top_levels >= 0):
             raise ValueError("time_base_share must be in (0, 1], time_span_blocks and time_top_levels not negative")
         if not (self.family_weight >= 0 and 0 <= self.family_low <= 1 and self.family_shrink >= 0):
@@ -126,8 +132,7 @@ class PrivacyParams:
         family's releases) left. Its noise rate is this over the cell's cap (`alpha`, `noise.noisy`,
         `noise.summed_std`)."""
         if in_family:
-            return self.epsilon(measure) * (1 - self.family_cell_pilot_share - self.family_pilot_share
-                                            - self.family_users_share)
+            return self.epsilon(measure) * self.family_sum_share
         return self.epsilon(measure) * (1 - self.pilot_share)
 
     def alpha(self, measure: str, cap: float | None = None, in_family: bool = False) -> float:
@@ -148,8 +153,8 @@ class PrivacyParams:
         so a release costs sensitivity / b. A summed measure adds its pilot (one draw of weight 1,
         sensitivity pilot_cap) and takes the smallest cap (cap_floor: the largest cost per unit);
         a cell in a family spends less on its own pilot, adds the family's two releases and spends
-        more on its sum, so the larger of the two costs bounds every cell (in a family: 1.390 with
-        the defaults, out of one 1.334). Infinite budgets (`exact`) cost nothing (0)."""
+        more on its sum, so the larger of the two costs bounds every cell (with the defaults, out of
+        a family 1.334, in one 1.332: family_sum_share is set so). Infinite budgets (`exact`) cost nothing (0)."""
         if math.isinf(self.epsilon(measure)):
             return 0.0
         if measure in SUMMED:
