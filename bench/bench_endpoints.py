@@ -294,7 +294,8 @@ class Sources:
         in [smallest_cap, max_cap], mean = (pilot - shrink x sd + w x m) / (n + w) in [1, pilot_cap],
         sd the pilot noise's standard deviation, shrink = family_shrink where w > 0, else pilot_shrink. `family`: the SQL of the cell's family's mean per user
         (`family_mean`), for cells in a family (a place over more than a week: its pilot then spends
-        less, `PrivacyParams.pilot_epsilon`); w = family_weight where it is above 1, else w = 0 and m = 1."""
+        less, `PrivacyParams.pilot_epsilon`, its sum more, and multiplier and cap_fit are scaled by the
+        sums' epsilons); w = family_weight where it is above 1, else w = 0 and m = 1."""
         p = self.params
         pilot_alpha = math.exp(-p.pilot_epsilon(measure, in_family=family is not None) / p.pilot_cap)
         sd = geometric_std(pilot_alpha)
@@ -307,8 +308,9 @@ class Sources:
                 f"{num(p.pilot_cap)}), 1.0::DOUBLE)")
         growth = f"(1.0::DOUBLE + {num(p.cap_growth)} * log10(greatest({n}, 100.0::DOUBLE) / 100.0::DOUBLE))"
         least_sum = f"({n} * greatest(1.0::DOUBLE, {num(p.family_low)} * {m}))"
-        ceiling = f"({num(p.cap_fit)} * greatest({least_sum}, {pilot}::DOUBLE - {num(p.pilot_low * sd)}))"
-        rule = f"least({num(p.cap_multiplier)} * {mean} * {growth}, {ceiling})"
+        scale = p.summed_epsilon(measure, in_family=True) / p.summed_epsilon(measure) if family is not None else 1.0
+        ceiling = f"({num(p.cap_fit * scale)} * greatest({least_sum}, {pilot}::DOUBLE - {num(p.pilot_low * sd)}))"
+        rule = f"least({num(p.cap_multiplier * scale)} * {mean} * {growth}, {ceiling})"
         return f"least(greatest(ceil({rule}), {num(p.smallest_cap())}), {num(p.max_cap)})::BIGINT"
 
     def family_mean(self, pilot_total: str, users_total: str, measure: str) -> str:
@@ -319,13 +321,13 @@ class Sources:
                 f"({users_total}::DOUBLE + {num(2 * geometric_std(users_alpha))}), 1.0::DOUBLE), "
                 f"{num(self.params.pilot_cap)})")
 
-    def std(self, measure: str, cap: str | None = None) -> str:
+    def std(self, measure: str, cap: str | None = None, in_family: bool = False) -> str:
         """The standard deviation of the noise the engine adds to a published number (`<column>_std`):
-        a summed measure's from its cell's cap, a user count's a constant."""
+        a summed measure's from its cell's cap (and whether the cell is in a family), a user count's a constant."""
         p = self.params
         if cap is None:
             return num(p.noise_std(measure))
-        alpha = f"exp(-{num(p.epsilon(measure) * (1 - p.pilot_share))} / {cap}::DOUBLE)"
+        alpha = f"exp(-{num(p.summed_epsilon(measure, in_family))} / {cap}::DOUBLE)"
         return f"(sqrt(2.0::DOUBLE * {alpha}) / (1.0::DOUBLE - {alpha}))"
 
 

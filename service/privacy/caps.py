@@ -92,7 +92,10 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
     `noisy_pilot(alpha)` draws the pilot sums' noise with that geometric parameter (a cell in a
     family spends less on its own pilot: `PrivacyParams.pilot_epsilon`).
 
-    cap = min(multiplier x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
+    cap = min(multiplier x scale x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
+    - scale = 1, or in a family the sum's epsilon there over its epsilon outside one
+      (`PrivacyParams.summed_epsilon`: 0.89 / 0.8 with the defaults): a cell in a family spends
+      less on its own pilot and more on its sum, whose noise for a given cap is as much smaller;
     - mean^ = (pilot^ - shrink x sd + w x m) / (n^ + w) within [1, pilot_cap] (sd: the pilot
       noise's; w = family_weight and shrink = family_shrink in a family whose m reads above 1, else
       w = 0, m = 1 and shrink = pilot_shrink): the cell's mean per user read cautiously, as if w
@@ -100,12 +103,12 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
       small place's noisy pilot from setting its cap; reading that pilot low as well capped a few
       dozen heavy users as light ones: issue 41);
       growth(n) = 1 + cap_growth x log10(max(n, 100) / 100);
-    - ceiling = cap_fit x max(n^ x max(1, family_low x m), pilot^ - pilot_low x sd): a share of the
-      cell's sum read low (every user brings at least 1 to it, in a family a share of its mean;
-      the pilot is at most the sum), so that the sum's noise, whose scale is cap / epsilon, stays
-      a fraction of the cell whatever the pilot's own noise drew. Without it a small cell whose
-      pilot noise came out high got a large cap and noise to match, and rankings ordered by noisy
-      sums were led by such cells. Without the family's terms, a place of a few dozen heavy users
+    - ceiling = cap_fit x scale x max(n^ x max(1, family_low x m), pilot^ - pilot_low x sd): a
+      share of the cell's sum read low (every user brings at least 1 to it, in a family a share of
+      its mean; the pilot is at most the sum), so that the sum's noise, whose scale is cap /
+      epsilon, stays a fraction of the cell whatever the pilot's own noise drew (in a family the
+      same fraction: scale). Without it a small cell whose pilot noise came out high got a large
+      cap and noise to match, and rankings ordered by noisy sums were led by such cells. Without the family's terms, a place of a few dozen heavy users
       over weeks was capped as if they were light: its pilot cannot tell them apart.
     """
     if math.isinf(params.epsilon(measure)):  # exact: nothing is capped
@@ -122,8 +125,12 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
     mean = ((pilot - shrink * sd + weight * mean_of_family) / (n + weight)).clip(1.0, float(params.pilot_cap))
     growth = 1.0 + params.cap_growth * (n.clip(lower_bound=100.0) / 100.0).log10()
     least = n * max(1.0, params.family_low * mean_of_family)
-    ceiling = params.cap_fit * pl.max_horizontal(least, pilot - params.pilot_low * sd)
-    cap = pl.min_horizontal(params.cap_multiplier * mean * growth, ceiling).ceil()
+    # A cell in a family has a larger budget for its sum, so less noise for one cap: its cap may be
+    # as much larger for the same noise (PrivacyParams.summed_epsilon).
+    scale = 1.0 if family is None else \
+        params.summed_epsilon(measure, in_family=True) / params.summed_epsilon(measure)
+    ceiling = params.cap_fit * scale * pl.max_horizontal(least, pilot - params.pilot_low * sd)
+    cap = pl.min_horizontal(params.cap_multiplier * scale * mean * growth, ceiling).ceil()
     cap = cap.clip(float(params.smallest_cap()), float(params.max_cap)).cast(pl.Int64)
     return frame.select(cap.alias("cap")).to_series()
 

@@ -173,9 +173,10 @@ def draws(key: bytes, seeds: Seeds) -> Draws:
     return Draws([(take(key, messages), weights) for messages, weights in seeds.messages])
 
 
-def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr) -> pl.Expr:
-    """The noise standard deviation of a summed measure for a cap column."""
-    epsilon = params.summed_epsilon(measure)
+def summed_std(params: PrivacyParams, measure: str, cap: pl.Expr, in_family: bool = False) -> pl.Expr:
+    """The noise standard deviation of a summed measure for a cap column (cells in a family or not:
+    `PrivacyParams.summed_epsilon`)."""
+    epsilon = params.summed_epsilon(measure, in_family)
     if math.isinf(epsilon):
         return cap * 0.0
     alpha = (-epsilon / cap.cast(pl.Float64)).exp()
@@ -199,19 +200,21 @@ def unit_noise(drawn: Draws, measure: str) -> pl.Series:
 
 
 def noisy(params: PrivacyParams, true: pl.Series, measure: str, drawn: Draws,
-          cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None) -> pl.Series:
+          cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None,
+          in_family: bool = False) -> pl.Series:
     """True values plus noise, rounded to whole numbers and clipped at 0. The noise of a row is
     `unit_noise` (the sum over its time levels of weight x a Laplace draw from the level's words in
     the measure's slot) scaled to variance sigma^2 - 1/12 (rounding adds the 1/12), where sigma is
     the s.d. of two-sided geometric noise with parameter `alpha`, or per row from `cap` (summed
-    measures), or the measure's (`geometric_std`: the s.d. the intervals and margins read); plus
-    `layer` (user counts of cells restricted to places: `layers.place_layers`) before rounding."""
+    measures; `in_family`: the cells are in a family, `PrivacyParams.summed_epsilon`), or the
+    measure's (`geometric_std`: the s.d. the intervals and margins read); plus `layer` (user counts
+    of cells restricted to places: `layers.place_layers`) before rounding."""
     true = true.fill_null(0).cast(pl.Int64)
     if cap is not None:
-        epsilon = params.summed_epsilon(measure)
+        epsilon = params.summed_epsilon(measure, in_family)
         if math.isinf(epsilon):
             return true.clip(lower_bound=0)
-        sigma: pl.Expr = summed_std(params, measure, pl.col("cap"))
+        sigma: pl.Expr = summed_std(params, measure, pl.col("cap"), in_family)
     else:
         alpha = params.alpha(measure) if alpha is None else alpha
         if alpha == 0.0:  # infinite epsilon: no noise

@@ -36,14 +36,24 @@ class PrivacyParams:
     pilot_low: float = 4.0
     cap_floor: int = 4
     # A cell in a family (cells.family_dimension: the places of one level over more than a week)
-    # spends these shares of its measure's epsilon, out of pilot_share, on the family's pilot sum
-    # and user count; with the family's mean per user m (caps.family_mean), its mean per user reads
-    # as if family_weight users at m were added to its own pilot read family_shrink (not
-    # pilot_shrink) noise sds low, and its ceiling counts each user as bringing at least
-    # family_low x m (at least 1), so a few dozen heavy users are not capped as light ones.
+    # spends family_pilot_share and family_users_share of its measure's epsilon on the family's
+    # pilot sum and user count, family_cell_pilot_share on its own pilot, and the rest on its sum
+    # (family_sum_share, 0.89, against 0.8 outside a family: `summed_epsilon`). It leans on the family's
+    # mean per user m (caps.family_mean), so its own pilot needs little: its mean per user reads as
+    # if family_weight users at m were added to its own pilot read family_shrink (not pilot_shrink)
+    # noise sds low (110 users against the pilot's s.d. of about 900 at 0.05: the weight 30 had
+    # against 251 at 0.18), and its ceiling counts each user as bringing at least family_low x m
+    # (at least 1), so a few dozen heavy users are not capped as light ones. Its cap's multiplier
+    # and cap_fit are scaled by its sum's epsilon over 0.8 (`caps.choose_caps`): the same noise for
+    # a cap that much larger.
     family_pilot_share: float = 0.015
     family_users_share: float = 0.005
-    family_weight: float = 30.0
+    family_cell_pilot_share: float = 0.05
+    # ...and its sum this share (not all that is left, 0.93): the most that keeps what one of its
+    # releases costs within a cell's out of a family (`release_epsilon`: 1.334 either way), so the
+    # budget's charges need not tell the two apart.
+    family_sum_share: float = 0.89
+    family_weight: float = 110.0
     family_low: float = 1.0
     family_shrink: float = 0.0
     # Time levels of a cell's noise (cells.time_levels): the share of its variance drawn from its
@@ -74,6 +84,10 @@ class PrivacyParams:
         if not (self.family_pilot_share > 0 and self.family_users_share > 0
                 and self.family_pilot_share + self.family_users_share < self.pilot_share):
             raise ValueError("the family's shares must be positive and leave the cell's pilot a share")
+        if not (self.family_cell_pilot_share > 0 and self.family_sum_share > 0 and self.family_cell_pilot_share
+                + self.family_pilot_share + self.family_users_share + self.family_sum_share <= 1 + 1e-12):
+            raise ValueError("a cell in a family's shares (its pilot, the family's two, its sum) must be "
+                             "positive and add up to at most 1")
         if not (0 < self.time_base_share <= 1 and self.time_span_blocks >= 0 and self.time_top_levels >= 0):
             raise ValueError("time_base_share must be in (0, 1], time_span_blocks and time_top_levels not negative")
         if not (self.family_weight >= 0 and 0 <= self.family_low <= 1 and self.family_shrink >= 0):
@@ -102,10 +116,10 @@ class PrivacyParams:
         return {KEYWORD_COUNT: self.keyword_rows_per_user}.get(measure, 1)
 
     def pilot_epsilon(self, measure: str, in_family: bool = False) -> float:
-        """A summed measure's budget for a cell's own pilot sum: pilot_share of it, less what a
-        cell in a family spends on the family's pilot and user count."""
-        family = self.family_pilot_share + self.family_users_share if in_family else 0.0
-        return self.epsilon(measure) * (self.pilot_share - family)
+        """A summed measure's budget for a cell's own pilot sum: pilot_share of it, or
+        family_cell_pilot_share for a cell in a family (which also spends the family's shares on
+        the family's pilot and user count)."""
+        return self.epsilon(measure) * (self.family_cell_pilot_share if in_family else self.pilot_share)
 
     def family_alphas(self, measure: str) -> tuple[float, float]:
         """The geometric parameters of a family's pilot sum (each user of each cell capped at
@@ -113,20 +127,23 @@ class PrivacyParams:
         epsilon = self.epsilon(measure)
         return math.exp(-epsilon * self.family_pilot_share / self.pilot_cap), math.exp(-epsilon * self.family_users_share)
 
-    def summed_epsilon(self, measure: str) -> float:
-        """A summed measure's budget for its published sum: what its pilot left. Its noise rate is
-        this over the cell's cap (`alpha`, `noise.noisy`, `noise.summed_std`)."""
+    def summed_epsilon(self, measure: str, in_family: bool = False) -> float:
+        """A summed measure's budget for its published sum: what its pilot (and, in a family, the
+        family's releases) left. Its noise rate is this over the cell's cap (`alpha`, `noise.noisy`,
+        `noise.summed_std`)."""
+        if in_family:
+            return self.epsilon(measure) * self.family_sum_share
         return self.epsilon(measure) * (1 - self.pilot_share)
 
-    def alpha(self, measure: str, cap: float | None = None) -> float:
+    def alpha(self, measure: str, cap: float | None = None, in_family: bool = False) -> float:
         """The geometric parameter of a measure's noise: P(noise = z) is proportional to alpha ** |z|.
         For a summed measure, `cap` is the cell's cap and the epsilon is what the pilot left."""
         if measure in SUMMED:
-            return math.exp(-self.summed_epsilon(measure) / (cap or 1))
+            return math.exp(-self.summed_epsilon(measure, in_family) / (cap or 1))
         return math.exp(-self.epsilon(measure) / self.sensitivity(measure))
 
-    def noise_std(self, measure: str, cap: float | None = None) -> float:
-        return geometric_std(self.alpha(measure, cap))
+    def noise_std(self, measure: str, cap: float | None = None, in_family: bool = False) -> float:
+        return geometric_std(self.alpha(measure, cap, in_family))
 
     def release_epsilon(self, measure: str) -> float:
         """What one release of a measure in one cell can cost one user, pure epsilon: the bound of
@@ -134,16 +151,26 @@ class PrivacyParams:
         Laplace draws of which its own (level 0) carries time_base_share of the variance; shifting
         the true value by d changes the sum's density by at most e^(d / b), b the own draw's scale,
         so a release costs sensitivity / b. A summed measure adds its pilot (one draw of weight 1,
-        sensitivity pilot_cap) and takes the smallest cap (cap_floor: the largest cost per unit).
-        Infinite budgets (`exact`) cost nothing (0)."""
+        sensitivity pilot_cap) and takes the smallest cap (cap_floor: the largest cost per unit);
+        a cell in a family spends less on its own pilot, adds the family's two releases and spends
+        more on its sum, so the larger of the two costs bounds every cell (with the defaults, out of
+        a family 1.334, in one 1.332: family_sum_share is set so). Infinite budgets (`exact`) cost nothing (0)."""
         if math.isinf(self.epsilon(measure)):
             return 0.0
         if measure in SUMMED:
-            pilot_alpha = math.exp(-self.epsilon(measure) * self.pilot_share / self.pilot_cap)
-            cap = max(self.cap_floor, 1)
-            return _cost(self.pilot_cap, laplace_scale(geometric_std(pilot_alpha), 1.0)) + \
-                _cost(cap, laplace_scale(self.noise_std(measure, cap), self.time_base_share))
+            return max(self._summed_release(measure, False), self._summed_release(measure, True))
         return _cost(self.sensitivity(measure), laplace_scale(self.noise_std(measure), self.time_base_share))
+
+
+    def _summed_release(self, measure: str, in_family: bool) -> float:
+        """`release_epsilon` of a summed measure in a cell out of a family or in one: its own pilot,
+        the family's two releases (pure epsilon, one geometric draw each: what they cost each
+        cell), and its sum at the smallest cap."""
+        pilot_alpha = math.exp(-self.pilot_epsilon(measure, in_family) / self.pilot_cap)
+        cap = max(self.cap_floor, 1)
+        family = self.epsilon(measure) * (self.family_pilot_share + self.family_users_share) if in_family else 0.0
+        return _cost(self.pilot_cap, laplace_scale(geometric_std(pilot_alpha), 1.0)) + family + \
+            _cost(cap, laplace_scale(self.noise_std(measure, cap, in_family), self.time_base_share))
 
 
 def _cost(sensitivity: float, scale: float) -> float:

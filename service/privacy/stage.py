@@ -32,7 +32,7 @@ class _Draws:
     stds: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
     # Summed columns: each cell's cap, and the cell's uniforms and suppression.
     caps: dict[str, pl.Series] = dataclasses.field(default_factory=dict)
-    summed: dict[str, tuple[Draws, pl.Series]] = dataclasses.field(default_factory=dict)
+    summed: dict[str, tuple[Draws, pl.Series, bool]] = dataclasses.field(default_factory=dict)  # + in a family
 
 
 class Privacy:
@@ -109,10 +109,10 @@ class Privacy:
                                     drawn: Draws = drawn) -> pl.Series:
                         return self._noisy(pilot, measure, drawn, alpha=alpha)
 
+                    mean_of_family = self._family_mean(frame, cell, item, family)
                     draws.caps[item.column] = choose_caps(
-                        self.params, item.measure, users_noisy, noisy_pilot,
-                        family=self._family_mean(frame, cell, item, family))
-                    draws.summed[item.column] = (drawn, below)
+                        self.params, item.measure, users_noisy, noisy_pilot, family=mean_of_family)
+                    draws.summed[item.column] = (drawn, below, mean_of_family is not None)
                     continue
                 # The cell's own user count was just drawn; any other measure gets its own slot.
                 layered = layer if item.measure == UNIQUE_USERS else None
@@ -157,17 +157,19 @@ class Privacy:
         # Capped sums only for rows that will be shown (a count shown as 0 is zeroed below).
         true = capped_true(frame, contributions, draws.caps, ~draws.drop)
         for item in summed:
-            drawn, below = draws.summed[item.column]
+            drawn, below, in_family = draws.summed[item.column]
             cap = draws.caps[item.column]
-            value = self._noisy(true.get_column(item.column), item.measure, drawn, cap)
+            value = self._noisy(true.get_column(item.column), item.measure, drawn, cap, in_family=in_family)
             if item.when_suppressed == "zero":
                 value = pl.select(pl.when(below).then(0).otherwise(value)).to_series()
             draws.noisy[item.column] = value
             if noise_std:
-                draws.stds[item.column] = pl.select(summed_std(self.params, item.measure, pl.lit(cap))).to_series()
+                draws.stds[item.column] = pl.select(
+                    summed_std(self.params, item.measure, pl.lit(cap), in_family)).to_series()
 
     def _noisy(self, true: pl.Series, measure: str, uniforms: Draws,
-               cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None) -> pl.Series:
+               cap: pl.Series | None = None, alpha: float | None = None, layer: pl.Series | None = None,
+               in_family: bool = False) -> pl.Series:
         """Every draw of the stage goes through here (`noise.noisy`); bench/bench_endpoints.py's
         `Noiseless` overrides it to switch the noise off."""
-        return noisy(self.params, true, measure, uniforms, cap, alpha, layer)
+        return noisy(self.params, true, measure, uniforms, cap, alpha, layer, in_family)

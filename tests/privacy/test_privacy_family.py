@@ -29,6 +29,8 @@ from service.privacy.params import geometric_std
 
 SECRET = "family-test-secret"
 PARAMS = PrivacyParams()
+# A cell in a family: its cap may be this much larger for the same noise (its sum has more epsilon).
+SCALE = PARAMS.summed_epsilon("suppressions", in_family=True) / PARAMS.summed_epsilon("suppressions")
 AS_OF = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
 MONTH = TimeRange(AS_OF - dt.timedelta(days=30), AS_OF)
 WEEK = TimeRange(AS_OF - FAMILY_MIN_SPAN, AS_OF)
@@ -88,19 +90,46 @@ def test_a_family_is_described_alike_whichever_frame_holds_its_cells():
     assert grouped not in cells and all(not m.startswith(grouped[:4]) for m in cells)
 
 
-def test_the_family_spends_part_of_the_pilots_share_so_a_cell_spends_what_it_did():
-    """A cell in a family: its own pilot, the family's pilot and the family's user count together
-    spend pilot_share x epsilon, as a cell's pilot alone does outside a family; the sum keeps the
-    rest. So each cell still costs epsilon_users + epsilon of each summed measure."""
+def test_a_cell_in_a_family_spends_its_measures_epsilon_split_otherwise():
+    """A cell in a family: its own pilot (family_cell_pilot_share), the family's pilot and the
+    family's user count, and its sum together spend the measure's epsilon, as a cell's pilot and
+    sum do outside a family; the sum gets what the pilots leave, more than outside a family (the
+    cell leans on the family's mean, so its own pilot needs less)."""
     eps = PARAMS.epsilon("suppressions")
     family_pilot, family_users = PARAMS.family_alphas("suppressions")
-    in_family = (PARAMS.pilot_epsilon("suppressions", in_family=True)
-                 - math.log(family_pilot) * PARAMS.pilot_cap   # the family's pilot: sensitivity pilot_cap
-                 - math.log(family_users))                     # its user count: sensitivity 1
-    assert in_family == pytest.approx(PARAMS.pilot_epsilon("suppressions")) == pytest.approx(eps * PARAMS.pilot_share)
+    pilots = (PARAMS.pilot_epsilon("suppressions", in_family=True)
+              - math.log(family_pilot) * PARAMS.pilot_cap   # the family's pilot: sensitivity pilot_cap
+              - math.log(family_users))                     # its user count: sensitivity 1
+    assert pilots == pytest.approx(eps * (PARAMS.family_cell_pilot_share + PARAMS.family_pilot_share
+                                          + PARAMS.family_users_share)) == pytest.approx(0.07)
+    assert pilots + PARAMS.summed_epsilon("suppressions", in_family=True) <= eps  # 0.96 of it: see release_epsilon
     assert PARAMS.pilot_epsilon("suppressions") + PARAMS.summed_epsilon("suppressions") == pytest.approx(eps)
+    assert PARAMS.summed_epsilon("suppressions", in_family=True) == pytest.approx(0.89)
+    assert PARAMS.summed_epsilon("suppressions") == pytest.approx(0.8)
+    # Its sum's noise is drawn (and its s.d. shown) at that budget.
+    assert PARAMS.noise_std("suppressions", 100, in_family=True) < PARAMS.noise_std("suppressions", 100)
     with pytest.raises(ValueError):
         PrivacyParams(family_pilot_share=0.15, family_users_share=0.05)
+    with pytest.raises(ValueError):
+        PrivacyParams(family_cell_pilot_share=0.98)
+    with pytest.raises(ValueError):
+        PrivacyParams(family_sum_share=0.95)  # with the pilot's 0.05 and the family's 0.02: more than 1
+    with pytest.raises(ValueError):
+        PrivacyParams(family_cell_pilot_share=0.0)
+
+
+def test_release_epsilon_bounds_cells_in_a_family_and_out_of_one():
+    """What one release costs (the budget's charges) is the larger of a cell out of a family and
+    one in a family; the family's sum share is the most that keeps the two alike, so a place in a
+    family costs no more than any other cell (1.334), and a larger share would cost more."""
+    for measure in ("suppressions", "events"):
+        out, within = PARAMS._summed_release(measure, False), PARAMS._summed_release(measure, True)
+        assert PARAMS.release_epsilon(measure) == max(out, within) == out >= within > out - 0.01
+        assert out == pytest.approx(1.334, abs=1e-3)
+    more = dataclasses.replace(PARAMS, family_sum_share=0.93)
+    assert more.release_epsilon("suppressions") == more._summed_release("suppressions", True) > 1.38
+    old = dataclasses.replace(PARAMS, family_cell_pilot_share=0.18, family_sum_share=0.8)
+    assert old._summed_release("suppressions", True) == pytest.approx(old._summed_release("suppressions", False), abs=1e-6)
 
 
 def test_the_familys_mean_is_read_low_and_a_small_family_reads_one():
@@ -138,17 +167,17 @@ def test_a_few_dozen_heavy_users_are_capped_near_their_totals_in_a_heavy_family(
 
 def test_in_a_family_the_pilot_is_not_read_low_the_familys_mean_steadies_it():
     """Issue 41 (the small store's 30-day places): 60 users bringing 20 each to the pilot (1,200,
-    its noise s.d. about 250) in a family of 19.7 a user. Reading that pilot a noise s.d. low as
+    its noise s.d. then about 250) in a family of 19.7 a user. Reading that pilot a noise s.d. low as
     well as leaning on the family capped them as light users; in a family the pilot is read
     family_shrink (0) s.d.s low, outside one pilot_shrink (1)."""
     sd = geometric_std(math.exp(-PARAMS.pilot_epsilon("suppressions", in_family=True) / PARAMS.pilot_cap))
     w = PARAMS.family_weight
     mean = (1_200 - PARAMS.family_shrink * sd + w * 19.7) / (60 + w)
     assert PARAMS.family_shrink == 0.0 < PARAMS.pilot_shrink
-    assert caps([60], [1_200], 19.7)[0] == math.ceil(PARAMS.cap_multiplier * mean) >= 159
+    assert caps([60], [1_200], 19.7)[0] == math.ceil(PARAMS.cap_multiplier * SCALE * mean) >= 159
     shrunk = dataclasses.replace(PARAMS, family_shrink=PARAMS.pilot_shrink)
     before = choose_caps(shrunk, "suppressions", pl.Series([60]), lambda _a: pl.Series([1_200]), 19.7)[0]
-    assert before == math.ceil(PARAMS.cap_multiplier * (1_200 - sd + w * 19.7) / (60 + w)) < 140
+    assert before == math.ceil(PARAMS.cap_multiplier * SCALE * (1_200 - sd + w * 19.7) / (60 + w)) < 140
     # Without a family the pilot is read low as before.
     sd_alone = geometric_std(math.exp(-PARAMS.pilot_epsilon("suppressions") / PARAMS.pilot_cap))
     assert caps([500], [10_000], None)[0] == math.ceil(
@@ -157,8 +186,9 @@ def test_in_a_family_the_pilot_is_not_read_low_the_familys_mean_steadies_it():
 
 
 def test_in_a_family_the_cap_stays_within_its_ceiling_whatever_the_draws():
-    """cap <= cap_fit x max(n^ x max(1, family_low x m), pilot^ - pilot_low x sd), at least the floor:
-    the sum's noise is a share of what the cell's sum is read to be at least."""
+    """cap <= cap_fit x SCALE x max(n^ x max(1, family_low x m), pilot^ - pilot_low x sd), at least
+    the floor: the sum's noise (its scale cap / the sum's epsilon, SCALE times as large in a
+    family) is a share of what the cell's sum is read to be at least, the same share as outside."""
     rng = random.Random(5)
     sd = geometric_std(math.exp(-PARAMS.pilot_epsilon("suppressions", in_family=True) / PARAMS.pilot_cap))
     for family in (1.0, 2.5, 19.0, 32.0):
@@ -166,14 +196,15 @@ def test_in_a_family_the_cap_stays_within_its_ceiling_whatever_the_draws():
         pilots = [rng.randint(-1_000, 200_000) for _ in range(1_000)]
         for n, pilot, cap in zip(users, pilots, caps(users, pilots, family), strict=True):
             low = max(n * max(1.0, PARAMS.family_low * family), pilot - PARAMS.pilot_low * sd)
-            assert PARAMS.cap_floor <= cap <= max(PARAMS.cap_floor, math.ceil(PARAMS.cap_fit * low))
+            assert PARAMS.cap_floor <= cap <= max(PARAMS.cap_floor, math.ceil(PARAMS.cap_fit * SCALE * low))
 
 
-def test_a_family_that_reads_one_leaves_the_rule_as_without_one_but_for_the_pilots_share():
+def test_a_family_that_reads_one_leaves_the_rule_as_without_one_but_for_the_budgets_split():
     users, pilots = [10, 40, 300, 100_000], [30, 2_000, 4_000, 1_600_000]
     sd_in = geometric_std(math.exp(-PARAMS.pilot_epsilon("suppressions", in_family=True) / PARAMS.pilot_cap))
     growth = 1 + PARAMS.cap_growth * math.log10(100_000 / 100)
-    assert caps(users, pilots, 1.0)[3] == math.ceil(PARAMS.cap_multiplier * (1_600_000 - sd_in) / 100_000 * growth)
+    assert caps(users, pilots, 1.0)[3] == math.ceil(
+        PARAMS.cap_multiplier * SCALE * (1_600_000 - sd_in) / 100_000 * growth)
 
 
 def frame(cities: dict[str, tuple[int, int]]) -> pl.DataFrame:
@@ -230,10 +261,10 @@ def test_the_familys_releases_see_one_user_at_most_pilot_cap_and_one():
     seen: list[tuple[str, int]] = []
 
     class Recording(Privacy):
-        def _noisy(self, true, measure, uniforms, cap=None, alpha=None, layer=None):
+        def _noisy(self, true, measure, uniforms, cap=None, alpha=None, layer=None, in_family=False):
             if true.len() == 1 and alpha is not None and alpha in self.params.family_alphas("suppressions"):
                 seen.append((measure, int(true[0])))
-            return super()._noisy(true, measure, uniforms, cap, alpha, layer)
+            return super()._noisy(true, measure, uniforms, cap, alpha, layer, in_family)
 
     base = dict(CITIES)
     for heavy in (1, PARAMS.pilot_cap, 10**6):
