@@ -306,6 +306,7 @@ def measure(args: argparse.Namespace, params) -> None:
 
     pooled: dict[str, list[pl.DataFrame]] = {}
     per_endpoint: dict[tuple[str, str], list[pl.DataFrame]] = {}
+    thirty_days: dict[tuple[str, str], list[pl.DataFrame]] = {}  # ("every endpoint" | "geo-heat", measure)
     lines = [f"Accuracy on {args.events:,} events over {args.days} days (seed {args.seed}), as_of {as_of:%Y-%m-%dT%H:%MZ}; "
              f"cap rule: {args.rule}; privacy parameters: {params}" + (" (pilot_shrink set by --pilot-shrink)" if args.pilot_shrink is not None else ""), "",
              "| endpoint | case | measure | size | cells | median | p95 | largest cell |", "|---|---|---|---|---:|---:|---:|---:|"]
@@ -316,6 +317,10 @@ def measure(args: argparse.Namespace, params) -> None:
                 continue
             pooled.setdefault(measure, []).append(errors)
             per_endpoint.setdefault((endpoint, measure), []).append(errors)
+            if "window=30d" in label.split():
+                thirty_days.setdefault(("every endpoint", measure), []).append(errors)
+                if endpoint == "geo-heat":
+                    thirty_days.setdefault(("geo-heat, every level", measure), []).append(errors)
             largest = errors.sort("true", descending=True).row(0, named=True)
             for size, (count, median, p95) in summarise(errors).items():
                 lines.append(f"| {endpoint} | {label} | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | "
@@ -337,6 +342,12 @@ def measure(args: argparse.Namespace, params) -> None:
                  for frame in frames]
         for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
             lines.append(f"| **all but geo-heat** | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} | |")
+    lines += ["", "Cells over 30 days (the 30-day cases pooled; issue 41's target on a small store: suppressions "
+              "of 1,000-10,000, median at most 15 %):", "",
+              "| cells | measure | size | cells | median | p95 |", "|---|---|---|---:|---:|---:|"]
+    for (group, measure), parts in sorted(thirty_days.items()):
+        for size, (count, median, p95) in summarise(pl.concat(parts, how="diagonal")).items():
+            lines.append(f"| {group} | {measure} | {size} | {count} | {median:.1%} | {p95:.1%} |")
     lines += ["", "Intervals (`intervals=true`, target: about 90 % hold the exact value), per measure and true size, "
               "every endpoint but trending pooled:", "",
               "| measure | size | cells | coverage | median width | p90 width |", "|---|---|---:|---:|---:|---:|"]
