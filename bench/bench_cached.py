@@ -15,8 +15,15 @@ Keys are spread over many subscriptions so the limit (300/min each) is not what 
 
     .venv/bin/python bench/bench_cached.py [--workers N] [--duration 10] [--connections 32] [--rounds 8]
         [--compare-polling] [--bare-headers] [--gate local] [--unix-socket]
+        [--worker-class ours|gthread|sync] [--before TREE]
 
 Workers: by default what gunicorn.conf.py gives the API with Redis (cores + 1), set for both apps.
+--worker-class runs every server (the bare apps too) under another gunicorn worker than the web
+process's own (service/server/gunicorn_worker.py): gunicorn's gthread (SIGNALS_WEB_THREADS threads)
+or its sync worker (one request at a time, no keep-alive), to tell the worker's cost from the
+request path's. --before TREE also runs our app from another source tree (e.g. the code before a
+change: `git archive <commit> | tar -x -C /tmp/before`, with a .venv link), in the same rotation,
+with the same data, keys and settings, its own Redis prefix: before and after, side by side.
 
 It also reports the CPU time each party spends per request (gunicorn workers, Redis when it runs
 on this machine, wrk), read from /proc around each wrk run.
@@ -78,13 +85,22 @@ def workers_of(master: int) -> list[int]:
     return [int(pid) for pid in children.read_text().split()] if children.exists() else []
 
 
+WORKER_CLASSES = {  # --worker-class: gunicorn's options for each (the config file's settings otherwise)
+    "ours": [],
+    "gthread": ["--worker-class", "gthread"],
+    # threads > 1 would make gunicorn run gthread instead of the sync worker
+    "sync": ["--worker-class", "sync", "--threads", "1"],
+}
+_GUNICORN_ARGS: list[str] = []
+
+
 @contextlib.contextmanager
-def served(target: str, env: dict[str, str]):
+def served(target: str, env: dict[str, str], tree: Path = ROOT):
     port = free_port()
     full_env = {**os.environ, **env, "PORT": str(port), "PATH": f"{Path(sys.executable).parent}:{os.environ['PATH']}"}
     process = subprocess.Popen(
-        [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", target],
-        cwd=ROOT, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        [str(Path(sys.executable).parent / "gunicorn"), "-c", "gunicorn.conf.py", *_GUNICORN_ARGS, target],
+        cwd=tree, env=full_env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )
     base = f"http://127.0.0.1:{port}"
     _SERVERS[base] = process.pid
@@ -162,7 +178,15 @@ def main() -> None:
                         help="also run the bare app returning our response headers as well as the body")
     parser.add_argument("--unix-socket", action="store_true",
                         help="start a private redis-server listening on a Unix socket only, and use it")
+    parser.add_argument("--worker-class", choices=tuple(WORKER_CLASSES), default="ours",
+                        help="the gunicorn worker of every server: ours (gunicorn.conf.py's, the default), "
+                             "gunicorn's gthread, or its sync worker (one thread)")
+    parser.add_argument("--before", type=Path, metavar="TREE",
+                        help="also run our app from this source tree, in the same rotation (before/after)")
     args = parser.parse_args()
+    _GUNICORN_ARGS[:] = WORKER_CLASSES[args.worker_class]
+    if args.before is not None and not (args.before / "gunicorn.conf.py").exists():
+        raise SystemExit(f"--before {args.before}: no gunicorn.conf.py there")
     if not shutil.which("wrk"):
         raise SystemExit("wrk is not installed (apt-get install wrk)")
     redis_url = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
@@ -241,12 +265,17 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     ours_env = {**env, "REDIS_URL": redis_url if args.gate == "redis" else "",
                 "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
     servers = {"ours": ours_env}
+    trees = {"ours": ROOT}
+    if args.before is not None:
+        servers["before"] = {**ours_env, "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
+        trees["before"] = args.before.resolve()
     if args.compare_polling:
         servers["ours-polling"] = {**ours_env, "SIGNALS_REDIS_SPIN_MICROSECONDS": "250",
                                    "SIGNALS_REDIS_PREFIX": f"bench-{uuid.uuid4().hex[:8]}:"}
     results: dict[str, list[dict]] = {"bare": [], **{name: [] for name in servers}}
     with contextlib.ExitStack() as stack:
-        bases = {name: stack.enter_context(served("service.wsgi:app", server_env)) for name, server_env in servers.items()}
+        bases = {name: stack.enter_context(served("service.wsgi:app", server_env, trees.get(name, ROOT)))
+                 for name, server_env in servers.items()}
         for base in bases.values():
             warm = httpx.get(base + PATH, headers={"Authorization": f"Bearer {keys[0]}"}, timeout=30)
             warm.raise_for_status()
@@ -296,6 +325,7 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     ratios = {name: round(best[name]["rps"] / best["bare"]["rps"], 3) for name in servers}
     report = {
         "command": " ".join(["bench/bench_cached.py", *sys.argv[1:]]), "gate": args.gate,
+        "worker_class": args.worker_class, "before": str(args.before) if args.before else None,
         "redis": redis_url if args.gate == "redis" else None,
         "workers": args.workers, "connections": args.connections, "threads": args.threads,
         "duration_s": args.duration, "body_bytes": len(warm.content), "runs": results, "median": best,
@@ -308,10 +338,12 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / "cached.json").write_text(json.dumps(report, indent=2))
     print(f"gate {args.gate}{' at ' + redis_url if args.gate == 'redis' else ''}")
+    print(f"worker class: {args.worker_class}" + (f"; before: {args.before}" if args.before else ""))
     print(f"body {len(warm.content)} bytes, {args.workers} workers, wrk -t{args.threads} -c{args.connections} "
           f"-d{args.duration}s, medians of {args.rounds} alternating rounds")
     labels = {"bare": "bare Falcon, same body", "bare-same-headers": "bare Falcon, same body and headers",
-              "ours": "Signals, cached", "ours-polling": "Signals, cached, polling 250 µs (SPIN=250)"}
+              "ours": "Signals, cached", "ours-polling": "Signals, cached, polling 250 µs (SPIN=250)",
+              "before": f"Signals, cached, from {args.before}"}
     print("| server | requests/s | p50 ms | p99 ms | non-2xx | ratio to bare |")
     print("|---|---|---|---|---|---|")
     for name in results:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import hashlib
 import json
 import math
@@ -55,8 +56,17 @@ def ledger_name(subscription_id: int, now: dt.datetime) -> str:
 def month_bounds(now: dt.datetime) -> tuple[str, dt.datetime]:
     """The budget's period holding `now`: its name (YYYY-MM) and when the next one starts."""
     now = now.astimezone(dt.UTC)
-    renews = dt.datetime(now.year + (now.month == 12), now.month % 12 + 1, 1, tzinfo=dt.UTC)
-    return f"{now.year:04d}-{now.month:02d}", renews
+    return _month(now.year, now.month)
+
+
+@functools.lru_cache(maxsize=16)
+def _month(year: int, month: int) -> tuple[str, dt.datetime]:  # asked two or three times by every request
+    return f"{year:04d}-{month:02d}", dt.datetime(year + (month == 12), month % 12 + 1, 1, tzinfo=dt.UTC)
+
+
+@functools.lru_cache(maxsize=16)
+def _iso(moment: dt.datetime) -> str:  # a period's renewal, in every answer's header
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def _epsilon(micro: int) -> str:
@@ -86,7 +96,7 @@ class BudgetState:
     def header(self) -> tuple[str, str]:
         """`Signals-Privacy-Budget`, an RFC 8941 dictionary: epsilon left, the limit, spent this
         period, charged for this answer, and when the period renews."""
-        renews = self.renews.strftime("%Y-%m-%dT%H:%M:%SZ")
+        renews = _iso(self.renews)
         return HEADER, (f"remaining={_epsilon(self.remaining)}, limit={_epsilon(self.limit)}, "
                         f"spent={_epsilon(self.spent)}, charged={_epsilon(self.charged if self.allowed else 0)}, "
                         f'renews="{renews}"')
