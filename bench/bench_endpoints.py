@@ -308,7 +308,7 @@ class Sources:
                 f"{num(p.pilot_cap)}), 1.0::DOUBLE)")
         growth = f"(1.0::DOUBLE + {num(p.cap_growth)} * log10(greatest({n}, 100.0::DOUBLE) / 100.0::DOUBLE))"
         least_sum = f"({n} * greatest(1.0::DOUBLE, {num(p.family_low)} * {m}))"
-        scale = p.summed_epsilon(measure, in_family=True) / p.summed_epsilon(measure) if family is not None else 1.0
+        scale = p.family_cap_scale(measure) if family is not None else 1.0
         ceiling = f"({num(p.cap_fit * scale)} * greatest({least_sum}, {pilot}::DOUBLE - {num(p.pilot_low * sd)}))"
         rule = f"least({num(p.cap_multiplier * scale)} * {mean} * {growth}, {ceiling})"
         return f"least(greatest(ceil({rule}), {num(p.smallest_cap())}), {num(p.max_cap)})::BIGINT"
@@ -321,13 +321,13 @@ class Sources:
                 f"({users_total}::DOUBLE + {num(2 * geometric_std(users_alpha))}), 1.0::DOUBLE), "
                 f"{num(self.params.pilot_cap)})")
 
-    def std(self, measure: str, cap: str | None = None, in_family: bool = False) -> str:
+    def std(self, measure: str, cap: str | None = None) -> str:
         """The standard deviation of the noise the engine adds to a published number (`<column>_std`):
-        a summed measure's from its cell's cap (and whether the cell is in a family), a user count's a constant."""
+        a summed measure's from its cell's cap (trending's cells: never in a family), a user count's a constant."""
         p = self.params
         if cap is None:
             return num(p.noise_std(measure))
-        alpha = f"exp(-{num(p.summed_epsilon(measure, in_family))} / {cap}::DOUBLE)"
+        alpha = f"exp(-{num(p.summed_epsilon(measure))} / {cap}::DOUBLE)"
         return f"(sqrt(2.0::DOUBLE * {alpha}) / (1.0::DOUBLE - {alpha}))"
 
 

@@ -31,11 +31,10 @@ class LocalGate:
         self._bodies = bodies if bodies is not None else ProcessBodies(settings.process_cache_bytes, clock)
         self._fill_locks: dict[str, tuple[float, str, str]] = {}  # key -> (expiry, token, note)
         self._asked: collections.Counter[str] = collections.Counter()
-        # What each subject asked in the UTC day `_asked_day` (days since 1970-01-01): (subject,
-        # identity) pairs, forgotten when the day changes (cache/admit.lua's asked-by sets).
+        # What each subject asked in the UTC day `_asked_day` (days since 1970-01-01), forgotten
+        # when the day changes (cache/admit.lua's asked-by sets).
         self._asked_day = -1
-        self._asked_by: set[tuple[str, str]] = set()
-        self._asked_by_count: collections.Counter[str] = collections.Counter()  # distinct requests per subject
+        self._asked_by: dict[str, set[str]] = {}
         self.most_asked_a_day = MOST_ASKED_A_DAY
         # Privacy ledgers: name -> (expiry, micro-epsilon spent, answer -> micro-epsilon charged).
         self._ledgers: dict[str, tuple[float, int, dict[str, int]]] = {}
@@ -96,10 +95,10 @@ class LocalGate:
         `most_asked_a_day` distinct requests it asks that day (cache/admit.lua). Lock held."""
         day = int(self._wall_clock() // _SECONDS_PER_DAY)
         if day != self._asked_day:
-            self._asked_day, self._asked_by, self._asked_by_count = day, set(), collections.Counter()
-        if (subject, asked) not in self._asked_by and self._asked_by_count[subject] < self.most_asked_a_day:
-            self._asked_by.add((subject, asked))
-            self._asked_by_count[subject] += 1
+            self._asked_day, self._asked_by = day, {}
+        seen = self._asked_by.setdefault(subject, set())
+        if asked not in seen and len(seen) < self.most_asked_a_day:
+            seen.add(asked)
             self._asked[asked] += 1
 
     def peek(self, subject: str, limit: int) -> Admission:

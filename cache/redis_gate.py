@@ -160,29 +160,20 @@ class RedisGate:
     def admit(self, subject: str, limit: int, cache_key: str | None, asked: str | None = None,
               ledger: str | None = None, answer: str | None = None) -> Admission:
         known = self._bodies.get(cache_key) if cache_key else None
-        args = [limit, self._window_us, _members.next()]
+        # cache/admit.lua's whole layout every time ("" where unused): the rate window, the body,
+        # the requests asked recently, the privacy ledger (read only) and the subscription's set of
+        # what it asked today (counted once per subject and UTC day; the script appends the day).
         keys = [
             self._key("rate", subject),
             self._key("body", cache_key) if cache_key and known is None else "",
+            self._asked_key if asked else "",
+            self._key("privacy", ledger) if ledger else "",
+            self._asked_by_key(subject) if asked else "",
         ]
-        if asked or ledger:  # counted among the requests asked recently (what precompute computes first)
-            keys.append(self._asked_key if asked else "")
-            replay = [*args, "replay", asked or ""]
-            args = [*args, "", asked or ""]
-        else:
-            replay = [*args, "replay"]  # a request already counted by the lost first send is not refused
-        if ledger:  # and what the subscription's privacy ledger says of the answer (cache/charge.lua)
-            keys.append(self._key("privacy", ledger))
-            args.append(answer or "")
-            replay.append(answer or "")
-        if asked:  # counted once per subject (the subscription) and UTC day: its day's set, named by the script
-            if not ledger:
-                keys.append("")
-                args.append("")
-                replay.append("")
-            keys.append(self._asked_by_key(subject))
-            args.append(self.most_asked_a_day)
-            replay.append(self.most_asked_a_day)
+        member = _members.next()
+        tail = [asked or "", answer or "", self.most_asked_a_day]
+        args = [limit, self._window_us, member, "", *tail]
+        replay = [limit, self._window_us, member, "replay", *tail]  # a request counted by a lost first send is not refused
         allowed, remaining, reset_us, blocked_by, body, ttl_ms, *read = self._script(_ADMIT, keys, args, replay)
         if body and cache_key:  # a body is fetched only under a cache key
             self._bodies.put(cache_key, body, ttl_ms / 1000)

@@ -94,7 +94,7 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
 
     cap = min(multiplier x scale x mean^ x growth(n^), ceiling), within [cap_floor, max_cap], where
     - scale = 1, or in a family the sum's epsilon there over its epsilon outside one
-      (`PrivacyParams.summed_epsilon`: 0.89 / 0.8 with the defaults): a cell in a family spends
+      (`PrivacyParams.family_cap_scale`: 0.89 / 0.8 with the defaults): a cell in a family spends
       less on its own pilot and more on its sum, whose noise for a given cap is as much smaller;
     - mean^ = (pilot^ - shrink x sd + w x m) / (n^ + w) within [1, pilot_cap] (sd: the pilot
       noise's; w = family_weight and shrink = family_shrink in a family whose m reads above 1, else
@@ -127,8 +127,7 @@ def choose_caps(params: PrivacyParams, measure: str, users_noisy: pl.Series,
     least = n * max(1.0, params.family_low * mean_of_family)
     # A cell in a family has a larger budget for its sum, so less noise for one cap: its cap may be
     # as much larger for the same noise (PrivacyParams.summed_epsilon).
-    scale = 1.0 if family is None else \
-        params.summed_epsilon(measure, in_family=True) / params.summed_epsilon(measure)
+    scale = 1.0 if family is None else params.family_cap_scale(measure)
     ceiling = params.cap_fit * scale * pl.max_horizontal(least, pilot - params.pilot_low * sd)
     cap = pl.min_horizontal(params.cap_multiplier * scale * mean * growth, ceiling).ceil()
     cap = cap.clip(float(params.smallest_cap()), float(params.max_cap)).cast(pl.Int64)

@@ -135,6 +135,11 @@ class PrivacyParams:
             return self.epsilon(measure) * self.family_sum_share
         return self.epsilon(measure) * (1 - self.pilot_share)
 
+    def family_cap_scale(self, measure: str) -> float:
+        """How much larger a cap in a family may be for the same noise: its sum's epsilon over a
+        cell's out of a family (`caps.choose_caps` scales the multiplier and the ceiling by it)."""
+        return self.summed_epsilon(measure, in_family=True) / self.summed_epsilon(measure)
+
     def alpha(self, measure: str, cap: float | None = None, in_family: bool = False) -> float:
         """The geometric parameter of a measure's noise: P(noise = z) is proportional to alpha ** |z|.
         For a summed measure, `cap` is the cell's cap and the epsilon is what the pilot left."""

@@ -482,7 +482,7 @@ def test_local_gate_counts_a_subscription_again_the_next_utc_day():
     for _ in range(5):
         gate.admit("sub:n", 100, None, "daily")
     assert gate.most_asked(10) == [("daily", 2.0), ("other", 1.0)]
-    assert gate._asked_by == {("sub:n", "daily")}  # the day before is forgotten
+    assert gate._asked_by == {"sub:n": {"daily"}}  # the day before is forgotten
 
 
 def test_a_request_sent_again_after_its_answer_was_lost_is_counted_once(lossy_gate):

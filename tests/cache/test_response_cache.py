@@ -260,7 +260,8 @@ def test_a_stored_entry_lives_until_the_next_hour(fixture_data_dir, fixture_stor
         # many seconds as max-age announces (both from the app's clock), which Redis counts down
         # from the moment it was stored.
         assert max_age == seconds_until_next_hour(FIXTURE_NOW)
-        assert abs(ttl - max_age) <= 1, (ttl, max_age)
+        # (the seconds between storing and reading it, a few on a loaded machine, are counted off)
+        assert -1 <= max_age - ttl <= 5, (ttl, max_age)
     finally:
         gate.close()
         delete_prefix(redis_url, prefix)

@@ -65,11 +65,17 @@ def _within(module: str, packages: tuple[str, ...]) -> bool:
     return any(module == package or module.startswith(package + ".") for package in packages)
 
 
+def crossings(graph: dict[str, set[str]], sources: tuple[str, ...], targets: tuple[str, ...],
+              besides: tuple[str, ...] = ()) -> dict[str, list[str]]:
+    """Module within `sources` (and not within `besides`) -> the modules within `targets` it imports."""
+    found = {module: sorted(target for target in imported if _within(target, targets))
+             for module, imported in graph.items() if _within(module, sources) and not _within(module, besides)}
+    return {module: imported for module, imported in found.items() if imported}
+
+
 def storage_crossings(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     """Storage module -> the engine modules it imports."""
-    found = {module: sorted(target for target in targets if _within(target, ENGINES))
-             for module, targets in graph.items() if _within(module, STORAGE)}
-    return {module: targets for module, targets in found.items() if targets}
+    return crossings(graph, STORAGE, ENGINES)
 
 
 def test_the_storage_imports_nothing_from_the_engines() -> None:
@@ -96,10 +102,7 @@ SHARED_ENGINE = ("service.engine",)  # everything of the engines outside polars/
 def polars_crossings(graph: dict[str, set[str]]) -> dict[str, list[str]]:
     """Engine module outside engine/polars/ -> the polars engine's modules it imports (the polars
     engine's own code lives in engine/polars/: the shared level and ClickHouse never use it)."""
-    found = {module: sorted(target for target in targets if _within(target, POLARS_ONLY))
-             for module, targets in graph.items()
-             if _within(module, SHARED_ENGINE) and not _within(module, POLARS_ONLY)}
-    return {module: targets for module, targets in found.items() if targets}
+    return crossings(graph, SHARED_ENGINE, POLARS_ONLY, besides=POLARS_ONLY)
 
 
 def test_polars_only_code_stays_in_the_polars_engine() -> None:

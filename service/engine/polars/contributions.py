@@ -37,7 +37,7 @@ def cell_contributions(rows: pl.DataFrame | pl.LazyFrame | Sequence[pl.DataFrame
     needed).
 
     `user_bits`: how many low bits of the rows' user ids may carry the cell's codes instead
-    (engine/cell_keys.py; 0: none): the first stage then groups by one packed column, which is
+    (engine/polars/cell_keys.py; 0: none): the first stage then groups by one packed column, which is
     faster and gives the same groups.
     """
     names = [k if isinstance(k, str) else k.meta.output_name() for k in keys]
