@@ -15,6 +15,11 @@ Signals REST API through `connectors.client.SignalsClient`, with the caller's ow
 
 Tiers, rate limits, caching, noise and errors are the API's own: nothing is decided here that the
 API would decide. Arguments are checked first by the shared client with the API's own words.
+
+The protocol is the SDK's: the stateless revision 2026-07-28 (every request carries its revision
+and, over HTTP, its key) and the initialize handshake of 2025-11-25 and 2025-06-18; nothing here
+depends on which (the handlers see the same request either way; tests/connectors/mcp/ call every
+tool at each, over both transports).
 """
 
 from __future__ import annotations
