@@ -18,7 +18,7 @@ from mcp.client.streamable_http import streamable_http_client
 from connectors.mcp import privacy_notes
 from service.api.endpoints import ENDPOINTS
 from tests.connectors.mcp.protocol import STATELESS, VERSIONS, WireSession, speaking
-from tests.connectors.mcp.test_mcp_snapshot import pinned
+from tests.connectors.mcp.test_mcp_snapshot import REWRITE, pinned
 from tests.support.mcp_stack import TOOLS, http_session, run, session, stdio_params
 from tests.support.processes import cli
 
@@ -197,7 +197,8 @@ def test_each_revision_with_the_sdks_client(stack, transport, version):
 
     tools, result = run(go())
     listed = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in tools]
-    assert listed == pinned()["tools"]  # the pinned list (tests/connectors/mcp/snapshots/), at every revision
+    # the pinned list (tests/connectors/mcp/snapshots/), at every revision
+    assert listed == pinned()["tools"], f"not the pinned tool list: review, then rewrite with {REWRITE}"
     _check_result(stack, key, name, result, next(t.output_schema for t in tools if t.name == name))
 
 
@@ -216,7 +217,7 @@ def test_each_revision_on_the_wire(stack, version):
         assert opened.status_code == 200 and wire.initialized["protocolVersion"] == version
         assert wire.initialized["serverInfo"]["name"] == "signals"
     tools = wire.request("tools/list")["tools"]
-    assert tools == pinned()["tools"]
+    assert tools == pinned()["tools"], f"not the pinned tool list: review, then rewrite with {REWRITE}"
     for tool in tools:
         assert tool["annotations"]["readOnlyHint"] is True and "outputSchema" in tool
     name = "signals_top_keywords"
