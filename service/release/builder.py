@@ -145,12 +145,14 @@ def rows_frame(table: Table, parts: list[NodeRows]) -> pl.DataFrame:
 
 
 def hot_cells(store: ReleaseStore, table: Table, day: dt.date, budget: Budget = BUDGET) -> list[str]:
-    """The cells whose hours and quarters `day` releases (see the module docstring)."""
+    """The cells whose hours and quarters `day` releases (see the module docstring): the day before
+    released at least `Budget.hot_min` user-days for them, and at least `Budget.hot_sigmas` times
+    that number's noise s.d., so that noise alone makes few cells hot."""
     if table.every_hour:
         return list(domains.domain(table))
+    floor = max(budget.hot_min, budget.hot_sigmas * sigma(table, table.measure(USER_DAYS), "day", budget))
     before = store.read_day(table, day - dt.timedelta(days=1))
-    hot = before.filter((pl.col(LEVEL) == "day") & pl.col(CELL_COLUMN).is_not_null()
-                        & (pl.col(USER_DAYS) >= budget.hot_min))
+    hot = before.filter((pl.col(LEVEL) == "day") & pl.col(CELL_COLUMN).is_not_null() & (pl.col(USER_DAYS) >= floor))
     return sorted(hot.get_column(CELL_COLUMN).to_list())
 
 
