@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -33,6 +32,7 @@ import httpx
 
 from connectors.columns import flat_columns, heading, schema_shape
 from connectors.operations import Operation, Operations, Parameter
+from connectors.settings import ConnectorSettings, ConnectorSettingsError
 
 __all__ = ["GeneratorError", "main", "parse", "render", "reports"]
 
@@ -312,15 +312,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m connectors.looker_studio.generate",
                                      description="Make the Looker Studio connector's Reports.gs from the API's "
                                                  "OpenAPI document.")
-    parser.add_argument("--openapi", default=os.environ.get("SIGNALS_API_URL", "http://127.0.0.1:8000"),
-                        help="the API's address or the document's URL, or a saved document (default: "
-                             "$SIGNALS_API_URL, else http://127.0.0.1:8000)")
+    parser.add_argument("--openapi", help="the API's address or the document's URL, or a saved document (default: "
+                                          "$SIGNALS_API_URL, else http://127.0.0.1:8000)")
     parser.add_argument("--output", type=Path, default=REPORTS_GS, help=f"the file to write (default: {REPORTS_GS})")
     parser.add_argument("--check", action="store_true", help="write nothing; exit 1 when the file is not current")
     args = parser.parse_args(argv)
     try:
-        text = render(load(args.openapi))
-    except (OSError, ValueError, httpx.HTTPError) as error:
+        text = render(load(args.openapi or ConnectorSettings.from_env().api_url))
+    except (OSError, ValueError, httpx.HTTPError, ConnectorSettingsError) as error:
         print(f"cannot make {args.output.name}: {error}", file=sys.stderr)
         return 2
     current = args.output.read_text() if args.output.exists() else None
@@ -335,12 +334,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"{args.output} is current")
     else:
         args.output.write_text(text)
-        print(f"wrote {args.output} ({len(reports_of(text))} reports)")
+        print(f"wrote {args.output} ({len(parse(text)['reports'])} reports)")
     return 0
-
-
-def reports_of(text: str) -> list[dict[str, Any]]:
-    return list(parse(text)["reports"])
 
 
 if __name__ == "__main__":
