@@ -30,6 +30,7 @@ from service.http.middleware.url_length import UrlLengthMiddleware
 from service.http.resources.account import AccountResource
 from service.http.resources.health import HealthResource, ReadinessResource
 from service.http.resources.openapi import OpenApiResource
+from service.http.resources.privacy import PrivacyResource
 from service.http.resources.signals import SignalsResource
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.privacy.budget import PrivacyBudget
@@ -85,6 +86,11 @@ def create_app(
     settings = settings or Settings.from_env()
     clock = clock or SystemClock()
     chosen = backend.choose(settings)
+    if settings.privacy_release and store is None and engine is None:
+        # Every answer read from the release (docs/privacy.md "Privacy by release").
+        from service.release.engine import ReleaseEngine, ReleaseSource
+
+        store, engine = ReleaseSource(settings.data_dir), ReleaseEngine()  # type: ignore[assignment]
     store = store or chosen.event_store()
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
     engine = engine or chosen.engine(Privacy(settings.secret, privacy_params(settings)))
@@ -128,6 +134,7 @@ def create_app(
                           **({"suffix": operation.suffix} if operation.suffix else {}))
     app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
                                                       deadline=settings.compute_deadline_seconds))
+    app.add_route("/api/v1/privacy", PrivacyResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))
     return app

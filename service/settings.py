@@ -80,6 +80,9 @@ class Settings:
     privacy_epsilon_users: float = _env("SIGNALS_PRIVACY_EPSILON_USERS", 1.0)
     # the most one user adds to one cell's sum (caps are chosen per cell)
     privacy_max_cap: int = _env("SIGNALS_PRIVACY_MAX_CAP", 10_000)
+    # Serve every answer from the release (service/release/, docs/privacy.md "Privacy by release")
+    # instead of drawing noise per cell: off while the release replaces the per-cell stage.
+    privacy_release: bool = _env("SIGNALS_PRIVACY_RELEASE", False)
     privacy_min_users: int = _env("SIGNALS_PRIVACY_MIN_USERS", 10)
     # The privacy budget (service/privacy/budget.py): epsilon one subscription may be charged a
     # calendar month (0 = no budget: every answer served), and the shared ledger's, which pays

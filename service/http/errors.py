@@ -45,8 +45,10 @@ COMPUTATION_TIMEOUT = "computation-timeout"
 WEBHOOK_LIMIT = "webhook-limit-reached"
 ANSWER_NOT_READY = "answer-not-ready"
 PRIVACY_BUDGET = "privacy-budget"
+OUTSIDE_RELEASE = "outside-release"
 _OTHER_KINDS = {COMPUTATION_TIMEOUT: "Computation took too long", WEBHOOK_LIMIT: "Webhook limit reached",
-                ANSWER_NOT_READY: "Answer not ready yet", PRIVACY_BUDGET: "Privacy budget spent"}
+                ANSWER_NOT_READY: "Answer not ready yet", PRIVACY_BUDGET: "Privacy budget spent",
+                OUTSIDE_RELEASE: "Not in the release"}
 
 
 def problem_type(status: int, slug: str | None = None) -> str:

@@ -1,0 +1,41 @@
+"""Running the schedule for a deployment: `release_now(settings)` releases every node closed by
+the current hour (the lander calls it after each landing, `python -m service data release` on
+demand), from whichever engine holds the events."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Callable
+
+from service.api.windows import floor_hour
+from service.release.builder import DayEvents, Summary, release_through
+from service.release.noise import release_key
+from service.release.storage import ReleaseStore
+from service.settings import Settings
+
+
+def day_events(settings: Settings) -> DayEvents:
+    """The events of the deployment's engine, a UTC day at a time."""
+    from service import backend
+
+    chosen = backend.choose(settings)
+    store = chosen.event_store()
+    snapshot = store.snapshot()
+    if settings.uses_clickhouse:
+        from service.release.sources import ClickHouseDays
+
+        return ClickHouseDays(snapshot)  # type: ignore[arg-type]
+    from service.release.sources import FrameDays
+
+    return FrameDays(snapshot)  # type: ignore[arg-type]
+
+
+def release_now(settings: Settings, now: dt.datetime, *, rebuild: bool = False,
+                progress: Callable[[int, int], None] | None = None) -> Summary:
+    """Release every node closed by the start of `now`'s hour. `rebuild`: drop the release first (a
+    new secret's release: the accountant's log then holds both, docs/privacy.md)."""
+    store = ReleaseStore(settings.data_dir)
+    if rebuild:
+        store.remove_all()
+    return release_through(store, day_events(settings), release_key(settings.secret), floor_hour(now),
+                           progress=progress)
