@@ -22,10 +22,10 @@ from service.accounts.tokens import BrowserToken
 from service.http.errors import CREDENTIAL_NOT_ALLOWED, Problem
 from service.http.middleware.rate_limit import standing_headers
 
-KEY_FROM_A_PAGE = ("Keys are for servers; mint a token at POST /api/v1/tokens. This request carries an Origin "
-                   "header, as a web browser sends it: a key in a web page can be read by anyone who opens the page. "
-                   "Keep the key on your server, mint a short-lived token there (POST /api/v1/tokens with the key) "
-                   "and call the API from the page with the token.")
+KEY_FROM_A_PAGE = ("An API key sent from a web page is refused: keys are for servers; mint a token at POST "
+                   "/api/v1/tokens with the key on your server, and call the API from the page with the token. (This "
+                   "request carries an Origin header, as a browser sends it; a key in a page can be read by anyone "
+                   "who opens the page.)")
 
 
 class TokenScopeMiddleware:
