@@ -14,7 +14,7 @@ from service.api.operations import OPERATIONS, Operation
 from service.api.paging import CURSOR, LINK_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_HEADER
 from service.api.tiers import Tier
 from service.api.token_fields import TOKEN_SCHEMA
-from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, PRIVACY_BUDGET, problem_type
+from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, CREDENTIAL_NOT_ALLOWED, PRIVACY_BUDGET, problem_type
 from service.http.middleware.url_length import MAX_URL_BYTES
 from service.privacy.budget import HEADER as BUDGET_HEADER
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
@@ -22,8 +22,12 @@ from service.webhooks.openapi import webhook_operation
 
 _ERRORS = {
     "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
-    "401": "Missing or invalid API key. Carries `WWW-Authenticate: Bearer`.",
-    "403": "The endpoint requires a higher plan tier.",
+    "401": "Missing or invalid API key, or a browser token that has expired, was not issued here or was altered, "
+           "or whose key has been revoked or has expired. Carries `WWW-Authenticate: Bearer`.",
+    "403": "The endpoint requires a higher plan tier (type " + problem_type(403) + "), or the credential may not "
+           "be used here (type " + problem_type(403, CREDENTIAL_NOT_ALLOWED) + "): a browser token from an origin or "
+           "on an endpoint it does not list, or an API key sent with an Origin header (from a web page: mint a "
+           "token at POST /api/v1/tokens).",
     "414": f"The URL (path and query string) is longer than {MAX_URL_BYTES} bytes.",
     "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
            "address), or, on the signals endpoints, the subscription's privacy budget for the month would be "
@@ -252,6 +256,15 @@ def _account_operation(operation: Operation) -> dict[str, Any]:
     }
 
 
+# Any plan may call the account and webhook operations, but not with every credential.
+_CREDENTIAL_403 = {
+    "description": "Not with this credential (type " + problem_type(403, CREDENTIAL_NOT_ALLOWED) + "): a browser "
+                   "token (tokens call the data endpoints only), or the API key sent with an Origin header (from a "
+                   "web page). Every plan may call it with its key, from a server.",
+    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+}
+
+
 def _token_operation(operation: Operation) -> dict[str, Any]:
     """POST /api/v1/tokens (service/http/resources/tokens.py; its fields: service/api/token_fields.py)."""
     responses: dict[str, Any] = {
@@ -298,6 +311,8 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
             entry = _token_operation(operation)
         else:
             entry = webhook_operation(operation)
+        if "403" not in entry["responses"]:
+            entry["responses"] = dict(sorted({**entry["responses"], "403": _CREDENTIAL_403}.items()))
         paths.setdefault(operation.path, {})[operation.method.lower()] = entry
     descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON.",
                     "422": _QUERY_TOO_LARGE}
