@@ -14,7 +14,13 @@ from service.api.operations import OPERATIONS, Operation
 from service.api.paging import CURSOR, LINK_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_HEADER
 from service.api.tiers import Tier
 from service.api.token_fields import TOKEN_SCHEMA
-from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, CREDENTIAL_NOT_ALLOWED, PRIVACY_BUDGET, problem_type
+from service.http.errors import (
+    ANSWER_NOT_READY,
+    COMPUTATION_TIMEOUT,
+    CREDENTIAL_NOT_ALLOWED,
+    PRIVACY_BUDGET,
+    problem_type,
+)
 from service.http.middleware.url_length import MAX_URL_BYTES
 from service.privacy.budget import HEADER as BUDGET_HEADER
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
