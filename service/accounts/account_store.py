@@ -220,7 +220,7 @@ class AccountStore:
                 outcome = AuthFailure.EXPIRED
             else:
                 outcome = Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix,
-                                    row.expires_at, row.key_id)
+                                    row.expires_at, row.key_id, row.key_hash)
             if row.key_hash in wanted:  # exact comparison, whatever the database's collation
                 outcomes[row.key_hash] = outcome
             if row.key_id in wanted:

@@ -45,6 +45,9 @@ class Principal:
     key_prefix: str
     expires_at: dt.datetime | None = None  # lets a cache of accepted keys respect expiry
     key_id: int | None = None  # the key's row: what a browser token minted with it names (service/accounts/tokens.py)
+    # The key's SHA-256 hash, which a browser token is bound to (service/accounts/tokens.py, `key_binding`);
+    # never shown.
+    key_hash: str | None = dataclasses.field(default=None, repr=False)
 
 
 # How the accounts store is asked about a key (`AccountStore.authenticate_refs`): by the SHA-256

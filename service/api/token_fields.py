@@ -134,8 +134,9 @@ def token_request(body: Any, tier: Tier) -> TokenRequest:
     if errors:
         raise ValidationFailed(errors)
     lacking = [ENDPOINTS_BY_NAME[name] for name in endpoints if not tier.allows(ENDPOINTS_BY_NAME[name].min_tier)]
-    if lacking:
-        problems = [FieldError("endpoints", f"{e.name} requires the {e.min_tier.label} plan or higher") for e in lacking]
+    if lacking:  # (only named ones can: the default is what the plan allows)
+        problems = [FieldError(f"endpoints[{endpoints.index(e.name)}]",
+                               f"{e.name} requires the {e.min_tier.label} plan or higher") for e in lacking]
         raise PlanLacks(problems, f"A token cannot call more than its key: {', '.join(e.name for e in lacking)} "
                                   f"{'needs' if len(lacking) == 1 else 'need'} a higher plan than this subscription's "
                                   f"{tier.label}. Leave {'it' if len(lacking) == 1 else 'them'} out of `endpoints`.")

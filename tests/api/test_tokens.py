@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from cache import LocalGate
 from service.accounts import AccountStore, AuthFailure
 from service.accounts.cached import CachedAuthenticator
-from service.accounts.tokens import TOKEN_KEY_LABEL, BrowserToken, TokenSigner, looks_like_token
+from service.accounts.tokens import TOKEN_KEY_LABEL, BrowserToken, TokenSigner, key_binding, looks_like_token
 from service.api.endpoints import ENDPOINTS
 from service.api.tiers import Tier
 from service.api.token_fields import origin_problem
@@ -181,7 +181,7 @@ def test_a_body_that_is_not_json_is_refused_as_everywhere(client, keys):
 
 def test_an_endpoint_the_plan_lacks_is_403_naming_it(client, keys):
     problem = assert_problem(mint(client, keys["observer"], {"origins": [ORIGIN], "endpoints": ["top_keywords", "query"]}),
-                             403, "endpoints")
+                             403, "endpoints[1]")
     assert problem["type"] == "urn:signals:problem:insufficient-tier"
     assert "query" in problem["detail"] and "Observer" in problem["detail"]
     assert "Analyst" in problem["errors"][0]["reason"]
@@ -384,7 +384,7 @@ def test_a_token_costs_no_database_read_once_its_key_is_remembered(client, keys,
     assert statements == []
 
 
-@pytest.mark.parametrize("tamper", ["signature", "secret", "payload", "alg-none", "shape"])
+@pytest.mark.parametrize("tamper", ["signature", "secret", "binding", "payload", "alg-none", "shape"])
 def test_a_token_not_ours_is_401(client, keys, tamper):
     token = token_for(client, keys["observer"])
     header, payload, signature = token.split(".")
@@ -392,8 +392,12 @@ def test_a_token_not_ours_is_401(client, keys, tamper):
     if tamper == "signature":
         forged = f"{header}.{payload}.{signature[:-2]}AA"
     elif tamper == "secret":
-        forged = TokenSigner("another secret").sign(BrowserToken(claims["key"], (ORIGIN,), tuple(GETS), {},
-                                                                 FIXTURE_NOW, FIXTURE_NOW + dt.timedelta(hours=1)))
+        forged = TokenSigner("another secret").sign(BrowserToken(claims["key"], claims["kb"], (ORIGIN,), tuple(GETS),
+                                                                 {}, FIXTURE_NOW, FIXTURE_NOW + dt.timedelta(hours=1)))
+    elif tamper == "binding":  # signed with this deployment's (here public) secret, without the key's hash
+        forged = TokenSigner(Settings().secret).sign(BrowserToken(claims["key"], key_binding("0" * 64), (ORIGIN,),
+                                                                  tuple(GETS), {}, FIXTURE_NOW,
+                                                                  FIXTURE_NOW + dt.timedelta(hours=1)))
     elif tamper == "payload":
         other = jwt.encode({**claims, "endpoints": ["query"]}, "x" * 32, algorithm="HS256").split(".")[1]
         forged = f"{header}.{other}.{signature}"

@@ -18,7 +18,7 @@ import falcon
 from cache import Gate
 from service.accounts import AuthFailure, Principal
 from service.accounts.cached import AccountsUnavailable, CachedAuthenticator
-from service.accounts.tokens import TokenSigner, looks_like_token
+from service.accounts.tokens import TokenSigner, binds, looks_like_token
 from service.api.windows import iso_z
 from service.clock import Clock
 from service.http.errors import Problem
@@ -125,6 +125,8 @@ class AuthenticationMiddleware:
             raise _unauthorized(f"The token expired at {iso_z(token.expires_at)}. {_MINT_AGAIN}", invalid_token=True,
                                 description="The token expired")
         outcome = self._ask(lambda: self._accounts.authenticate_key_id(token.key_id))
+        if not isinstance(outcome, AuthFailure) and not binds(token, outcome.key_hash):
+            outcome = AuthFailure.UNKNOWN  # another key has this id now
         if isinstance(outcome, AuthFailure):
             self._count_failure(req)
             raise _unauthorized(_TOKEN_DETAIL.get(outcome, _TOKEN_DETAIL[AuthFailure.UNKNOWN]), invalid_token=True)

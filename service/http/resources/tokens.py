@@ -18,7 +18,7 @@ import falcon
 
 from paramcheck import FieldError, summary
 from service.accounts import Principal
-from service.accounts.tokens import MAX_TOKEN_LENGTH, BrowserToken, TokenSigner
+from service.accounts.tokens import MAX_TOKEN_LENGTH, BrowserToken, TokenSigner, key_binding
 from service.api.params import ValidationFailed
 from service.api.token_fields import PlanLacks, token_request
 from service.api.windows import iso_z
@@ -37,7 +37,7 @@ class TokensResource:
 
     def on_post(self, req: falcon.Request, resp: falcon.Response) -> None:
         principal: Principal = req.context.principal
-        assert principal.key_id is not None  # the accounts store names every key it accepts
+        assert principal.key_id is not None and principal.key_hash is not None  # the store's principals have both
         try:
             asked = token_request(read_json_body(req), principal.tier)
         except ValidationFailed as exc:
@@ -48,8 +48,8 @@ class TokensResource:
         expires = now + dt.timedelta(seconds=asked.ttl_seconds)
         if principal.expires_at is not None:  # a token never outlives its key
             expires = min(expires, principal.expires_at.replace(microsecond=0))
-        token = self._signer.sign(BrowserToken(principal.key_id, asked.origins, asked.endpoints, asked.fixed,
-                                               now, expires))
+        token = self._signer.sign(BrowserToken(principal.key_id, key_binding(principal.key_hash), asked.origins,
+                                               asked.endpoints, asked.fixed, now, expires))
         if len(token) > MAX_TOKEN_LENGTH:
             error = FieldError("fixed" if asked.fixed else "origins",
                                f"makes a token of {len(token):,} characters, more than the {MAX_TOKEN_LENGTH:,} a "
