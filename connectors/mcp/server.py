@@ -15,6 +15,11 @@ Signals REST API through `connectors.client.SignalsClient`, with the caller's ow
 
 Tiers, rate limits, caching, noise and errors are the API's own: nothing is decided here that the
 API would decide. Arguments are checked first by the shared client with the API's own words.
+
+The protocol is the SDK's: the stateless revision 2026-07-28 (every request carries its revision
+and, over HTTP, its key) and the initialize handshake of 2025-11-25 and 2025-06-18; nothing here
+depends on which (the handlers see the same request either way; tests/connectors/mcp/ call every
+tool at each, over both transports).
 """
 
 from __future__ import annotations
@@ -39,7 +44,7 @@ from mcp_types.jsonrpc import INVALID_PARAMS
 
 from connectors import __version__, problems
 from connectors.client import OPENAPI_PATH, USER_AGENT, SignalsClient, SignalsError, forwarded_chain
-from connectors.mcp import prompts, resources
+from connectors.mcp import privacy_notes, prompts, resources
 from connectors.mcp.tools import (
     ToolSpec,
     build_tools,
@@ -191,10 +196,9 @@ class Backend:
         if not isinstance(body, dict):  # not JSON (cannot happen with format json)
             return error_result(problems.problem(problems.UNEXPECTED_ANSWER, "Unexpected answer", 502,
                                                  "The API did not answer with JSON."))
-        budget = reply.privacy_budget
-        return ok_result(body, reply.as_of, stale=reply.headers.get("x-cache") == "stale",
-                         part=part_note(spec.operation, reply, arguments), budget=budget.text() if budget else None)
-
+        notes = privacy_notes.notes(spec.operation, body, arguments, reply.privacy_budget)
+        return ok_result(body, notes, reply.as_of, stale=reply.headers.get("x-cache") == "stale",
+                         part=part_note(spec.operation, reply, arguments))
 
     def read_resource(self, uri: str, key: str | None, forwarded_for: str | None = None) -> types.ReadResourceResult:
         """A resource's contents (connectors/mcp/resources.py); MCPError naming what went wrong."""

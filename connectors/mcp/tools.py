@@ -2,10 +2,14 @@
 
 Nothing about a parameter is typed here: a tool's input schema is its endpoint's query parameters
 (or request body) exactly as the document gives them, names, types, enums, bounds, defaults,
-`required` and descriptions included; its output schema is the endpoint's 200 JSON schema; its
-name is the document's `x-mcp-tool`; what the measures mean is their description in the record
-schema. What is written here is prose for the model (what a call answers, that the numbers are
-estimates) and the conversion of an answer or an API error into a `CallToolResult`.
+`required` and descriptions included; its output schema is the endpoint's 200 JSON schema (its
+record schema inside) with one more member, `privacy` (privacy_notes.py: the disclaimer, the
+intervals when asked, the privacy budget), whose value every result carries in its structured
+content beside the body; its name is the document's `x-mcp-tool`, its title the operation's
+summary; what the measures mean is their description in the record schema. What is written here
+is prose for the model (what a call answers, that the numbers are estimates), the annotations
+every tool shares (read-only, idempotent, a closed world), and the conversion of an answer or an
+API error into a `CallToolResult`.
 """
 
 from __future__ import annotations
@@ -21,6 +25,7 @@ import mcp_types as types
 
 from connectors import privacy_budget, problems
 from connectors.client import Reply, SignalsError, rows_text
+from connectors.mcp import privacy_notes
 from connectors.operations import Operation, Operations
 
 ESTIMATES = ("Every number is an estimate: aggregated, anonymous statistics with privacy noise, and cells with "
@@ -57,10 +62,8 @@ def build_tools(document: Mapping[str, Any]) -> dict[str, ToolSpec]:
                 title=raw.get("summary"),
                 description=describe(raw, operation),
                 input_schema=input_schema(raw),
-                output_schema=output_schema(raw),
-                annotations=types.ToolAnnotations(title=raw.get("summary"), read_only_hint=True,
-                                                  destructive_hint=False, idempotent_hint=True,
-                                                  open_world_hint=False),
+                output_schema=output_schema(raw, operation),
+                annotations=tool_annotations(raw),
             )
             specs[name] = ToolSpec(name, operation, tool)
     return specs
@@ -85,9 +88,26 @@ def input_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
     return schema
 
 
-def output_schema(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The endpoint's 200 JSON body schema."""
-    return copy.deepcopy(dict(raw["responses"]["200"]["content"]["application/json"]["schema"]))
+def output_schema(raw: Mapping[str, Any], operation: Operation) -> dict[str, Any]:
+    """The endpoint's 200 JSON body schema, and the privacy notes as one more required member
+    (privacy_notes.MEMBER). A body that has a member of that name itself is a ValueError: the notes
+    must not hide any of it."""
+    schema = copy.deepcopy(dict(raw["responses"]["200"]["content"]["application/json"]["schema"]))
+    properties = schema.setdefault("properties", {})
+    if privacy_notes.MEMBER in properties:
+        raise ValueError(f"{operation.method} {operation.path} answers a member {privacy_notes.MEMBER!r} of its own; "
+                         "the MCP tool's privacy notes need another name (connectors/mcp/privacy_notes.py)")
+    properties[privacy_notes.MEMBER] = privacy_notes.schema(raw, operation)
+    schema["required"] = [*schema.get("required", []), privacy_notes.MEMBER]
+    return schema
+
+
+def tool_annotations(raw: Mapping[str, Any]) -> types.ToolAnnotations:
+    """What every tool is, for a client deciding whether to ask before calling: it only reads
+    (the data endpoints change nothing), asking again has no further effect, and it reaches
+    nothing but the Signals API (a closed world); its title is the operation's summary."""
+    return types.ToolAnnotations(title=raw.get("summary"), read_only_hint=True, destructive_hint=False,
+                                 idempotent_hint=True, open_world_hint=False)
 
 
 def describe(raw: Mapping[str, Any], operation: Operation) -> str:
@@ -99,7 +119,8 @@ def describe(raw: Mapping[str, Any], operation: Operation) -> str:
         fields = list(props)
         parts.append(f"Answer: the JSON body of {operation.method} {operation.path}: a list "
                      f"'{operation.records_field}' of records with {', '.join(fields)}, and the request's echo "
-                     "and a disclaimer.")
+                     f"and a disclaimer; in the structured result, beside it, '{privacy_notes.MEMBER}': the "
+                     "disclaimer, the intervals when asked for and the privacy budget after the call.")
         meanings = [f"{name} = {schema['description']}" for name, schema in props.items()
                     if schema.get("type") in ("integer", "number") and schema.get("description")]
         if meanings:
@@ -129,14 +150,15 @@ def part_note(operation: Operation, reply: Reply, arguments: Mapping[str, Any]) 
                    "or narrower filters for more, or page through the REST API (Link rel=\"next\").")
 
 
-def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = False,
-              part: str | None = None, budget: str | None = None) -> types.CallToolResult:
-    """The endpoint's JSON body as structured content, and the same as text, with a line saying
-    which hour the numbers end at (the answer's own as_of; an earlier one when it was served
-    stale while the current answer is computed), `part` ("50 of 390 rows ...") when the
-    answer holds more rows than it shows, and `budget`: the subscription's privacy budget after it
-    (connectors/privacy_budget.py), so an agent sees what its questions spend."""
-    content = [types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))]
+def ok_result(body: Mapping[str, Any], notes: Mapping[str, Any], as_of: dt.datetime | None = None, *,
+              stale: bool = False, part: str | None = None) -> types.CallToolResult:
+    """The endpoint's JSON body with the privacy `notes` (privacy_notes.notes) beside it as
+    structured content, and as text: the body as JSON, a line saying which hour the numbers end at
+    (the answer's own as_of; an earlier one when it was served stale while the current answer is
+    computed), `part` ("50 of 390 rows ...") when the answer holds more rows than it shows, then
+    the notes in words (the intervals when asked; last, the subscription's privacy budget after it,
+    so an agent sees what its questions spend)."""
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=json.dumps(body, ensure_ascii=False))]
     if as_of is not None:
         when = as_of.astimezone(dt.UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
         note = f"Numbers as of {when} (UTC)."
@@ -146,9 +168,8 @@ def ok_result(body: Any, as_of: dt.datetime | None = None, *, stale: bool = Fals
         content.append(types.TextContent(type="text", text=note))
     if part:
         content.append(types.TextContent(type="text", text=part))
-    if budget:
-        content.append(types.TextContent(type="text", text=budget[0].upper() + budget[1:] + "."))
-    return types.CallToolResult(content=content, structured_content=body)
+    content += [types.TextContent(type="text", text=line) for line in privacy_notes.lines(notes)]
+    return types.CallToolResult(content=content, structured_content={**body, privacy_notes.MEMBER: dict(notes)})
 
 
 def error_result(problem: Mapping[str, Any], retry_after: int | None = None) -> types.CallToolResult:

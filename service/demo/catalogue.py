@@ -10,7 +10,7 @@ from pathlib import Path
 
 import polars as pl
 
-VOCABULARY_FILE = Path(__file__).with_name("vocabulary.txt")
+VOCABULARY_FILE = Path(__file__).resolve().parent.parent / "release" / "vocabulary" / "keywords.txt"
 
 # Real sites where feeds, comments and search results get filtered, with rough relative weights.
 DOMAINS: tuple[tuple[str, float], ...] = (

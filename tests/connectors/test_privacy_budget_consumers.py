@@ -64,9 +64,11 @@ def test_a_refusal_by_the_budget_is_raised_at_once_not_waited_for(fixture_data_d
 
 
 def test_mcp_tools_say_what_the_answer_spent_and_why_a_refusal_is_not_a_rate_limit():
-    result = ok_result({"keywords": []}, budget=privacy_budget.read({"signals-privacy-budget": HEADER}).text())
+    budget = privacy_budget.read({"signals-privacy-budget": HEADER})
+    result = ok_result({"keywords": []}, {"budget": budget.as_dict()})
     assert result.content[-1].text.startswith("Privacy budget: 0.8 of 100 epsilon spent")
-    assert result.structured_content == {"keywords": []}  # the API's body, unchanged
+    # the API's body, unchanged, and beside it the budget's numbers (connectors/mcp/privacy_notes.py)
+    assert result.structured_content == {"keywords": [], "privacy": {"budget": budget.as_dict()}}
     problem = {"type": "urn:signals:problem:privacy-budget", "title": "Privacy budget spent", "status": 429,
                "detail": "This answer would cost ...", "privacy_budget": {"limit": 100.0}}
     refused = error_result(problem, retry_after=86_400)

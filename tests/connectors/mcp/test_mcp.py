@@ -1,6 +1,7 @@
-"""The MCP server (connectors/mcp) with the SDK's own client, over stdio and streamable HTTP,
-against the real API: gunicorn from the Procfile on the fixture data, and the Procfile's `mcp:`
-process in front of it."""
+"""The MCP server (connectors/mcp) with the SDK's own client, over stdio and streamable HTTP, at
+each protocol revision it serves (2025-06-18, 2025-11-25, the stateless 2026-07-28; also spoken by
+hand over HTTP), against the real API: gunicorn from the Procfile on the fixture data, and the
+Procfile's `mcp:` process in front of it."""
 
 from __future__ import annotations
 
@@ -9,9 +10,15 @@ import json
 import subprocess
 
 import httpx
+import httpx2
+import jsonschema
 import pytest
+from mcp.client.streamable_http import streamable_http_client
 
+from connectors.mcp import privacy_notes
 from service.api.endpoints import ENDPOINTS
+from tests.connectors.mcp.protocol import STATELESS, VERSIONS, WireSession, speaking
+from tests.connectors.mcp.test_mcp_snapshot import REWRITE, pinned
 from tests.support.mcp_stack import TOOLS, http_session, run, session, stdio_params
 from tests.support.processes import cli
 
@@ -19,6 +26,18 @@ pytestmark = pytest.mark.process
 
 CALLS = {endpoint.tool: dict(endpoint.example) for endpoint in ENDPOINTS}  # the table's example of each
 RECORDS = {endpoint.tool: endpoint.records_field for endpoint in ENDPOINTS}
+
+
+def without_notes(structured: dict) -> dict:
+    """A result's structured content less the privacy notes: the REST body."""
+    return {name: value for name, value in structured.items() if name != privacy_notes.MEMBER}
+
+
+def body_schema(schema: dict) -> dict:
+    """A tool's output schema less the privacy notes: the endpoint's 200 JSON schema."""
+    body = {**schema, "properties": without_notes(schema["properties"])}
+    body["required"] = [name for name in schema["required"] if name != privacy_notes.MEMBER]
+    return body
 
 
 # -- the tools ---------------------------------------------------------------------------------
@@ -46,8 +65,10 @@ def test_tool_list_is_one_per_endpoint_with_the_documents_schemas(stack, transpo
                 assert tool.input_schema["properties"][p["name"]] == {**p["schema"], "description": p["description"]}
             assert tool.input_schema.get("required", []) == [p["name"] for p in params if p["required"]]
             assert tool.input_schema["additionalProperties"] is False
-        assert tool.output_schema == op["responses"]["200"]["content"]["application/json"]["schema"]
-        assert tool.annotations.read_only_hint is True
+        assert body_schema(tool.output_schema) == op["responses"]["200"]["content"]["application/json"]["schema"]
+        assert tool.output_schema["properties"][privacy_notes.MEMBER]["type"] == "object"
+        assert (tool.annotations.read_only_hint, tool.annotations.idempotent_hint, tool.annotations.open_world_hint,
+                tool.annotations.title) == (True, True, False, op["summary"])
         assert "estimate" in tool.description and op["summary"].rstrip(".") in tool.description
 
 
@@ -64,7 +85,8 @@ def test_every_tool_answers_the_rest_body(stack, transport):
         assert not result.is_error, (name, result.content)
         expected = stack.rest(key, name, CALLS[name])
         assert expected.status_code == 200
-        assert result.structured_content == expected.json(), name
+        assert without_notes(result.structured_content) == expected.json(), name
+        assert result.structured_content[privacy_notes.MEMBER]["disclaimer"] == expected.json()["disclaimer"]
         assert json.loads(result.content[0].text) == expected.json(), name
         # and which hour the numbers end at: the answer's own as_of (X-Signals-As-Of)
         assert result.content[1].text == f"Numbers as of {expected.headers['x-signals-as-of']} (UTC).", name
@@ -99,7 +121,9 @@ def test_as_of_compare_and_intervals_reach_the_tools(stack):
         assert not result.is_error, (name, result.content)
         arguments = {k: ("true" if v is True else v) for k, v in calls[name].items()} \
             if TOOLS[name][0] == "GET" else calls[name]
-        assert result.structured_content == stack.rest(key, name, arguments).json(), name
+        assert without_notes(result.structured_content) == stack.rest(key, name, arguments).json(), name
+        asked = "intervals" in calls[name]
+        assert ("intervals" in result.structured_content[privacy_notes.MEMBER]) is asked, name
     records = run(go())["signals_query"].structured_content["results"]
     assert records and {"previous", "change", "intervals"} <= set(records[0])
 
@@ -143,6 +167,84 @@ def test_an_api_refusal_is_a_tool_error_with_the_problem(stack):
     assert second.structured_content["title"] == problem["title"]
     assert second.structured_content["detail"] == problem["detail"]
     assert problem["title"] in second.content[0].text
+
+
+# -- each protocol revision ------------------------------------------------------------------------
+
+def _check_result(stack, key, name, result, output_schema):
+    assert not result.is_error, (name, result.content)
+    jsonschema.validate(result.structured_content, output_schema)
+    assert without_notes(result.structured_content) == stack.rest(key, name, CALLS[name]).json(), name
+    notes = result.structured_content[privacy_notes.MEMBER]
+    assert notes["budget"]["limit"] > 0 and notes["disclaimer"]
+
+
+@pytest.mark.parametrize("transport", ["http", "stdio"])
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_revision_with_the_sdks_client(stack, transport, version):
+    """The SDK's client pinned to each revision (protocol.py) lists the same tools, with their
+    output schemas and annotations, and gets structured results that validate against them."""
+    key = stack.keys["professional"]
+    name = "signals_geo_heat"
+
+    async def go():
+        if transport == "stdio":
+            async with speaking(version, stdio_params(stack, key)) as client:
+                return (await client.list_tools()).tools, await client.call_tool(name, CALLS[name])
+        async with httpx2.AsyncClient(headers={"Authorization": f"Bearer {key}"}, timeout=30) as http, \
+                speaking(version, streamable_http_client(stack.mcp, http_client=http)) as client:
+            return (await client.list_tools()).tools, await client.call_tool(name, CALLS[name])
+
+    tools, result = run(go())
+    listed = [tool.model_dump(by_alias=True, mode="json", exclude_none=True) for tool in tools]
+    # the pinned list (tests/connectors/mcp/snapshots/), at every revision
+    assert listed == pinned()["tools"], f"not the pinned tool list: review, then rewrite with {REWRITE}"
+    _check_result(stack, key, name, result, next(t.output_schema for t in tools if t.name == name))
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_revision_on_the_wire(stack, version):
+    """Spoken by hand over streamable HTTP: the handshake revisions' initialize answers the same
+    revision (the stateless one has none: server/discover names it); tools/list has outputSchema and
+    annotations by the protocol's names, tools/call structuredContent beside the content."""
+    key = stack.keys["professional"]
+    wire = WireSession(stack.mcp, key, version)
+    if version == STATELESS:
+        discovered = wire.request("server/discover")
+        assert STATELESS in discovered["supportedVersions"]
+    else:
+        opened = wire.initialize()
+        assert opened.status_code == 200 and wire.initialized["protocolVersion"] == version
+        assert wire.initialized["serverInfo"]["name"] == "signals"
+    tools = wire.request("tools/list")["tools"]
+    assert tools == pinned()["tools"], f"not the pinned tool list: review, then rewrite with {REWRITE}"
+    for tool in tools:
+        assert tool["annotations"]["readOnlyHint"] is True and "outputSchema" in tool
+    name = "signals_top_keywords"
+    result = wire.request("tools/call", {"name": name, "arguments": CALLS[name]}, name=name)
+    assert result.get("isError") in (None, False), result
+    rest = stack.rest(key, name, CALLS[name]).json()
+    assert without_notes(result["structuredContent"]) == rest and json.loads(result["content"][0]["text"]) == rest
+    jsonschema.validate(result["structuredContent"], next(t["outputSchema"] for t in tools if t["name"] == name))
+    assert set(result["structuredContent"][privacy_notes.MEMBER]) == {"disclaimer", "budget"}
+    assert result["content"][-1]["text"].startswith("Privacy budget: ")
+    refused = wire.request("tools/call", {"name": name, "arguments": {"window": "2h"}}, name=name)
+    assert refused["isError"] is True and refused["structuredContent"]["errors"][0]["name"] == "window"
+
+
+@pytest.mark.parametrize("version", VERSIONS)
+def test_each_revision_is_refused_without_a_key_and_below_professional(stack, version):
+    def first(key):
+        wire = WireSession(stack.mcp, key, version)
+        return wire.post("server/discover") if version == STATELESS else wire.initialize()
+
+    missing = first(None)
+    assert missing.status_code == 401 and missing.headers["www-authenticate"].startswith("Bearer")
+    assert first("sig_live_nope").status_code == 401
+    for tier in ("observer", "analyst"):
+        low = first(stack.keys[tier])
+        assert low.status_code == 403 and "Professional" in low.json()["detail"], tier
+    assert first(stack.keys["professional"]).status_code == 200
 
 
 # -- keys and plans ----------------------------------------------------------------------------

@@ -10,8 +10,10 @@ import dataclasses
 import json
 import re
 
+import jsonschema
 import pytest
 
+from connectors.mcp import privacy_notes
 from connectors.mcp.tools import build_tools
 from connectors.settings import DEFAULT_MCP_PORT as DEFAULT_PORT
 from connectors.settings import ConnectorSettings
@@ -58,9 +60,12 @@ def test_a_tool_whose_row_is_missing_is_named(tool):
     assert set(missing_tool_rows(without)) - set(missing_tool_rows(page())) == {tool}
 
 
+def json_blocks() -> list:
+    return [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page(), re.S)]
+
+
 def test_the_page_client_configurations():
-    blocks = [json.loads(b) for b in re.findall(r"```json\n(.*?)```", page(), re.S)]
-    stdio, http = (b["mcpServers"]["signals"] for b in blocks)
+    stdio, http = (b["mcpServers"]["signals"] for b in json_blocks() if "mcpServers" in b)
     assert stdio["args"] == ["-m", "connectors.mcp"] and set(stdio["env"]) == {"SIGNALS_API_URL", "SIGNALS_API_KEY"}
     assert http["url"] == f"http://127.0.0.1:{DEFAULT_PORT}/mcp"
     assert http["headers"]["Authorization"].startswith("Bearer ")
@@ -89,3 +94,35 @@ def test_the_page_tables_name_the_resources_and_prompts():
         for argument, values in PROMPTS[name].choices.items():
             default = (f"`{values[0]}` (default", f"`{values[0]}` default")
             assert f"`{argument}`" in arguments and any(d in arguments for d in default), (name, argument)
+
+
+def test_the_pages_structured_content_is_what_the_tool_returns():
+    """The example of "What an agent gets" validates against its tool's output schema (the body
+    and every note, intervals included), and the table of `privacy` names exactly its members."""
+    text = page()
+    example = next(b for b in json_blocks() if privacy_notes.MEMBER in b)
+    call = re.search(r"^`(signals_\w+)` with `(\{.*?\})`", text, re.M)
+    assert call is not None, "the example names its tool and arguments"
+    tool = build_tools(build_openapi())[call[1]].tool
+    jsonschema.validate(example, tool.output_schema)
+    arguments = json.loads(call[2])
+    assert set(example[privacy_notes.MEMBER]) == {"disclaimer", "budget"} | ({"intervals"} if arguments.get("intervals")
+                                                                            else set())
+    assert len(example[TOOLS[call[1]].records_field]) == arguments["limit"]
+    rows = re.findall(r"^\| `(\w+)` \| ", text[text.index("| member of `privacy` |"):], re.M)
+    notes = tool.output_schema["properties"][privacy_notes.MEMBER]["properties"]
+    assert rows[:len(notes)] == list(notes)
+    budget = example[privacy_notes.MEMBER]["budget"]
+    assert budget["remaining"] == budget["limit"] - budget["spent"]
+
+
+def test_the_page_names_the_annotations_and_the_versions():
+    from tests.connectors.mcp.protocol import VERSIONS
+
+    text = page()
+    tool = next(iter(build_tools(build_openapi()).values())).tool
+    for name, value in tool.annotations.model_dump(by_alias=True, exclude_none=True).items():
+        if name != "title":
+            assert f"`{name}: {json.dumps(value)}`" in text, name
+    for version in VERSIONS:
+        assert f"**{version}**" in text, version

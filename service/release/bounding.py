@@ -1,0 +1,144 @@
+"""Each user-day's part in each table, bounded once, the same way whoever asks and whatever they ask.
+
+`bounded_hours(table, rows)` takes one UTC day's events of the table's source (all of them, or
+those up to some hour) and returns, per cell of the table's domain and hour, the bounded sums
+of `menu.Table.measures`:
+
+1. a user-day's cells are its first `cells_per_user_day` values of the table's dimension, by the
+   time of their first event (ties by value); other cells get nothing from it;
+2. in each kept cell, each sum is clipped greedily in time order: an event adds what is left of
+   the clip (`min(clip, running total) - min(clip, running total before it)`);
+3. `user_days` is 1 in the hour of the user-day's first event in the cell; a place's
+   `keyword_days` is 1 in the hour a keyword first appears among the place's user-days (each
+   user-day's first `KEYWORDS_PER_USER_DAY` keywords).
+
+Everything is causal (an hour's numbers depend on that hour's and earlier events of the day only),
+so releasing an hour as it closes and rebuilding a day later give the same numbers for the same
+events. Values outside the table's public domain (`domains.py`) are not released and take no
+cell of a user-day.
+"""
+
+from __future__ import annotations
+
+import polars as pl
+
+from service.release import domains
+from service.release.menu import (
+    ACTION_MEASURES,
+    TABLES,
+    EVENTS,
+    KEYWORD_DAYS,
+    KEYWORDS_PER_USER_DAY,
+    SUPPRESSIONS,
+    USER_DAYS,
+    Table,
+)
+from service.store import schema
+
+HOUR_COLUMN = "hour"
+CELL = "cell"
+_ORDER = "_order"
+
+
+def bounded_hours(table: Table, rows: pl.DataFrame) -> pl.DataFrame:
+    """(cell, hour, one Int64 column per measure) for one UTC day's `rows` of the table's source;
+    only (cell, hour) pairs with some contribution appear (the builder makes the domain dense)."""
+    frame = _kept_cells(table, rows, table.cells_per_user_day)
+    if table.source == schema.KEYWORD_CHANGES:
+        return _changes(table, frame)
+    parts = [_clipped_sum(frame, SUPPRESSIONS, pl.col("suppressions").cast(pl.Int64), table.measure(SUPPRESSIONS).clip),
+             _clipped_sum(frame, EVENTS, pl.lit(1, pl.Int64), table.measure(EVENTS).clip),
+             _first_hours(frame)]
+    if KEYWORD_DAYS in table.measure_names:
+        parts.append(_keyword_days(table, rows))
+    return _joined(parts, table.measure_names)
+
+
+def _prepared(rows: pl.DataFrame, dimension: str, table: Table) -> pl.DataFrame:
+    """The rows in the domain, each with its hour, in (user, time, value) order."""
+    dimension_values = pl.col(dimension).cast(pl.String)
+    return (rows.lazy()
+            .filter(dimension_values.is_not_null() & dimension_values.is_in(domains.series(table.dimension)))
+            .with_columns(dimension_values.alias(CELL), pl.col("ts").dt.truncate("1h").alias(HOUR_COLUMN))
+            .sort("user_id", "ts", CELL)
+            .with_row_index(_ORDER)
+            .collect())
+
+
+def _kept_cells(table: Table, rows: pl.DataFrame, limit: int) -> pl.DataFrame:
+    """The rows of each user-day's first `limit` cells (user-days are the rows' users: one day)."""
+    frame = _prepared(rows, table.dimension, table)
+    firsts = (frame.group_by("user_id", CELL).agg(pl.col(_ORDER).min().alias("_first"))
+              .with_columns(pl.col("_first").rank("ordinal").over("user_id").alias("_rank"))
+              .filter(pl.col("_rank") <= limit)
+              .select("user_id", CELL))
+    return frame.join(firsts, on=["user_id", CELL], how="semi").sort(_ORDER)
+
+
+def _clipped_sum(frame: pl.DataFrame, name: str, amount: pl.Expr, clip: int) -> pl.DataFrame:
+    running = amount.cum_sum().over("user_id", CELL, order_by=_ORDER)
+    part = running.clip(upper_bound=clip) - (running - amount).clip(upper_bound=clip)
+    return (frame.lazy().select(CELL, HOUR_COLUMN, part.alias(name))
+            .group_by(CELL, HOUR_COLUMN).agg(pl.col(name).sum()).collect())
+
+
+def _first_hours(frame: pl.DataFrame, name: str = USER_DAYS) -> pl.DataFrame:
+    return (frame.group_by("user_id", CELL).agg(pl.col(HOUR_COLUMN).sort_by(_ORDER).first())
+            .group_by(CELL, HOUR_COLUMN).agg(pl.len().cast(pl.Int64).alias(name)))
+
+
+def kept_pairs(rows_by_source: dict[str, pl.DataFrame]) -> dict[tuple[str, str], pl.DataFrame]:
+    """Per (table, distinct measure): the day's distinct (unit, cell) pairs behind it, `unit` a
+    UInt64 (the user for `user_days`, a hash of the keyword for a place's `keyword_days`): what the
+    repeat factors count distinct over a block (`repeat.py`)."""
+    pairs: dict[tuple[str, str], pl.DataFrame] = {}
+    for table in TABLES:
+        rows = rows_by_source[table.source]
+        kept = _kept_cells(table, rows, table.cells_per_user_day)
+        pairs[(table.name, USER_DAYS)] = kept.select(pl.col("user_id").cast(pl.UInt64).alias("unit"), CELL).unique()
+        if KEYWORD_DAYS in table.measure_names:
+            pairs[(table.name, KEYWORD_DAYS)] = (_place_keywords(table, rows)
+                                                 .select(pl.col("keyword").hash().alias("unit"), CELL).unique())
+    return pairs
+
+
+def _place_keywords(table: Table, rows: pl.DataFrame) -> pl.DataFrame:
+    """(user_id, keyword, its first order and hour, CELL = the user-day's place) for each user-day's
+    first keywords (its place is its first place: a place table keeps one cell a user-day)."""
+    places = _kept_cells(table, rows, 1).select("user_id", CELL).unique()
+    keywords = (rows.lazy().filter(pl.col("keyword").is_not_null())
+                .with_columns(pl.col("keyword").cast(pl.String), pl.col("ts").dt.truncate("1h").alias(HOUR_COLUMN))
+                .sort("user_id", "ts", "keyword").with_row_index(_ORDER).collect())
+    first = (keywords.group_by("user_id", "keyword").agg(pl.col(_ORDER).min(), pl.col(HOUR_COLUMN).first())
+             .with_columns(pl.col(_ORDER).rank("ordinal").over("user_id").alias("_rank"))
+             .filter(pl.col("_rank") <= KEYWORDS_PER_USER_DAY)
+             .join(places, on="user_id"))
+    return first
+
+
+def _keyword_days(table: Table, rows: pl.DataFrame) -> pl.DataFrame:
+    """Per place and hour: the keywords appearing there first that hour."""
+    first = _place_keywords(table, rows)
+    return (first.group_by(CELL, "keyword").agg(pl.col(HOUR_COLUMN).sort_by(_ORDER).first())
+            .group_by(CELL, HOUR_COLUMN).agg(pl.len().cast(pl.Int64).alias(KEYWORD_DAYS)))
+
+
+def _changes(table: Table, frame: pl.DataFrame) -> pl.DataFrame:
+    parts = []
+    for action, name in ACTION_MEASURES.items():
+        clip = table.measure(name).clip
+        acted = frame.filter(pl.col("action").cast(pl.String) == action)
+        running = pl.lit(1, pl.Int64).cum_sum().over("user_id", CELL, order_by=_ORDER)
+        parts.append(acted.lazy().filter(running <= clip).group_by(CELL, HOUR_COLUMN)
+                     .agg(pl.len().cast(pl.Int64).alias(name)).collect())
+    parts.append(_first_hours(frame))
+    return _joined(parts, table.measure_names)
+
+
+def _joined(parts: list[pl.DataFrame], measures: tuple[str, ...]) -> pl.DataFrame:
+    keys = pl.concat([p.select(CELL, HOUR_COLUMN) for p in parts]).unique()
+    out = keys
+    for part in parts:
+        out = out.join(part, on=[CELL, HOUR_COLUMN], how="left")
+    return (out.with_columns(pl.col(m).fill_null(0).cast(pl.Int64) for m in measures)
+            .select(CELL, HOUR_COLUMN, *measures).sort(CELL, HOUR_COLUMN))

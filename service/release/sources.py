@@ -1,0 +1,34 @@
+"""The events the schedule reads, one UTC day at a time, from either engine's store."""
+
+from __future__ import annotations
+
+import datetime as dt
+
+import polars as pl
+
+from service.store import schema
+from service.store.reader import EventFrames
+
+_DAY = dt.timedelta(days=1)
+
+
+def _midnight(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=dt.UTC)
+
+
+class FrameDays:
+    """A polars snapshot's days: a zero-copy slice of each table, which the store keeps sorted by ts."""
+
+    def __init__(self, frames: EventFrames) -> None:
+        self.frames = frames
+
+    def first_day(self) -> dt.date | None:
+        first = self.frames.first_event
+        return first.date() if first is not None else None
+
+    def rows(self, source: str, day: dt.date) -> pl.DataFrame:
+        frame = self.frames.suppressions if source == schema.SUPPRESSIONS else self.frames.keyword_changes
+        ts = frame.get_column("ts")
+        start = int(ts.search_sorted(_midnight(day), side="left"))
+        end = int(ts.search_sorted(_midnight(day + _DAY), side="left"))
+        return frame.slice(start, max(end - start, 0))
