@@ -6,12 +6,16 @@
 //   npm run generate -- openapi.json      # a document saved to a file (or another URL)
 //   node scripts/generate.mjs DOC --out DIR   # into DIR instead of src/ (the staleness test does)
 //
+// Into src/, it then builds the bundle again (dist/signals-client.js, scripts/build.mjs), which
+// holds the operation table.
 // Both files are checked in; tests/connectors/test_typescript.py generates them again from the
 // document the service builds and fails when they differ.
 import { mkdir, readFile, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import openapiTS, { COMMENT_HEADER, astToString } from "openapi-typescript";
+
+import { BUNDLE, bundle } from "./build.mjs";
 
 const HERE = fileURLToPath(new URL("..", import.meta.url));
 const METHODS = ["get", "put", "post", "delete", "patch", "options", "head", "trace"];
@@ -80,6 +84,10 @@ async function main(argv) {
   for (const [name, text] of Object.entries(files)) {
     await writeFile(join(out, name), text);
     console.log(`${source} -> ${join(out, name)}`);
+  }
+  if (at < 0) {
+    await writeFile(BUNDLE, await bundle());
+    console.log(`-> ${BUNDLE}`);
   }
 }
 
