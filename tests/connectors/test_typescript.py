@@ -16,10 +16,13 @@ The client's own tests (a fake fetch, the bundle's staleness, the types) are `np
 from __future__ import annotations
 
 import difflib
+import fcntl
 import json
 import os
 import shutil
 import subprocess
+import tempfile
+from pathlib import Path
 
 import pytest
 
@@ -51,10 +54,18 @@ def typescript_packages() -> str:
     """The path of `node`, once connectors/typescript/node_modules holds the locked packages."""
     node = _tool("node")
     installed = PACKAGE / "node_modules" / ".package-lock.json"
-    if not installed.is_file() or installed.stat().st_mtime < (PACKAGE / "package-lock.json").stat().st_mtime:
-        done = subprocess.run([_tool("npm"), "ci", "--prefer-offline", "--no-audit", "--no-fund"], cwd=PACKAGE,
-                              capture_output=True, text=True, timeout=300)
-        assert done.returncode == 0, done.stdout + done.stderr
+
+    def stale() -> bool:
+        return not installed.is_file() or installed.stat().st_mtime < (PACKAGE / "package-lock.json").stat().st_mtime
+
+    if stale():
+        # One `npm ci` at a time (pytest -n 2 runs this fixture once per worker).
+        with open(Path(tempfile.gettempdir()) / "signals-typescript-npm-ci.lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            if stale():
+                done = subprocess.run([_tool("npm"), "ci", "--prefer-offline", "--no-audit", "--no-fund"],
+                                      cwd=PACKAGE, capture_output=True, text=True, timeout=300)
+                assert done.returncode == 0, done.stdout + done.stderr
     return node
 
 
