@@ -11,6 +11,7 @@ import cache
 from service import __version__, backend
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
+from service.accounts.tokens import TokenSigner
 from service.answers.compute_slots import ComputeSlots
 from service.answers.flights import Flights
 from service.answers.stale import StalePolicy
@@ -22,15 +23,18 @@ from service.http.errors import handle_unexpected, serialize_problem
 from service.http.middleware.allow import AllowHeaderMiddleware
 from service.http.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.http.middleware.client_address import ClientAddress
+from service.http.middleware.cors import CorsMiddleware
 from service.http.middleware.metrics import MetricsMiddleware
 from service.http.middleware.query_encoding import QueryEncodingMiddleware
 from service.http.middleware.rate_limit import RateLimitMiddleware
 from service.http.middleware.request_id import RequestIdMiddleware
+from service.http.middleware.token_scope import TokenScopeMiddleware
 from service.http.middleware.url_length import UrlLengthMiddleware
 from service.http.resources.account import AccountResource
 from service.http.resources.health import HealthResource, ReadinessResource
 from service.http.resources.openapi import OpenApiResource
 from service.http.resources.signals import SignalsResource
+from service.http.resources.tokens import TokensResource
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.privacy.budget import PrivacyBudget
 from service.settings import Settings
@@ -92,17 +96,21 @@ def create_app(
                                  settings.process_cache_mb << 20)
 
     # The order is the contract of the request path:
-    # URL too long (414) -> query string not UTF-8 (400) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)
-    # -> cached? -> compute
+    # URL too long (414) -> query string not UTF-8 (400) -> a CORS preflight (204) -> who (401) -> this credential
+    # here (403) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
+    tokens = TokenSigner(settings.secret)
     middleware = (
         MetricsMiddleware(gate),
         RequestIdMiddleware(),
         AllowHeaderMiddleware(),
         UrlLengthMiddleware(),
         QueryEncodingMiddleware(),
+        CorsMiddleware(settings.cors_max_age_seconds),
         AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds,
-                                                     stale_seconds=settings.auth_stale_seconds), gate, client_address),
+                                                     stale_seconds=settings.auth_stale_seconds), gate, client_address,
+                                 tokens, clock),
+        TokenScopeMiddleware(gate),
         TierMiddleware(gate),
         RateLimitMiddleware(gate),
     )
@@ -117,6 +125,7 @@ def create_app(
     resources = {
         **{resource.endpoint.name: resource for resource in signals_resources(settings, engine, store, clock, gate)},
         "account": AccountResource(PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget), clock),
+        "tokens": TokensResource(tokens, clock),
         **webhook_resources.resources(WebhookStore(accounts.db_engine, clock), clock,
                                       allow_private=settings.webhook_allow_private),
     }

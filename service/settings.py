@@ -69,6 +69,9 @@ class Settings:
     auth_cache_seconds: int = _env("SIGNALS_AUTH_CACHE_SECONDS", 10)
     # While the accounts database is down, keys accepted this recently keep working (service/accounts/cached.py).
     auth_stale_seconds: int = _env("SIGNALS_AUTH_STALE_SECONDS", 600)
+    # Seconds a browser may keep a CORS preflight's answer (Access-Control-Max-Age; service/http/middleware/cors.py):
+    # 7200 is the most Chromium keeps one (Firefox: 86400).
+    cors_max_age_seconds: int = _env("SIGNALS_CORS_MAX_AGE_SECONDS", 7200)
     # off: every request is computed (rate limits still apply)
     cache_responses: bool = _env("SIGNALS_CACHE_RESPONSES", True)
     # cached bodies each worker keeps in its memory (served alone while Redis is down)
@@ -156,6 +159,8 @@ class Settings:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
         if not 0 <= self.auth_stale_seconds <= 86_400:
             raise SettingsError("SIGNALS_AUTH_STALE_SECONDS must be between 0 and 86400")
+        if not 0 <= self.cors_max_age_seconds <= 86_400:
+            raise SettingsError("SIGNALS_CORS_MAX_AGE_SECONDS must be between 0 and 86400")
         if not 1 <= self.web_threads <= 256:
             raise SettingsError("SIGNALS_WEB_THREADS must be between 1 and 256")
         if not (math.isfinite(self.client_timeout_seconds) and 0.5 <= self.client_timeout_seconds <= 300):

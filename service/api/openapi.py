@@ -13,6 +13,7 @@ from service.api.endpoints import Endpoint
 from service.api.operations import OPERATIONS, Operation
 from service.api.paging import CURSOR, LINK_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_HEADER
 from service.api.tiers import Tier
+from service.api.token_fields import TOKEN_SCHEMA
 from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, PRIVACY_BUDGET, problem_type
 from service.http.middleware.url_length import MAX_URL_BYTES
 from service.privacy.budget import HEADER as BUDGET_HEADER
@@ -151,7 +152,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
         # The records' flat columns (flatcolumns/; the document's `x-signals-columns`), in
         # order: every one a record may have (compare and intervals add theirs, /query has its group_by's).
         "x-signals-columns": [name for name, _path in flat_columns(schema_shape(endpoint.record_schema))],
-        "security": [{"bearerAuth": []}],
+        "security": [{"bearerAuth": []}, {"browserToken": []}],
     }
     ok_content: dict[str, Any] = {"application/json": {"schema": endpoint.envelope_schema()}}
     if endpoint.in_body:
@@ -251,6 +252,39 @@ def _account_operation(operation: Operation) -> dict[str, Any]:
     }
 
 
+def _token_operation(operation: Operation) -> dict[str, Any]:
+    """POST /api/v1/tokens (service/http/resources/tokens.py; its fields: service/api/token_fields.py)."""
+    responses: dict[str, Any] = {
+        "201": {
+            "description": "The token and what it allows. A credential: never stored by a cache (no-store).",
+            "headers": {"Cache-Control": {"schema": {"type": "string"}, "description": "no-store"}, **_RATE_HEADERS},
+            "content": {"application/json": {"schema": TOKEN_SCHEMA}},
+        },
+        "403": {"description": "A token was sent instead of a key (a token cannot mint tokens), the key was sent "
+                               "with an Origin header (keys are for servers: mint on your server), or `endpoints` "
+                               "names one above the subscription's plan (`errors` names each).",
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+        "413": {"$ref": "#/components/responses/Problem413"},
+        "415": {"$ref": "#/components/responses/Problem415"},
+    }
+    for status in _ERRORS:
+        responses.setdefault(status, {"$ref": f"#/components/responses/Problem{status}"})
+    return {
+        "operationId": operation.name,
+        "summary": operation.summary,
+        "description": operation.description,
+        "tags": [operation.tag],
+        "security": [{"bearerAuth": []}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object",
+            "properties": {p.name: p.json_schema() for p in operation.params},
+            "required": [p.name for p in operation.params if p.required],
+            "additionalProperties": False,
+        }}}},
+        "responses": dict(sorted(responses.items())),
+    }
+
+
 def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DEADLINE_SECONDS) -> dict[str, Any]:
     """The document for a deployment whose /query bound is `max_cells` and whose computations stop
     after `deadline` seconds (SIGNALS_QUERY_MAX_CELLS, SIGNALS_COMPUTE_DEADLINE_SECONDS)."""
@@ -260,6 +294,8 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
             entry = _operation(operation.endpoint, max_cells, deadline)
         elif operation.tag == "account":
             entry = _account_operation(operation)
+        elif operation.tag == "tokens":
+            entry = _token_operation(operation)
         else:
             entry = webhook_operation(operation)
         paths.setdefault(operation.path, {})[operation.method.lower()] = entry
@@ -288,12 +324,19 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
         "x-signals-columns": document_entry(INTERVAL_LEVEL),
         "tags": [{"name": "signals", "description": "Aggregated statistics"},
                  {"name": "account", "description": "The key's subscription and plan"},
+                 {"name": "tokens", "description": "Short-lived tokens for calling the API from a web page"},
                  {"name": "webhooks", "description": "Trending alerts sent to your URL"}],
         "paths": paths,
         "components": {
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer",
-                               "description": "API key issued with a subscription: Authorization: Bearer <key>."}
+                               "description": "API key issued with a subscription: Authorization: Bearer <key>. "
+                                              "For servers: a key sent with an Origin header (from a web page) "
+                                              "is refused with 403."},
+                "browserToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                                 "description": "A browser token minted with a key at POST /api/v1/tokens: "
+                                                "Authorization: Bearer <token>, from one of its origins (the Origin "
+                                                "header), on its endpoints, until it expires. Data endpoints only."}
             },
             "schemas": {"Problem": PROBLEM_SCHEMA, "QueryTooLarge": QUERY_TOO_LARGE_SCHEMA},
             "responses": {
