@@ -11,6 +11,7 @@ export const OPERATIONS = {
   keyword_activity: {"method":"GET","path":"/api/v1/signals/keyword-activity","tag":"signals","pathParams":[],"body":false,"records":"keywords"},
   query: {"method":"POST","path":"/api/v1/signals/query","tag":"signals","pathParams":[],"body":true,"records":"results"},
   account: {"method":"GET","path":"/api/v1/account","tag":"account","pathParams":[],"body":false,"records":"endpoints"},
+  mint_token: {"method":"POST","path":"/api/v1/tokens","tag":"tokens","pathParams":[],"body":true,"records":null},
   list_webhooks: {"method":"GET","path":"/api/v1/account/webhooks","tag":"webhooks","pathParams":[],"body":false,"records":"webhooks"},
   create_webhook: {"method":"POST","path":"/api/v1/account/webhooks","tag":"webhooks","pathParams":[],"body":true,"records":null},
   get_webhook: {"method":"GET","path":"/api/v1/account/webhooks/{webhook_id}","tag":"webhooks","pathParams":["webhook_id"],"body":false,"records":null},

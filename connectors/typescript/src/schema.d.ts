@@ -189,6 +189,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tokens": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Mint a browser token
+         * @description A short-lived token for a web page: minted on your server with the subscription key, sent by the page as Authorization: Bearer <token>. It acts for the key's subscription (its plan, rate limit and privacy budget), only from its `origins` (the request's Origin header), only on its `endpoints`, with its `fixed` parameters, until it expires, and while the key works: revoking or expiring the key stops its tokens. A key sent with an Origin header is refused (403: keys are for servers); a token cannot mint tokens (403). Minting counts against the rate limit like any request.
+         */
+        post: operations["mint_token"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/account/webhooks": {
         parameters: {
             query?: never;
@@ -1529,6 +1549,172 @@ export interface operations {
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
             414: components["responses"]["Problem414"];
+            429: components["responses"]["Problem429"];
+            500: components["responses"]["Problem500"];
+            503: components["responses"]["Problem503"];
+        };
+    };
+    mint_token: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @description The web pages' origins the token works from, each exactly scheme://host[:port] as a browser sends it in the Origin header: http or https, the host in lowercase (an international name in its xn-- form), a port only when it is not the scheme's default, no path and no trailing slash (https://app.example.com, http://localhost:5173). A request with the token and no Origin, or another one, is refused with 403. */
+                    origins: string[];
+                    /**
+                     * @description Seconds the token works, from now (never past the key's own expiry); then it is refused with 401.
+                     * @default 3600
+                     */
+                    ttl_seconds?: number;
+                    /** @description The data endpoints the token may call, by operationId; leave it out for every one the subscription's plan allows. Naming one above the plan is refused with 403. Any other path (the account, webhooks, minting tokens) is refused to a token with 403. */
+                    endpoints?: ("top_keywords" | "keyword_timeseries" | "domain_timeseries" | "geo_heat" | "trending" | "keyword_activity" | "query")[];
+                    /** @description Parameters the token forces, e.g. {"window": "7d"}: each a parameter of every endpoint listed, with a value each of them takes. A request with the token that leaves one out gets the fixed value; one that sends another value is refused with 400 naming it. Leave it out to fix nothing. */
+                    fixed?: {
+                        /**
+                         * @description Fixes `window` (top_keywords, keyword_timeseries, domain_timeseries, geo_heat, trending, keyword_activity, query).
+                         * @enum {string}
+                         */
+                        window?: "1h" | "6h" | "12h" | "24h" | "7d" | "30d" | "90d";
+                        /** @description Fixes `limit` (top_keywords, trending, keyword_activity, query). */
+                        limit?: number;
+                        /**
+                         * Format: date-time
+                         * @description Fixes `as_of` (top_keywords, keyword_timeseries, domain_timeseries, geo_heat, trending, keyword_activity, query).
+                         */
+                        as_of?: string;
+                        /**
+                         * @description Fixes `compare` (top_keywords, keyword_timeseries, domain_timeseries, geo_heat, keyword_activity, query).
+                         * @enum {string}
+                         */
+                        compare?: "previous_period";
+                        /** @description Fixes `intervals` (top_keywords, keyword_timeseries, domain_timeseries, geo_heat, keyword_activity, query). */
+                        intervals?: boolean;
+                        /** @description Fixes `offset` (top_keywords, trending, keyword_activity). */
+                        offset?: number;
+                        /** @description Fixes `keyword` (keyword_timeseries). */
+                        keyword?: string;
+                        /**
+                         * @description Fixes `bucket` (keyword_timeseries, domain_timeseries, query).
+                         * @enum {string}
+                         */
+                        bucket?: "hour" | "day" | "week";
+                        /** @description Fixes `domain` (domain_timeseries). */
+                        domain?: string;
+                        /**
+                         * @description Fixes `level` (geo_heat).
+                         * @enum {string}
+                         */
+                        level?: "country" | "region" | "county" | "city";
+                        /**
+                         * @description Fixes `dimension` (trending).
+                         * @enum {string}
+                         */
+                        dimension?: "keyword" | "domain" | "platform" | "page_context";
+                        /**
+                         * @description Fixes `metric` (trending).
+                         * @enum {string}
+                         */
+                        metric?: "suppressions" | "events" | "unique_users";
+                        /** @description Fixes `min_baseline` (trending). */
+                        min_baseline?: number;
+                        /**
+                         * @description Fixes `type` (keyword_activity).
+                         * @enum {string}
+                         */
+                        type?: "added" | "removed" | "edited" | "all";
+                        /** @description Fixes `filters` (query). */
+                        filters?: {
+                            /** @description Only events whose normalised keyword is one of these values. */
+                            keywords?: string[];
+                            /** @description Only events whose registrable domain is one of these values. */
+                            domains?: string[];
+                            /** @description Only events whose platform is one of these values. */
+                            platforms?: ("chrome" | "firefox" | "safari" | "edge" | "ios" | "android" | "other")[];
+                            /** @description Only events whose page context is one of these values. */
+                            page_contexts?: ("feed" | "search" | "comments" | "article" | "video" | "profile" | "other")[];
+                            /** @description Only events whose ISO 3166-1 alpha-2 country code is one of these values. */
+                            countries?: string[];
+                            /** @description Only events whose ISO 3166-2 region code (US-CA) is one of these values. */
+                            regions?: string[];
+                            /** @description Only events whose US county FIPS code (06037) is one of these values. */
+                            counties?: string[];
+                            /** @description Only events whose GeoNames city id (5368361) is one of these values. */
+                            cities?: string[];
+                        };
+                        /** @description Fixes `group_by` (query). */
+                        group_by?: ("keyword" | "domain" | "platform" | "page_context" | "country" | "region" | "county" | "city" | "time")[];
+                        /**
+                         * @description Fixes `order_by` (query).
+                         * @enum {string}
+                         */
+                        order_by?: "suppressions" | "unique_users" | "events";
+                        /**
+                         * @description Fixes `order` (query).
+                         * @enum {string}
+                         */
+                        order?: "asc" | "desc";
+                        /**
+                         * @description Fixes `format` (query).
+                         * @enum {string}
+                         */
+                        format?: "json" | "csv";
+                    };
+                };
+            };
+        };
+        responses: {
+            /** @description The token and what it allows. A credential: never stored by a cache (no-store). */
+            201: {
+                headers: {
+                    /** @description no-store */
+                    "Cache-Control"?: string;
+                    /** @description Quota per window, e.g. "observer";q=30;w=60. */
+                    "RateLimit-Policy"?: string;
+                    /** @description Remaining and reset seconds, e.g. "observer";r=29;t=60. */
+                    RateLimit?: string;
+                    /** @description Requests per minute of the plan. */
+                    "X-RateLimit-Limit"?: number;
+                    /** @description Requests left in the moving window. */
+                    "X-RateLimit-Remaining"?: number;
+                    /** @description Seconds until the oldest counted request leaves the window. */
+                    "X-RateLimit-Reset"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** @description Send it as Authorization: Bearer <token> (a signed JWT; opaque to the caller). */
+                        token: string;
+                        /**
+                         * Format: date-time
+                         * @description When the token stops working (ISO 8601 UTC).
+                         */
+                        expires_at: string;
+                        origins: string[];
+                        endpoints: ("top_keywords" | "keyword_timeseries" | "domain_timeseries" | "geo_heat" | "trending" | "keyword_activity" | "query")[];
+                        /** @description The fixed parameters, as checked. */
+                        fixed: Record<string, never>;
+                    };
+                };
+            };
+            400: components["responses"]["Problem400"];
+            401: components["responses"]["Problem401"];
+            /** @description A token was sent instead of a key (a token cannot mint tokens), the key was sent with an Origin header (keys are for servers: mint on your server), or `endpoints` names one above the subscription's plan (`errors` names each). */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
+            413: components["responses"]["Problem413"];
+            414: components["responses"]["Problem414"];
+            415: components["responses"]["Problem415"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
             503: components["responses"]["Problem503"];
