@@ -13,7 +13,8 @@ token with the subscription key (POST /api/v1/tokens), so the page never sees th
 - a token minted for another origin: 403;
 - the subscription key itself, sent from the page (with its Origin): 403.
 
-Screenshots go to tests.support.browser.shots() (typescript-ranking.png, typescript-403.png)."""
+Screenshots go to tests.support.browser.shots() (typescript-ranking.png, typescript-403.png,
+typescript-key-403.png)."""
 
 from __future__ import annotations
 
@@ -163,11 +164,16 @@ def test_a_token_minted_for_another_origin_is_refused(stack, browser):
     error = browser.find_element("id", "error")
     assert (error.get_attribute("data-status"), browser.find_element("tag name", "body").get_attribute("data-state")) \
         == ("403", "error"), error.text
+    assert error.get_attribute("data-type") == "urn:signals:problem:credential-not-allowed"
+    assert f"This token works only from http://127.0.0.1:1; this request comes from {stack['origin']}." in error.text
     assert css(browser, "#ranking tbody tr") == []
 
 
 def test_a_subscription_key_sent_from_a_page_is_refused(stack, browser):
     shown(browser, stack["origin"], "key")
+    browser.save_screenshot(str(shots() / "typescript-key-403.png"))
     error = browser.find_element("id", "error")
     assert error.get_attribute("data-status") == "403", error.text
+    assert error.get_attribute("data-type") == "urn:signals:problem:credential-not-allowed"
+    assert "Keys are for servers; mint a token at POST /api/v1/tokens." in error.text
     assert css(browser, "#ranking tbody tr") == []

@@ -81,3 +81,19 @@ test("nobody listening: unreachable", { skip }, async () => {
   assert.equal(error.type, PROBLEM.unreachable);
   assert.equal(error.status, null);
 });
+
+test("a server mints a browser token with the key; the token works from its origin only", { skip }, async () => {
+  const origin = "http://127.0.0.1:5173";
+  const minted = await client(keys.observer).mintToken({ origins: [origin], ttl_seconds: 600, endpoints: ["top_keywords"] });
+  assert.deepEqual([minted.origins, minted.endpoints], [[origin], ["top_keywords"]]);
+  assert.ok(Number.isFinite(Date.parse(minted.expires_at))); // by the API's clock (the tests' is fixed)
+  const page = new SignalsClient({ baseUrl, token: minted.token, headers: { Origin: origin } }); // as a browser sends it
+  const reply = await page.fetch("top_keywords", { window: "7d", limit: 3 });
+  assert.equal(reply.records.length, 3);
+  assert.equal(reply.headers.get("access-control-allow-origin"), origin);
+  const elsewhere = await page.geoHeat().catch((e) => e); // not among its endpoints
+  assert.equal(elsewhere.status, 403);
+  const noOrigin = await client(minted.token).topKeywords().catch((e) => e);
+  assert.equal(noOrigin.status, 403);
+  assert.equal(noOrigin.type, "urn:signals:problem:credential-not-allowed");
+});
