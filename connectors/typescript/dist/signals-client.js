@@ -541,6 +541,8 @@ var PROBLEM = {
   unexpectedAnswer: "urn:signals:problem:unexpected-answer",
   /** An error answer without a problem body (a proxy's page): its status says all. */
   notProblemJson: "about:blank",
+  /** The API's 400, for a path parameter found missing before asking. */
+  invalidRequest: "urn:signals:problem:invalid-request",
   /** The API's 429 when the subscription's monthly privacy budget would be passed: never retried. */
   privacyBudget: "urn:signals:problem:privacy-budget"
 };
@@ -710,7 +712,7 @@ var SignalsClient = class {
     const missing = row.pathParams.filter((name) => given[name] === void 0 || given[name] === "");
     if (missing.length) {
       throw new SignalsError({
-        type: "urn:signals:problem:invalid-request",
+        type: PROBLEM.invalidRequest,
         title: "Invalid or missing parameter",
         status: 400,
         detail: `${missing.join(", ")} is required.`,

@@ -267,7 +267,7 @@ export class SignalsClient {
     const path = Object.fromEntries(row.pathParams.map((name) => [name, given[name]]));
     const missing = row.pathParams.filter((name) => given[name] === undefined || given[name] === "");
     if (missing.length) {
-      throw new SignalsError({ type: "urn:signals:problem:invalid-request", title: "Invalid or missing parameter",
+      throw new SignalsError({ type: PROBLEM.invalidRequest, title: "Invalid or missing parameter",
         status: 400, detail: `${missing.join(", ")} is required.`, errors: missing.map((name) => ({ name, reason: "is required" })) });
     }
     const rest = Object.fromEntries(Object.entries(given).filter(([name]) => !row.pathParams.includes(name as never)));

@@ -12,6 +12,8 @@ export const PROBLEM = {
   unexpectedAnswer: "urn:signals:problem:unexpected-answer",
   /** An error answer without a problem body (a proxy's page): its status says all. */
   notProblemJson: "about:blank",
+  /** The API's 400, for a path parameter found missing before asking. */
+  invalidRequest: "urn:signals:problem:invalid-request",
   /** The API's 429 when the subscription's monthly privacy budget would be passed: never retried. */
   privacyBudget: "urn:signals:problem:privacy-budget",
 } as const;
