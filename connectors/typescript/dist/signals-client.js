@@ -641,7 +641,7 @@ var Reply = class {
   get requestId() {
     return this.headers.get("x-request-id");
   }
-  /** The records this answer holds (its records member; CSV lines after the header). */
+  /** The records this answer holds (its records member; none for CSV text or an answer without records). */
   get records() {
     if (typeof this.body === "string") return [];
     const field = OPERATIONS[this.operation].records;
@@ -672,8 +672,7 @@ var SignalsClient = class {
     this.#backoff = options.backoff ?? 0.5;
     this.#timeout = options.timeout ?? 30;
     this.#remember = options.remember ?? 256;
-    const base = options.fetch;
-    this.#fetch = base ?? ((request) => globalThis.fetch(request));
+    this.#fetch = options.fetch ?? ((request) => globalThis.fetch(request));
     this.#sleep = options.sleep ?? ((seconds) => new Promise((done) => setTimeout(done, seconds * 1e3)));
     this.#random = options.random ?? Math.random;
     const headers = { Accept: "application/json", ...options.headers };

@@ -184,7 +184,7 @@ export class Reply<K extends OperationId = OperationId> {
     return this.headers.get("x-request-id");
   }
 
-  /** The records this answer holds (its records member; CSV lines after the header). */
+  /** The records this answer holds (its records member; none for CSV text or an answer without records). */
   get records(): Item<K>[] {
     if (typeof this.body === "string") return [];
     const field = OPERATIONS[this.operation].records;
@@ -229,8 +229,7 @@ export class SignalsClient {
     this.#backoff = options.backoff ?? 0.5;
     this.#timeout = options.timeout ?? 30;
     this.#remember = options.remember ?? 256;
-    const base = options.fetch;
-    this.#fetch = base ?? ((request) => globalThis.fetch(request));
+    this.#fetch = options.fetch ?? ((request) => globalThis.fetch(request)); // unbound, a page's fetch throws
     this.#sleep = options.sleep ?? ((seconds) => new Promise((done) => setTimeout(done, seconds * 1000)));
     this.#random = options.random ?? Math.random;
     const headers: Record<string, string> = { Accept: "application/json", ...options.headers };
