@@ -24,6 +24,15 @@ if [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
   $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90
 fi
 
+# Privacy by release (SIGNALS_PRIVACY_RELEASE=1): release every closed hour of the store before the
+# API starts (a few minutes the first time; later runs release only the hours since), then the
+# lander releases each hour as it closes.
+case "${SIGNALS_PRIVACY_RELEASE:-0}" in
+  1|true|yes|on)
+    echo "==> releasing the closed hours of the store (privacy by release: docs/privacy.md)"
+    $py -m service data release ;;
+esac
+
 # The key made once, kept in $SIGNALS_DATA_DIR/demo-key (0600), shown again on every run: whole and
 # first (scripts/key_banner.sh).
 scripts/key_banner.sh

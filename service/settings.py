@@ -86,6 +86,8 @@ class Settings:
     # Serve every answer from the release (service/release/, docs/privacy.md "Privacy by release")
     # instead of drawing noise per cell: off while the release replaces the per-cell stage.
     privacy_release: bool = _env("SIGNALS_PRIVACY_RELEASE", False)
+    # How long after an hour ends the lander releases it (late events of the hour land meanwhile).
+    privacy_release_delay_seconds: int = _env("SIGNALS_PRIVACY_RELEASE_DELAY_SECONDS", 30)
     privacy_min_users: int = _env("SIGNALS_PRIVACY_MIN_USERS", 10)
     # The privacy budget (service/privacy/budget.py): epsilon one subscription may be charged a
     # calendar month (0 = no budget: every answer served), and the shared ledger's, which pays
@@ -218,7 +220,8 @@ class Settings:
                                 "vhost or amqps://...)")
         if not re.fullmatch(r"[A-Za-z0-9._:-]{1,200}", self.collector_queue):
             raise SettingsError("SIGNALS_COLLECTOR_QUEUE must be 1 to 200 letters, digits and . _ : -")
-        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
+        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1),
+                              ("privacy_release_delay_seconds", 0)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
 

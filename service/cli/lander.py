@@ -41,6 +41,26 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+def _release_closed_hours(settings: Settings, now: dt.datetime) -> None:
+    """With SIGNALS_PRIVACY_RELEASE: release every hour closed SIGNALS_PRIVACY_RELEASE_DELAY_SECONDS
+    ago and not yet released (service/release/: a released hour is never released again, so an
+    event that lands later is kept in the store and left out of the release)."""
+    from service.api.windows import floor_hour
+    from service.release.schedule import release_now
+    from service.release.storage import ReleaseStore
+
+    due = floor_hour(now - dt.timedelta(seconds=settings.privacy_release_delay_seconds))
+    through = ReleaseStore(settings.data_dir).through()
+    if through is not None and through >= due:
+        return
+    try:
+        summary = release_now(settings, due + dt.timedelta(minutes=1))
+    except Exception:  # the next round tries again: nothing half-released is ever shown
+        log.exception("releasing the closed hours failed; the next round tries again")
+        return
+    log.info("released %d nodes through %s in %.2f s", summary.nodes, summary.through, summary.seconds)
+
+
 def run(args: argparse.Namespace, settings: Settings) -> int:
     configure_logging(settings.log_level)
     from service import backend
@@ -104,6 +124,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                      "running hour held; %d events wait", landed.landed, landed.duplicates, landed.batches,
                      f" as generation {landed.generation}" if landed.generation else "", landed.seconds,
                      landed.held, backlog)
+        if settings.privacy_release and not landed.more:
+            _release_closed_hours(settings, now)
         if args.once:
             print(f"landed {landed.landed} events, {landed.duplicates} duplicates dropped, from {landed.batches} "
                   f"batches" + (f"; data generation {landed.generation}" if landed.generation else "")

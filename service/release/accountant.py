@@ -77,11 +77,11 @@ def mechanisms(budget: Budget = BUDGET) -> list[Mechanism]:
                 out.append(Mechanism(f"{table.name}.{measure.name}.{level}",
                                      sigma(table, measure, level, budget) / sensitivity(table, measure, level),
                                      month_factor(_level_days(level))))
-    for table, measure in distinct_measures():
+    for table, name in distinct_measures():
         for days in BLOCK_DAYS:
             for part in ("numerator", "denominator"):
-                out.append(Mechanism(f"repeat.{table.name}.{measure}.{days}d.{part}",
-                                     scalar_sigma(table, measure, budget) / scalar_sensitivity(table, measure),
+                out.append(Mechanism(f"repeat.{table.name}.{name}.{days}d.{part}",
+                                     scalar_sigma(table, name, budget) / scalar_sensitivity(table, name),
                                      month_factor(days)))
     return out
 

@@ -24,10 +24,10 @@ def day_events(settings: Settings) -> DayEvents:
     if settings.uses_clickhouse:
         from service.release.sources import ClickHouseDays
 
-        return ClickHouseDays(snapshot)  # type: ignore[arg-type]
+        return ClickHouseDays(snapshot)
     from service.release.sources import FrameDays
 
-    return FrameDays(snapshot)  # type: ignore[arg-type]
+    return FrameDays(snapshot)
 
 
 def release_now(settings: Settings, now: dt.datetime, *, rebuild: bool = False,

@@ -362,7 +362,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description Missing or invalid API key. Carries `WWW-Authenticate: Bearer`. */
+        /** @description Missing or invalid API key, or a browser token that has expired, was not issued here or was altered, or whose key has been revoked or has expired. Carries `WWW-Authenticate: Bearer`. */
         Problem401: {
             headers: {
                 [name: string]: unknown;
@@ -371,7 +371,7 @@ export interface components {
                 "application/problem+json": components["schemas"]["Problem"];
             };
         };
-        /** @description The endpoint requires a higher plan tier. */
+        /** @description The endpoint requires a higher plan tier (type urn:signals:problem:insufficient-tier), or the credential may not be used here (type urn:signals:problem:credential-not-allowed): a browser token from an origin or on an endpoint it does not list, or an API key sent with an Origin header (from a web page: mint a token at POST /api/v1/tokens). */
         Problem403: {
             headers: {
                 [name: string]: unknown;
@@ -1548,6 +1548,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             414: components["responses"]["Problem414"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
@@ -1780,6 +1789,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             414: components["responses"]["Problem414"];
             429: components["responses"]["Problem429"];
             500: components["responses"]["Problem500"];
@@ -1884,6 +1902,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description The subscription already has 10 webhooks. */
             409: {
                 headers: {
@@ -1959,6 +1986,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook in this key's subscription (another subscription's id included). */
             404: {
                 headers: {
@@ -1994,6 +2030,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook in this key's subscription (another subscription's id included). */
             404: {
                 headers: {
@@ -2105,6 +2150,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook in this key's subscription (another subscription's id included). */
             404: {
                 headers: {
@@ -2147,6 +2201,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook in this key's subscription (another subscription's id included). */
             404: {
                 headers: {
@@ -2204,6 +2267,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook in this key's subscription (another subscription's id included). */
             404: {
                 headers: {
@@ -2280,6 +2352,15 @@ export interface operations {
             };
             400: components["responses"]["Problem400"];
             401: components["responses"]["Problem401"];
+            /** @description Not with this credential (type urn:signals:problem:credential-not-allowed): a browser token (tokens call the data endpoints only), or the API key sent with an Origin header (from a web page). Every plan may call it with its key, from a server. */
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"];
+                };
+            };
             /** @description No such webhook in this key's subscription (another subscription's id included). */
             404: {
                 headers: {
