@@ -41,6 +41,9 @@ def register(subparsers: Any) -> None:
     parser.set_defaults(func=run)
 
 
+_ATTEMPTED: list[dt.datetime] = []  # the last due hour a release ran for (one run per due hour)
+
+
 def _release_closed_hours(settings: Settings, now: dt.datetime) -> None:
     """With SIGNALS_PRIVACY_RELEASE: release every hour closed SIGNALS_PRIVACY_RELEASE_DELAY_SECONDS
     ago and not yet released (service/release/: a released hour is never released again, so an
@@ -51,8 +54,9 @@ def _release_closed_hours(settings: Settings, now: dt.datetime) -> None:
 
     due = floor_hour(now - dt.timedelta(seconds=settings.privacy_release_delay_seconds))
     through = ReleaseStore(settings.data_dir).through()
-    if through is not None and through >= due:
+    if (through is not None and through >= due) or _ATTEMPTED[-1:] == [due]:
         return
+    _ATTEMPTED[:] = [due]
     try:
         summary = release_now(settings, due + dt.timedelta(minutes=1))
     except Exception:  # the next round tries again: nothing half-released is ever shown

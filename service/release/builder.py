@@ -44,6 +44,8 @@ class DayEvents(Protocol):
 
     def first_day(self) -> dt.date | None: ...
 
+    def last_event(self) -> dt.datetime | None: ...
+
     def rows(self, source: str, day: dt.date) -> pl.DataFrame: ...
 
 
@@ -177,6 +179,12 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
     first = events.first_day()
     if first is None:
         return Summary(store.through())
+    # Every node processed with a day closes by that day's end: days that ended before the last
+    # completed run's `through` are whole already (a killed run published no state: its days are
+    # done again, and what it had written is kept).
+    done_through = store.through()
+    if done_through is not None:
+        first = max(first, (done_through - dt.timedelta(days=1)).date())
     days = list(_days(first, through))
     summary = Summary(through)
     exacts: dict[tuple[str, dt.date], DayExact] = {}

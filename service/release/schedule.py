@@ -7,7 +7,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable
 
-from service.api.windows import floor_hour
+from service.api.windows import compute_as_of
 from service.release.builder import DayEvents, Summary, release_through
 from service.release.noise import release_key
 from service.release.storage import ReleaseStore
@@ -32,10 +32,13 @@ def day_events(settings: Settings) -> DayEvents:
 
 def release_now(settings: Settings, now: dt.datetime, *, rebuild: bool = False,
                 progress: Callable[[int, int], None] | None = None) -> Summary:
-    """Release every node closed by the start of `now`'s hour. `rebuild`: drop the release first (a
-    new secret's release: the accountant's log then holds both, docs/privacy.md)."""
+    """Release every node closed by the start of `now`'s hour, but no later than the end of the
+    store's last hour with an event (as `as_of`: a store that stopped receiving events is not
+    released into hours it knows nothing of). `rebuild`: drop the release first (meant for a new
+    secret, docs/privacy.md "Late events, rebuilding, secrets")."""
     store = ReleaseStore(settings.data_dir)
     if rebuild:
         store.remove_all()
-    return release_through(store, day_events(settings), release_key(settings.secret), floor_hour(now),
+    events = day_events(settings)
+    return release_through(store, events, release_key(settings.secret), compute_as_of(now, events.last_event()),
                            progress=progress)

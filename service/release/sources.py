@@ -31,6 +31,9 @@ class FrameDays:
         first = self.frames.first_event
         return first.date() if first is not None else None
 
+    def last_event(self) -> dt.datetime | None:
+        return self.frames.last_event
+
     def rows(self, source: str, day: dt.date) -> pl.DataFrame:
         frame = self.frames.suppressions if source == schema.SUPPRESSIONS else self.frames.keyword_changes
         ts = frame.get_column("ts")
@@ -48,6 +51,9 @@ class ClickHouseDays:
     def first_day(self) -> dt.date | None:
         first = self.snapshot.first_event
         return first.date() if first is not None else None
+
+    def last_event(self) -> dt.datetime | None:
+        return self.snapshot.last_event
 
     def rows(self, source: str, day: dt.date) -> pl.DataFrame:
         columns = ", ".join(schema.SCHEMAS[source])
