@@ -189,6 +189,7 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
     summary = Summary(through)
     exacts: dict[tuple[str, dt.date], DayExact] = {}
     pairs: dict[dt.date, dict[tuple[str, str], pl.DataFrame]] = {}
+    deferred: list[dt.date] = []
 
     rows: dict[dt.date, DayRows] = {}
 
@@ -233,7 +234,10 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
                 store.add(table.name, week.start.date(),
                           rows_frame(table, [node_rows(table, week, week_sum, everything, key, budget)]), node_schema(table))
                 summary.nodes += 1
-        _release_scalars(store, pairs_of, key, day, through, budget)
+        if any(block_end(day, n) and day - dt.timedelta(days=n - 1) < days[0] for n in BLOCK_DAYS):
+            deferred.append(day)  # a block reaching back before this run: after the hour is published
+        else:
+            _release_scalars(store, pairs_of, key, day, through, budget)
         # Days more than a week back are no longer needed for a week node, nor a block's pairs
         # more than its longest block back.
         for stale in [k for k in exacts if k[1] <= day - dt.timedelta(days=7)]:
@@ -246,6 +250,10 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
     summary.seconds = time.monotonic() - started
     store.publish(through, key_fingerprint(key), {"nodes": summary.nodes, "days": summary.days,
                                                    "seconds": round(summary.seconds, 2)})
+    if deferred:  # the hour's nodes are out; a block's repeat factors read its days again
+        for day in deferred:
+            _release_scalars(store, pairs_of, key, day, through, budget)
+        store.publish(through, key_fingerprint(key), {"scalars_of": [d.isoformat() for d in deferred]})
     return summary
 
 
