@@ -30,6 +30,12 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    if getattr(args, "needs_secret", False):  # the commands that hash user ids or draw noise (settings.py)
+        try:
+            settings.require_secret()
+        except SettingsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     configure_logging("warning")
     if args.command in ("worker", "precompute", "data", "lander"):  # their metrics join the web process's (gunicorn.conf.py)
         metrics_export.use_directory(settings.run_dir / "metrics")

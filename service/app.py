@@ -54,7 +54,7 @@ def privacy_params(settings: Settings) -> PrivacyParams:
 
 def cache_variant(settings: Settings) -> str:
     """What besides the request and the data an answer depends on: code version and privacy."""
-    return f"{__version__}:{noise_key_fingerprint(settings.secret)}:{privacy_params(settings)!r}"
+    return f"{__version__}:{noise_key_fingerprint(settings.require_secret())}:{privacy_params(settings)!r}"
 
 
 def signals_resources(settings: Settings, engine: QueryEngine, store: EventSource, clock: Clock, gate: cache.Gate,
@@ -83,11 +83,12 @@ def create_app(
     gate: cache.Gate | None = None,
 ) -> falcon.App:
     settings = settings or Settings.from_env()
+    secret = settings.require_secret()  # refused at start without SIGNALS_SECRET (keys the noise)
     clock = clock or SystemClock()
     chosen = backend.choose(settings)
     store = store or chosen.event_store()
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
-    engine = engine or chosen.engine(Privacy(settings.secret, privacy_params(settings)))
+    engine = engine or chosen.engine(Privacy(secret, privacy_params(settings)))
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                                  settings.process_cache_mb << 20)
 

@@ -61,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     demo_parser.add_argument("--replace", action="store_true", help="replace event data already in the data directory")
     demo_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    demo_parser.set_defaults(func=run_demo)
+    demo_parser.set_defaults(func=run_demo, needs_secret=True)  # hashes the user ids
 
     ingest_parser = commands.add_parser(
         "ingest",
@@ -80,7 +80,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "running an ingest again after a crash never loads a row twice)",
     )
     ingest_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    ingest_parser.set_defaults(func=run_ingest)
+    ingest_parser.set_defaults(func=run_ingest, needs_secret=True)  # hashes the user ids
 
     init_parser = commands.add_parser(
         "clickhouse-init",
@@ -185,6 +185,7 @@ def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from service.demo import generate as demo
 
+    secret = settings.require_secret()
     data_dir = settings.data_dir
     end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour
     chosen = backend.choose(settings)
@@ -198,7 +199,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             days=args.days,
             seed=args.seed,
             end=end,
-            secret=settings.secret,
+            secret=secret,
             progress=args.progress,
             replace=args.replace,
             target=target,
@@ -237,6 +238,7 @@ def _landing(outcome: str) -> None:
 
 
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    secret = settings.require_secret()
     problems = [
         f"{path}: {'is a directory' if path.is_dir() else 'file not found'}"
         for path in args.files
@@ -255,7 +257,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         report = ingest.ingest_files(
             settings.data_dir,
             args.files,
-            secret=settings.secret,
+            secret=secret,
             now=now,
             table=args.table,
             progress=args.progress,
