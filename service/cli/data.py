@@ -11,7 +11,8 @@ the data directory.
 
 Exit codes: 0 done; 1 the command ran but failed (data already present without --replace, a
 file refused as a whole, a write error, a store in a state no crash leaves); 2 bad usage
-(argparse) or a file that does not exist. Rows rejected by the contract do not change the exit
+(argparse), a file that does not exist, or no SIGNALS_SECRET (demo and ingest hash the user ids
+with it). Rows rejected by the contract do not change the exit
 code: they are quarantined and counted in the summary. Nor does a file skipped because its
 content is already in the store (`--force` loads it again).
 """
