@@ -254,6 +254,16 @@ class SignalsClient:
         plan may call, the key's prefix."""
         return self.call("account", {})
 
+    # -- browser tokens (for the server behind a web page: docs/api.md "Calling the API from a web page")
+
+    def mint_token(self, origins: Sequence[str], ttl_seconds: int | None = None, endpoints: Sequence[str] | None = None,
+                   fixed: Mapping[str, Any] | None = None) -> dict[str, Any]:
+        """A short-lived token for a web page at `origins` (`token`, `expires_at`, `origins`,
+        `endpoints`, `fixed`): the page sends it instead of the key, which never leaves this server."""
+        return self.manage("mint_token", {"origins": list(origins), "ttl_seconds": ttl_seconds,
+                                          "endpoints": None if endpoints is None else list(endpoints),
+                                          "fixed": None if fixed is None else dict(fixed)}).body
+
     # -- webhooks (account management: any plan, the key's own subscription) -------------------
     # Fields are checked by the API, whose 400 names each bad field (SignalsError.errors); the
     # fields' schemas are in `operations.management[...]`. tests/connectors/test_client_webhooks.py checks

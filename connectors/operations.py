@@ -201,8 +201,9 @@ class Operations(Mapping[str, Operation]):
                  management: Sequence[Operation] = (), plans: Sequence[Plan] = ()) -> None:
         self._by_name = {op.name: op for op in operations}
         self.version = version
-        # The account-management operations (webhooks): not data, so not in the mapping (no
-        # report, no MCP tool), but the client calls them and the dashboard builds forms from them.
+        # The account-management operations (webhooks, minting browser tokens): not data, so not in
+        # the mapping (no report, no MCP tool), but the client calls them and the dashboard builds
+        # forms from them.
         self.management: Mapping[str, Operation] = {op.name: op for op in management}
         # The plans by slug, lowest first (empty for a document without `x-plans`).
         self.plans: Mapping[str, Plan] = {plan.name: plan for plan in plans}
@@ -217,7 +218,7 @@ class Operations(Mapping[str, Operation]):
             for method, op in methods.items():
                 if not isinstance(op, dict) or "operationId" not in op or "bearerAuth" not in str(op.get("security")):
                     continue
-                kind = management if "webhooks" in op.get("tags", ()) else operations
+                kind = management if {"webhooks", "tokens"} & set(op.get("tags", ())) else operations
                 kind.append(dataclasses.replace(_operation(path, method.upper(), op), **shared))
         plans = [Plan.from_openapi(entry) for entry in document.get("x-plans", ()) if isinstance(entry, dict)]
         return cls(operations, document.get("info", {}).get("version", ""), management, plans)

@@ -44,6 +44,21 @@ elif [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
   $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90
 fi
 
+# Privacy by release (SIGNALS_PRIVACY_RELEASE=1): release every closed hour of the store before the
+# API starts (a few minutes the first time; later runs release only the hours since), then the
+# lander releases each hour as it closes. After --new-data a release made before (other data, the
+# old secret) is made again from nothing.
+case "${SIGNALS_PRIVACY_RELEASE:-0}" in
+  1|true|yes|on)
+    echo "==> releasing the closed hours of the store (privacy by release: docs/privacy.md)"
+    $py -m service data release ${new_data:+--rebuild} ;;
+  *)
+    if [ -n "$new_data" ] && [ -d "$SIGNALS_DATA_DIR/release" ]; then
+      echo "==> --new-data: making the release of an earlier run again, for the new data and secret"
+      $py -m service data release --rebuild
+    fi ;;
+esac
+
 # The key made once, kept in $SIGNALS_DATA_DIR/demo-key (0600), shown again on every run: whole and
 # first (scripts/key_banner.sh).
 scripts/key_banner.sh

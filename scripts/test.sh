@@ -6,6 +6,9 @@
 # starts itself) and the real PostgreSQL (SIGNALS_TEST_POSTGRES_URL, default the local `test` db).
 # The Apps Script functions run under Node's test runner (node --test, Node 18+), started by
 # tests/connectors/test_apps_script.py with answers it records from the API; Node must be on PATH.
+# The TypeScript client (connectors/typescript) is installed from its package-lock.json (npm ci,
+# from npm's cache when it has the packages) and tested with `npm test` (its types, its bundle's
+# staleness, node:test against a fake fetch: a few seconds) before pytest, in both tiers.
 # The dashboard's browser tests run Debian's chromium + chromium-driver, installed when missing;
 # they save their screenshots to a temporary directory (docs/dashboard.md's and the README's are
 # made by scripts/screenshots.sh), so a run leaves `git status` as it was.
@@ -19,6 +22,8 @@ cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements-dev.txt
 echo "==> mypy (service/, cache/)" >&2
 .venv/bin/mypy
+echo "==> the TypeScript client (connectors/typescript: npm ci, npm test)" >&2
+(cd connectors/typescript && npm ci --prefer-offline --no-audit --no-fund --loglevel=error && npm test --silent)
 if [ "${1:-}" = "--quick" ]; then
   shift
   exec .venv/bin/python -m pytest -m "not process and not slow" -n 2 "$@"

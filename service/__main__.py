@@ -30,7 +30,8 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
-    if getattr(args, "needs_secret", False):  # the commands that hash user ids or draw noise (settings.py)
+    needs_secret = getattr(args, "needs_secret", False)  # the commands that hash user ids or draw noise
+    if needs_secret is True or (callable(needs_secret) and needs_secret(settings)):
         try:
             settings.require_secret()
         except SettingsError as exc:

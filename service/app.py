@@ -11,6 +11,7 @@ import cache
 from service import __version__, backend
 from service.accounts import AccountStore
 from service.accounts.cached import CachedAuthenticator
+from service.accounts.tokens import TokenSigner
 from service.answers.compute_slots import ComputeSlots
 from service.answers.flights import Flights
 from service.answers.stale import StalePolicy
@@ -22,15 +23,19 @@ from service.http.errors import handle_unexpected, serialize_problem
 from service.http.middleware.allow import AllowHeaderMiddleware
 from service.http.middleware.auth import AuthenticationMiddleware, TierMiddleware
 from service.http.middleware.client_address import ClientAddress
+from service.http.middleware.cors import CorsMiddleware
 from service.http.middleware.metrics import MetricsMiddleware
 from service.http.middleware.query_encoding import QueryEncodingMiddleware
 from service.http.middleware.rate_limit import RateLimitMiddleware
 from service.http.middleware.request_id import RequestIdMiddleware
+from service.http.middleware.token_scope import TokenScopeMiddleware
 from service.http.middleware.url_length import UrlLengthMiddleware
 from service.http.resources.account import AccountResource
 from service.http.resources.health import HealthResource, ReadinessResource
 from service.http.resources.openapi import OpenApiResource
+from service.http.resources.privacy import PrivacyResource
 from service.http.resources.signals import SignalsResource
+from service.http.resources.tokens import TokensResource
 from service.privacy import Privacy, PrivacyParams, noise_key_fingerprint
 from service.privacy.budget import PrivacyBudget
 from service.settings import Settings
@@ -83,9 +88,14 @@ def create_app(
     gate: cache.Gate | None = None,
 ) -> falcon.App:
     settings = settings or Settings.from_env()
-    secret = settings.require_secret()  # refused at start without SIGNALS_SECRET (keys the noise)
+    secret = settings.require_secret()  # refused at start without SIGNALS_SECRET (keys the noise and the tokens)
     clock = clock or SystemClock()
     chosen = backend.choose(settings)
+    if settings.privacy_release and store is None and engine is None:
+        # Every answer read from the release (docs/privacy.md "Privacy by release").
+        from service.release.engine import ReleaseEngine, ReleaseSource
+
+        store, engine = ReleaseSource(settings.data_dir), ReleaseEngine()  # type: ignore[assignment]
     store = store or chosen.event_store()
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
     engine = engine or chosen.engine(Privacy(secret, privacy_params(settings)))
@@ -93,17 +103,21 @@ def create_app(
                                  settings.process_cache_mb << 20)
 
     # The order is the contract of the request path:
-    # URL too long (414) -> query string not UTF-8 (400) -> who (401) -> may they (403) -> how often (429) -> resource: valid? (400)
-    # -> cached? -> compute
+    # URL too long (414) -> query string not UTF-8 (400) -> a CORS preflight (204) -> who (401) -> this credential
+    # here (403) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
+    tokens = TokenSigner(secret)
     middleware = (
         MetricsMiddleware(gate),
         RequestIdMiddleware(),
         AllowHeaderMiddleware(),
         UrlLengthMiddleware(),
         QueryEncodingMiddleware(),
+        CorsMiddleware(settings.cors_max_age_seconds),
         AuthenticationMiddleware(CachedAuthenticator(accounts, settings.auth_cache_seconds,
-                                                     stale_seconds=settings.auth_stale_seconds), gate, client_address),
+                                                     stale_seconds=settings.auth_stale_seconds), gate, client_address,
+                                 tokens, clock),
+        TokenScopeMiddleware(gate),
         TierMiddleware(gate),
         RateLimitMiddleware(gate),
     )
@@ -118,6 +132,7 @@ def create_app(
     resources = {
         **{resource.endpoint.name: resource for resource in signals_resources(settings, engine, store, clock, gate)},
         "account": AccountResource(PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget), clock),
+        "tokens": TokensResource(tokens, clock),
         **webhook_resources.resources(WebhookStore(accounts.db_engine, clock), clock,
                                       allow_private=settings.webhook_allow_private),
     }
@@ -129,6 +144,7 @@ def create_app(
                           **({"suffix": operation.suffix} if operation.suffix else {}))
     app.add_route("/api/v1/openapi", OpenApiResource(max_cells=settings.query_max_cells,
                                                       deadline=settings.compute_deadline_seconds))
+    app.add_route("/api/v1/privacy", PrivacyResource())
     app.add_route("/healthz", HealthResource())
     app.add_route("/readyz", ReadinessResource(store, accounts, gate))
     return app

@@ -61,8 +61,9 @@ class Settings:
     host: str = _env("SIGNALS_HOST", "127.0.0.1")
     port: int = _env("PORT", 8000)
     environment: str = _env("SIGNALS_ENV", "development", lower=True)  # development | production
-    # Keys the privacy noise and the hash of user ids. No default: empty means not set, and the
-    # processes that use it refuse to start (`require_secret`); production refuses at once.
+    # Keys the privacy noise, the hash of user ids and the browser tokens' signatures. No default:
+    # empty means not set, and the processes that use it refuse to start (`require_secret`);
+    # production refuses at once.
     secret: str = _env("SIGNALS_SECRET", "", secret=True)
     web_concurrency: int = _env("WEB_CONCURRENCY", 0)  # 0 = size for the machine (gunicorn.conf.py)
     # requests each web worker serves at once (threads; gunicorn.conf.py)
@@ -74,6 +75,9 @@ class Settings:
     auth_cache_seconds: int = _env("SIGNALS_AUTH_CACHE_SECONDS", 10)
     # While the accounts database is down, keys accepted this recently keep working (service/accounts/cached.py).
     auth_stale_seconds: int = _env("SIGNALS_AUTH_STALE_SECONDS", 600)
+    # Seconds a browser may keep a CORS preflight's answer (Access-Control-Max-Age; service/http/middleware/cors.py):
+    # 7200 is the most Chromium keeps one (Firefox: 86400).
+    cors_max_age_seconds: int = _env("SIGNALS_CORS_MAX_AGE_SECONDS", 7200)
     # off: every request is computed (rate limits still apply)
     cache_responses: bool = _env("SIGNALS_CACHE_RESPONSES", True)
     # cached bodies each worker keeps in its memory (served alone while Redis is down)
@@ -85,6 +89,11 @@ class Settings:
     privacy_epsilon_users: float = _env("SIGNALS_PRIVACY_EPSILON_USERS", 1.0)
     # the most one user adds to one cell's sum (caps are chosen per cell)
     privacy_max_cap: int = _env("SIGNALS_PRIVACY_MAX_CAP", 10_000)
+    # Serve every answer from the release (service/release/, docs/privacy.md "Privacy by release")
+    # instead of drawing noise per cell: off while the release replaces the per-cell stage.
+    privacy_release: bool = _env("SIGNALS_PRIVACY_RELEASE", False)
+    # How long after an hour ends the lander releases it (late events of the hour land meanwhile).
+    privacy_release_delay_seconds: int = _env("SIGNALS_PRIVACY_RELEASE_DELAY_SECONDS", 30)
     privacy_min_users: int = _env("SIGNALS_PRIVACY_MIN_USERS", 10)
     # The privacy budget (service/privacy/budget.py): epsilon one subscription may be charged a
     # calendar month (0 = no budget: every answer served), and the shared ledger's, which pays
@@ -163,6 +172,8 @@ class Settings:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be a positive finite number, got {value}")
         if not 0 <= self.auth_stale_seconds <= 86_400:
             raise SettingsError("SIGNALS_AUTH_STALE_SECONDS must be between 0 and 86400")
+        if not 0 <= self.cors_max_age_seconds <= 86_400:
+            raise SettingsError("SIGNALS_CORS_MAX_AGE_SECONDS must be between 0 and 86400")
         if not 1 <= self.web_threads <= 256:
             raise SettingsError("SIGNALS_WEB_THREADS must be between 1 and 256")
         if not (math.isfinite(self.client_timeout_seconds) and 0.5 <= self.client_timeout_seconds <= 300):
@@ -217,7 +228,8 @@ class Settings:
                                 "vhost or amqps://...)")
         if not re.fullmatch(r"[A-Za-z0-9._:-]{1,200}", self.collector_queue):
             raise SettingsError("SIGNALS_COLLECTOR_QUEUE must be 1 to 200 letters, digits and . _ : -")
-        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1)):
+        for name, minimum in (("privacy_max_cap", 1), ("privacy_min_users", 1), ("query_max_cells", 1),
+                              ("privacy_release_delay_seconds", 0)):
             if getattr(self, name) < minimum:
                 raise SettingsError(f"SIGNALS_{name.upper()} must be at least {minimum}")
 
@@ -234,9 +246,10 @@ class Settings:
         return self.wait_seconds or self.compute_deadline_seconds + 1.0
 
     def require_secret(self) -> str:
-        """SIGNALS_SECRET, for the processes that use it (the web app, the worker, precompute, the
-        collector, `data demo` and `data ingest`). Not set: SettingsError, saying how to get one (no
-        secret in the code ever stands in for it)."""
+        """SIGNALS_SECRET, for the processes that use it (the web app: noise and browser tokens; the
+        worker, precompute, `data release` and, releasing, the lander: noise; the collector, `data
+        demo` and `data ingest`: the user ids' hash). Not set: SettingsError, saying how to get one
+        (no secret in the code ever stands in for it)."""
         if self.secret:
             return self.secret
         kept = self.data_dir / SECRET_FILE
@@ -247,8 +260,8 @@ class Settings:
             how = (f"./scripts/run.sh makes one for this install on its first run (kept in {kept}) and sets it; "
                    f"to start this process yourself, set SIGNALS_SECRET to a long random value, the same for "
                    f"every process of the deployment, e.g. what {SECRET_COMMAND} prints")
-        raise SettingsError("SIGNALS_SECRET is not set: it keys the privacy noise and the hash of user ids, "
-                            f"and no secret in the code stands in for it. {how}.")
+        raise SettingsError("SIGNALS_SECRET is not set: it keys the privacy noise, the hash of user ids and the "
+                            f"browser tokens, and no secret in the code stands in for it. {how}.")
 
     @property
     def uses_clickhouse(self) -> bool:

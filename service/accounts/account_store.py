@@ -28,6 +28,7 @@ from service.accounts.principals import (
     IngestPrincipal,
     KeyInfo,
     KeyNotFound,
+    KeyRef,
     Principal,
 )
 from service.accounts.tables import api_keys, ingest_keys, subscriptions
@@ -195,24 +196,35 @@ class AccountStore:
         """`authenticate` for keys already hashed, many in one query: what each digest's key is
         worth now. For the cache of accepted keys, which checks its keys again in batches
         (one query for a few hundred keys costs about what one costs for a single key)."""
-        wanted = set(digests)
+        return cast(dict[str, Principal | AuthFailure], self.authenticate_refs(digests))
+
+    def authenticate_refs(self, refs: Collection[KeyRef]) -> dict[KeyRef, Principal | AuthFailure]:
+        """What each key is worth now, in one query: a key named by its digest (str, a key
+        presented) or by its id (int, the key a browser token was minted with,
+        service/accounts/tokens.py). A revoked or expired key's tokens fail as the key does."""
+        wanted = set(refs)
         if not wanted:
             return {}
+        digests = sorted(ref for ref in wanted if isinstance(ref, str))
+        ids = sorted(ref for ref in wanted if isinstance(ref, int))
+        statement = _AUTHENTICATE_EITHER if digests and ids else _AUTHENTICATE if digests else _AUTHENTICATE_IDS
         with self.db_engine.connect() as connection:
-            rows = connection.execute(_AUTHENTICATE, {"digests": sorted(wanted)}).all()
+            rows = connection.execute(statement, {"digests": digests, "ids": ids}).all()
         now = self.clock.now()
-        outcomes: dict[str, Principal | AuthFailure] = dict.fromkeys(wanted, AuthFailure.UNKNOWN)
+        outcomes: dict[KeyRef, Principal | AuthFailure] = dict.fromkeys(wanted, AuthFailure.UNKNOWN)
         for row in rows:
-            digest = row.key_hash
-            if digest not in wanted:  # exact comparison, whatever the database's collation
-                continue
+            outcome: Principal | AuthFailure
             if row.revoked_at is not None:
-                outcomes[digest] = AuthFailure.REVOKED
+                outcome = AuthFailure.REVOKED
             elif row.expires_at is not None and row.expires_at <= now:
-                outcomes[digest] = AuthFailure.EXPIRED
+                outcome = AuthFailure.EXPIRED
             else:
-                outcomes[digest] = Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix,
-                                             row.expires_at)
+                outcome = Principal(row.subscription_id, row.name, Tier.parse(row.tier), row.prefix,
+                                    row.expires_at, row.key_id, row.key_hash)
+            if row.key_hash in wanted:  # exact comparison, whatever the database's collation
+                outcomes[row.key_hash] = outcome
+            if row.key_id in wanted:
+                outcomes[row.key_id] = outcome
         return outcomes
 
     # -- ingest keys (the event collector) ------------------------------------------------
@@ -331,8 +343,9 @@ def _generated_subscription_name() -> str:
     return "sub-" + "".join(secrets.choice(_NAME_ALPHABET) for _ in range(8))
 
 
-_AUTHENTICATE = (
+_SELECT_KEYS = (
     sa.select(
+        api_keys.c.id.label("key_id"),
         api_keys.c.key_hash,
         api_keys.c.prefix,
         api_keys.c.expires_at,
@@ -342,5 +355,9 @@ _AUTHENTICATE = (
         subscriptions.c.tier,
     )
     .join(subscriptions, api_keys.c.subscription_id == subscriptions.c.id)
-    .where(api_keys.c.key_hash.in_(sa.bindparam("digests", expanding=True)))
 )
+_BY_DIGEST = api_keys.c.key_hash.in_(sa.bindparam("digests", expanding=True))
+_BY_ID = api_keys.c.id.in_(sa.bindparam("ids", expanding=True))
+_AUTHENTICATE = _SELECT_KEYS.where(_BY_DIGEST)  # keys presented: the unique index on the hash
+_AUTHENTICATE_IDS = _SELECT_KEYS.where(_BY_ID)  # the keys of browser tokens: the primary key
+_AUTHENTICATE_EITHER = _SELECT_KEYS.where(sa.or_(_BY_DIGEST, _BY_ID))

@@ -14,6 +14,11 @@ makes a few queries per TTL instead of one per key. A key not used since its las
 checked again: it is forgotten when its time is up. A key a batch finds revoked, expired or gone
 is forgotten; its next request gets the precise refusal.
 
+A browser token (service/accounts/tokens.py) names the key that minted it by the key's id: the
+token's key is looked up by that id (`authenticate_key_id`), remembered and checked again in the
+same batches as the keys presented, so a token costs what a key costs, and a revoked key's tokens
+stop working within the same `ttl_seconds`.
+
 While the accounts database cannot be reached, a key accepted within the last `stale_seconds`
 (SIGNALS_AUTH_STALE_SECONDS) keeps working from its last known answer, so an outage of the database
 does not take the API down for the subscribers who were using it; a key not seen recently gets
@@ -40,7 +45,7 @@ from sqlalchemy.exc import SQLAlchemyError
 
 from service.accounts import keys
 from service.accounts.account_store import AccountStore
-from service.accounts.principals import AuthFailure, Principal
+from service.accounts.principals import AuthFailure, KeyRef, Principal
 
 log = logging.getLogger("signals.auth")
 
@@ -74,7 +79,8 @@ class CachedAuthenticator:
         self._maxsize = maxsize
         self._batch = min(max(1, batch), MAX_BATCH)
         self._timer = timer
-        self._accepted: dict[str, _Entry] = {}  # key hash -> entry, in the order of the last check
+        # key hash (a key presented) or key id (a browser token's key) -> entry, in the order of the last check
+        self._accepted: dict[KeyRef, _Entry] = {}
         self._lock = threading.Lock()  # for changes and scans; a dict read needs none
 
     def authenticate(self, presented: str | None) -> Principal | AuthFailure:
@@ -82,12 +88,21 @@ class CachedAuthenticator:
         be reached and the key has no recent answer."""
         if self._ttl <= 0 or not presented or not keys.looks_like_key(presented):
             return self._guarded(lambda: self._store.authenticate(presented), None)
-        digest = keys.hash_key(presented)
-        entry = self._accepted.get(digest)
+        return self._remembered(keys.hash_key(presented))
+
+    def authenticate_key_id(self, key_id: int) -> Principal | AuthFailure:
+        """The principal of the key with this id, or why it is refused: what a browser token
+        minted with that key acts for (AccountsUnavailable as `authenticate`)."""
+        if self._ttl <= 0:
+            return self._guarded(lambda: self._store.authenticate_refs([key_id])[key_id], None)
+        return self._remembered(key_id)
+
+    def _remembered(self, ref: KeyRef) -> Principal | AuthFailure:
+        entry = self._accepted.get(ref)
         if entry is not None and self._timer() < entry.until:
             entry.used = True
             return self._valid(entry.principal)
-        return self._guarded(lambda: self._check(digest), entry)
+        return self._guarded(lambda: self._check(ref), entry)
 
     def _valid(self, principal: Principal) -> Principal | AuthFailure:
         if principal.expires_at is None or principal.expires_at > self._store.clock.now():
@@ -122,14 +137,14 @@ class CachedAuthenticator:
                             "answers, %d refused", self._timer() - outage.started, outage.served, outage.refused)
         return outcome
 
-    def _check(self, digest: str) -> Principal | AuthFailure:
-        """Look `digest` up, with the remembered keys that are due for a check (see the module).
-        Answers count from before the query: an entry is never trusted longer than `ttl` after
-        the database was asked."""
+    def _check(self, digest: KeyRef) -> Principal | AuthFailure:
+        """Look `digest` (a key's hash, or a token's key id) up, with the remembered keys that are
+        due for a check (see the module). Answers count from before the query: an entry is never
+        trusted longer than `ttl` after the database was asked."""
         started = self._timer()
         with self._lock:
             due = self._due(digest, started)
-        outcomes = self._store.authenticate_digests([digest, *(known for known, _ in due)])
+        outcomes = self._store.authenticate_refs([digest, *(known for known, _ in due)])
         with self._lock:
             for known, seen in due:
                 # Another thread may have checked it meanwhile (and perhaps found it revoked):
@@ -139,13 +154,13 @@ class CachedAuthenticator:
             self._apply(digest, outcomes[digest], started)  # last: the newest in check order
         return outcomes[digest]
 
-    def _due(self, digest: str, now: float) -> list[tuple[str, _Entry]]:
+    def _due(self, digest: KeyRef, now: float) -> list[tuple[KeyRef, _Entry]]:
         """Entries to check along with `digest`: those used since their check, whether or not
         their time is up (keys checked in one batch run out together, and the key whose miss
         starts the next batch is one of them). Drops the unused ones past their time. Lock held."""
         checked_before = now - self._ttl / 2
-        due: list[tuple[str, _Entry]] = []
-        gone: list[str] = []
+        due: list[tuple[KeyRef, _Entry]] = []
+        gone: list[KeyRef] = []
         for known, entry in self._accepted.items():
             if entry.checked > checked_before or len(due) >= self._batch - 1:
                 break
@@ -157,7 +172,7 @@ class CachedAuthenticator:
             del self._accepted[known]
         return due
 
-    def _apply(self, digest: str, outcome: Principal | AuthFailure, checked: float) -> None:
+    def _apply(self, digest: KeyRef, outcome: Principal | AuthFailure, checked: float) -> None:
         """Remember an accepted key as checked at `checked`, or forget a refused one. Lock held."""
         self._accepted.pop(digest, None)  # re-inserted at the end: the dict stays in check order
         if not isinstance(outcome, Principal):

@@ -44,6 +44,15 @@ class Principal:
     tier: Tier
     key_prefix: str
     expires_at: dt.datetime | None = None  # lets a cache of accepted keys respect expiry
+    key_id: int | None = None  # the key's row: what a browser token minted with it names (service/accounts/tokens.py)
+    # The key's SHA-256 hash, which a browser token is bound to (service/accounts/tokens.py, `key_binding`);
+    # never shown.
+    key_hash: str | None = dataclasses.field(default=None, repr=False)
+
+
+# How the accounts store is asked about a key (`AccountStore.authenticate_refs`): by the SHA-256
+# digest of the key presented (str), or by the key's id (int), which a browser token names.
+KeyRef = str | int
 
 
 @dataclasses.dataclass(frozen=True)

@@ -47,10 +47,11 @@ from service.engine import cost as query_cost
 from service.engine.interface import QueryEngine, Snapshot
 from service.engine.ordering import counting_rows
 from service.engine.requests import FlexibleQuery
-from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, Problem
+from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, OUTSIDE_RELEASE, Problem
 from service.observability import metrics
 from service.privacy.budget import BudgetState, PrivacyBudget, answer_name
 from service.privacy.charges import charging
+from service.release.answers import OutsideMenu
 
 log = logging.getLogger("signals.resources")
 
@@ -241,8 +242,11 @@ class Answers:
         """The engine's answer rendered, with what its cells cost (the privacy stage counts them)."""
         request, as_of = prepared.request, prepared.as_of
         assert request is not None and as_of is not None  # prepared without a problem: it has both
-        with counting_rows() as rows, charging() as charges:
-            frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
+        try:
+            with counting_rows() as rows, charging() as charges:
+                frame = getattr(self._engine, self.endpoint.name)(frames, as_of, request)
+        except OutsideMenu as exc:  # a /query no released table covers (service/release/answers.py)
+            raise Problem(422, exc.detail, kind=OUTSIDE_RELEASE) from None
         # A ranked answer's rows before the page was cut from it; any other answer is whole.
         total = rows.total if rows.total is not None else frame.height
         if getattr(request, "format", "json") == "csv":

@@ -13,7 +13,14 @@ from service.api.endpoints import Endpoint
 from service.api.operations import OPERATIONS, Operation
 from service.api.paging import CURSOR, LINK_DESCRIPTION, TOTAL_DESCRIPTION, TOTAL_HEADER
 from service.api.tiers import Tier
-from service.http.errors import ANSWER_NOT_READY, COMPUTATION_TIMEOUT, PRIVACY_BUDGET, problem_type
+from service.api.token_fields import TOKEN_SCHEMA
+from service.http.errors import (
+    ANSWER_NOT_READY,
+    COMPUTATION_TIMEOUT,
+    CREDENTIAL_NOT_ALLOWED,
+    PRIVACY_BUDGET,
+    problem_type,
+)
 from service.http.middleware.url_length import MAX_URL_BYTES
 from service.privacy.budget import HEADER as BUDGET_HEADER
 from service.settings import COMPUTE_DEADLINE_SECONDS, QUERY_MAX_CELLS
@@ -21,8 +28,12 @@ from service.webhooks.openapi import webhook_operation
 
 _ERRORS = {
     "400": "Invalid or missing parameter. `errors` names each bad parameter with the allowed values or bounds.",
-    "401": "Missing or invalid API key. Carries `WWW-Authenticate: Bearer`.",
-    "403": "The endpoint requires a higher plan tier.",
+    "401": "Missing or invalid API key, or a browser token that has expired, was not issued here or was altered, "
+           "or whose key has been revoked or has expired. Carries `WWW-Authenticate: Bearer`.",
+    "403": "The endpoint requires a higher plan tier (type " + problem_type(403) + "), or the credential may not "
+           "be used here (type " + problem_type(403, CREDENTIAL_NOT_ALLOWED) + "): a browser token from an origin or "
+           "on an endpoint it does not list, or an API key sent with an Origin header (from a web page: mint a "
+           "token at POST /api/v1/tokens).",
     "414": f"The URL (path and query string) is longer than {MAX_URL_BYTES} bytes.",
     "429": "Rate limit exceeded (per subscription per minute, or too many failed authentications from an "
            "address), or, on the signals endpoints, the subscription's privacy budget for the month would be "
@@ -151,7 +162,7 @@ def _operation(endpoint: Endpoint, max_cells: int, deadline: float) -> dict[str,
         # The records' flat columns (flatcolumns/; the document's `x-signals-columns`), in
         # order: every one a record may have (compare and intervals add theirs, /query has its group_by's).
         "x-signals-columns": [name for name, _path in flat_columns(schema_shape(endpoint.record_schema))],
-        "security": [{"bearerAuth": []}],
+        "security": [{"bearerAuth": []}, {"browserToken": []}],
     }
     ok_content: dict[str, Any] = {"application/json": {"schema": endpoint.envelope_schema()}}
     if endpoint.in_body:
@@ -251,6 +262,48 @@ def _account_operation(operation: Operation) -> dict[str, Any]:
     }
 
 
+# Any plan may call the account and webhook operations, but not with every credential.
+_CREDENTIAL_403 = {
+    "description": "Not with this credential (type " + problem_type(403, CREDENTIAL_NOT_ALLOWED) + "): a browser "
+                   "token (tokens call the data endpoints only), or the API key sent with an Origin header (from a "
+                   "web page). Every plan may call it with its key, from a server.",
+    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+}
+
+
+def _token_operation(operation: Operation) -> dict[str, Any]:
+    """POST /api/v1/tokens (service/http/resources/tokens.py; its fields: service/api/token_fields.py)."""
+    responses: dict[str, Any] = {
+        "201": {
+            "description": "The token and what it allows. A credential: never stored by a cache (no-store).",
+            "headers": {"Cache-Control": {"schema": {"type": "string"}, "description": "no-store"}, **_RATE_HEADERS},
+            "content": {"application/json": {"schema": TOKEN_SCHEMA}},
+        },
+        "403": {"description": "A token was sent instead of a key (a token cannot mint tokens), the key was sent "
+                               "with an Origin header (keys are for servers: mint on your server), or `endpoints` "
+                               "names one above the subscription's plan (`errors` names each).",
+                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}}},
+        "413": {"$ref": "#/components/responses/Problem413"},
+        "415": {"$ref": "#/components/responses/Problem415"},
+    }
+    for status in _ERRORS:
+        responses.setdefault(status, {"$ref": f"#/components/responses/Problem{status}"})
+    return {
+        "operationId": operation.name,
+        "summary": operation.summary,
+        "description": operation.description,
+        "tags": [operation.tag],
+        "security": [{"bearerAuth": []}],
+        "requestBody": {"required": True, "content": {"application/json": {"schema": {
+            "type": "object",
+            "properties": {p.name: p.json_schema() for p in operation.params},
+            "required": [p.name for p in operation.params if p.required],
+            "additionalProperties": False,
+        }}}},
+        "responses": dict(sorted(responses.items())),
+    }
+
+
 def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DEADLINE_SECONDS) -> dict[str, Any]:
     """The document for a deployment whose /query bound is `max_cells` and whose computations stop
     after `deadline` seconds (SIGNALS_QUERY_MAX_CELLS, SIGNALS_COMPUTE_DEADLINE_SECONDS)."""
@@ -260,8 +313,12 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
             entry = _operation(operation.endpoint, max_cells, deadline)
         elif operation.tag == "account":
             entry = _account_operation(operation)
+        elif operation.tag == "tokens":
+            entry = _token_operation(operation)
         else:
             entry = webhook_operation(operation)
+        if "403" not in entry["responses"]:
+            entry["responses"] = dict(sorted({**entry["responses"], "403": _CREDENTIAL_403}.items()))
         paths.setdefault(operation.path, {})[operation.method.lower()] = entry
     descriptions = {**_ERRORS, "413": "Request body larger than 64 KiB.", "415": "Request body is not JSON.",
                     "422": _QUERY_TOO_LARGE}
@@ -288,12 +345,19 @@ def build_openapi(max_cells: int = QUERY_MAX_CELLS, deadline: float = COMPUTE_DE
         "x-signals-columns": document_entry(INTERVAL_LEVEL),
         "tags": [{"name": "signals", "description": "Aggregated statistics"},
                  {"name": "account", "description": "The key's subscription and plan"},
+                 {"name": "tokens", "description": "Short-lived tokens for calling the API from a web page"},
                  {"name": "webhooks", "description": "Trending alerts sent to your URL"}],
         "paths": paths,
         "components": {
             "securitySchemes": {
                 "bearerAuth": {"type": "http", "scheme": "bearer",
-                               "description": "API key issued with a subscription: Authorization: Bearer <key>."}
+                               "description": "API key issued with a subscription: Authorization: Bearer <key>. "
+                                              "For servers: a key sent with an Origin header (from a web page) "
+                                              "is refused with 403."},
+                "browserToken": {"type": "http", "scheme": "bearer", "bearerFormat": "JWT",
+                                 "description": "A browser token minted with a key at POST /api/v1/tokens: "
+                                                "Authorization: Bearer <token>, from one of its origins (the Origin "
+                                                "header), on its endpoints, until it expires. Data endpoints only."}
             },
             "schemas": {"Problem": PROBLEM_SCHEMA, "QueryTooLarge": QUERY_TOO_LARGE_SCHEMA},
             "responses": {

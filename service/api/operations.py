@@ -1,5 +1,5 @@
 """Every operation of the API in one table: the data endpoints (service/api/endpoints.py, which also
-drives their validation), GET /account and the webhook operations. The routes (service/app.py) and
+drives their validation), GET /account, minting a browser token and the webhook operations. The routes (service/app.py) and
 the OpenAPI document (service/api/openapi.py) are both generated from it, so an operation that is served
 is documented, and one that is documented is served (tests/api/test_operations.py).
 
@@ -19,6 +19,9 @@ from typing import Any
 from service.api.account_schema import ACCOUNT_PATH
 from service.api.endpoints import ENDPOINTS, Endpoint
 from service.api.params import Param
+from service.api.token_fields import EXAMPLE as TOKEN_EXAMPLE
+from service.api.token_fields import FIELDS as TOKEN_FIELDS
+from service.api.token_fields import TOKENS_PATH
 from service.http.errors import WEBHOOK_LIMIT, problem_type
 from service.webhooks.fields import FIELDS, MAX_WEBHOOKS_PER_SUBSCRIPTION, UPDATE_FIELDS
 
@@ -41,7 +44,7 @@ class Operation:
     name: str
     method: str
     path: str
-    tag: str
+    tag: str  # signals | account | tokens | webhooks
     resource: str
     summary: str
     description: str
@@ -80,6 +83,14 @@ OPERATIONS: tuple[Operation, ...] = (
               "Who the key belongs to: its subscription, plan, rate limit per minute, the endpoints the plan may "
               "call and the key's prefix (never the key itself). Any plan; the call counts against the rate "
               "limit. Takes no parameters.", {}),
+    Operation("mint_token", "POST", TOKENS_PATH, "tokens", "tokens", "Mint a browser token",
+              "A short-lived token for a web page: minted on your server with the subscription key, sent by the "
+              "page as Authorization: Bearer <token>. It acts for the key's subscription (its plan, rate limit and "
+              "privacy budget), only from its `origins` (the request's Origin header), only on its `endpoints`, with "
+              "its `fixed` parameters, until it expires, and while the key works: revoking or expiring the key "
+              "stops its tokens. A key sent with an Origin header is refused (403: keys are for servers); a token "
+              "cannot mint tokens (403). Minting counts against the rate limit like any request.",
+              TOKEN_EXAMPLE, params=TOKEN_FIELDS),
     _webhook("list_webhooks", "GET", WEBHOOKS_PATH, "List webhooks", "This key's subscription's webhooks (any plan).",
              example={}),
     _webhook("create_webhook", "POST", WEBHOOKS_PATH, "Create a webhook",

@@ -4,6 +4,7 @@
     data ingest FILE... [--table suppressions|keyword_changes] [--force] [--no-progress]
     data clickhouse-init [--cluster NAME] [--print]
     data count [--table T] [--since ISO] [--until ISO] [--json]
+    data release [--rebuild] [--no-progress]
 
 With SIGNALS_ENGINE=clickhouse, demo and ingest land rows in the ClickHouse tables of
 SIGNALS_CLICKHOUSE_URL (set up once with `data clickhouse-init`); quarantine files still go to
@@ -109,6 +110,18 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                               help='print {"suppressions": n, "keyword_changes": m} (only the table asked, with --table)')
     count_parser.set_defaults(func=run_count)
 
+    release_parser = commands.add_parser(
+        "release",
+        help="release every closed hour of the store into the privacy release (docs/privacy.md)",
+        description="Run the release schedule for the store's dates: every node (hour, quarter, day, ISO week) "
+        "closed by the current hour and not yet released is released once, with its noise; nodes already "
+        "released are kept as they are. --rebuild drops the release first (after a new SIGNALS_SECRET).",
+    )
+    release_parser.add_argument("--rebuild", action="store_true",
+                                help="drop the release and build it again from the store")
+    release_parser.add_argument("--no-progress", action="store_true", help="no progress bar")
+    release_parser.set_defaults(func=run_release, needs_secret=True)  # keys the release's noise
+
 
 def _positive_int(text: str) -> int:
     try:
@@ -126,6 +139,34 @@ def _instant(text: str) -> dt.datetime:
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not an ISO 8601 time (e.g. 2026-11-28T14:00:00Z)") from None
     return moment.replace(tzinfo=dt.UTC) if moment.tzinfo is None else moment.astimezone(dt.UTC)
+
+
+def run_release(args: argparse.Namespace, settings: Settings) -> int:
+    from tqdm import tqdm
+
+    from service.release.schedule import release_now
+    from service.store.unavailable import BackendUnavailable
+
+    bar = None if args.no_progress else tqdm(total=0, unit="day", desc="release", disable=None)
+
+    def progress(done: int, total: int) -> None:
+        if bar is not None:
+            bar.total = total
+            bar.n = done
+            bar.refresh()
+
+    try:
+        summary = release_now(settings, SystemClock().now(), rebuild=args.rebuild, progress=progress)
+    except BackendUnavailable as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        if bar is not None:
+            bar.close()
+    through = iso_z(summary.through) if summary.through is not None else "nothing (no events)"
+    print(f"released {summary.nodes} nodes over {summary.days} days in {summary.seconds:.1f} s; "
+          f"the release covers every hour up to {through}")
+    return 0
 
 
 def run_count(args: argparse.Namespace, settings: Settings) -> int:

@@ -38,7 +38,32 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--include-open-hour", action="store_true",
                         help="with --once: land the running hour's events too (by default they wait for the hour "
                              "to end; answers count whole hours only, and a landing changes its dates' noise)")
-    parser.set_defaults(func=run)
+    # It releases the closed hours with SIGNALS_PRIVACY_RELEASE (their noise is keyed by the secret).
+    parser.set_defaults(func=run, needs_secret=lambda settings: settings.privacy_release)
+
+
+_ATTEMPTED: list[dt.datetime] = []  # the last due hour a release ran for (one run per due hour)
+
+
+def _release_closed_hours(settings: Settings, now: dt.datetime) -> None:
+    """With SIGNALS_PRIVACY_RELEASE: release every hour closed SIGNALS_PRIVACY_RELEASE_DELAY_SECONDS
+    ago and not yet released (service/release/: a released hour is never released again, so an
+    event that lands later is kept in the store and left out of the release)."""
+    from service.api.windows import floor_hour
+    from service.release.schedule import release_now
+    from service.release.storage import ReleaseStore
+
+    due = floor_hour(now - dt.timedelta(seconds=settings.privacy_release_delay_seconds))
+    through = ReleaseStore(settings.data_dir).through()
+    if (through is not None and through >= due) or _ATTEMPTED[-1:] == [due]:
+        return
+    _ATTEMPTED[:] = [due]
+    try:
+        summary = release_now(settings, due + dt.timedelta(minutes=1))
+    except Exception:  # the next round tries again: nothing half-released is ever shown
+        log.exception("releasing the closed hours failed; the next round tries again")
+        return
+    log.info("released %d nodes through %s in %.2f s", summary.nodes, summary.through, summary.seconds)
 
 
 def run(args: argparse.Namespace, settings: Settings) -> int:
@@ -104,6 +129,8 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
                      "running hour held; %d events wait", landed.landed, landed.duplicates, landed.batches,
                      f" as generation {landed.generation}" if landed.generation else "", landed.seconds,
                      landed.held, backlog)
+        if settings.privacy_release and not landed.more:
+            _release_closed_hours(settings, now)
         if args.once:
             print(f"landed {landed.landed} events, {landed.duplicates} duplicates dropped, from {landed.batches} "
                   f"batches" + (f"; data generation {landed.generation}" if landed.generation else "")

@@ -43,6 +43,9 @@ _ORDER = "_order"
 def bounded_hours(table: Table, rows: pl.DataFrame) -> pl.DataFrame:
     """(cell, hour, one Int64 column per measure) for one UTC day's `rows` of the table's source;
     only (cell, hour) pairs with some contribution appear (the builder makes the domain dense)."""
+    if rows.height == 0:
+        return pl.DataFrame(schema={CELL: pl.String, HOUR_COLUMN: pl.Datetime("us", "UTC"),
+                                    **{m: pl.Int64 for m in table.measure_names}})
     frame = _kept_cells(table, rows, table.cells_per_user_day)
     if table.source == schema.KEYWORD_CHANGES:
         return _changes(table, frame)
@@ -58,7 +61,7 @@ def _prepared(rows: pl.DataFrame, dimension: str, table: Table) -> pl.DataFrame:
     """The rows in the domain, each with its hour, in (user, time, value) order."""
     dimension_values = pl.col(dimension).cast(pl.String)
     return (rows.lazy()
-            .filter(dimension_values.is_not_null() & dimension_values.is_in(domains.series(table.dimension)))
+            .filter(dimension_values.is_not_null() & dimension_values.is_in(domains.series(table.dimension).implode()))
             .with_columns(dimension_values.alias(CELL), pl.col("ts").dt.truncate("1h").alias(HOUR_COLUMN))
             .sort("user_id", "ts", CELL)
             .with_row_index(_ORDER)

@@ -44,6 +44,8 @@ class DayEvents(Protocol):
 
     def first_day(self) -> dt.date | None: ...
 
+    def last_event(self) -> dt.datetime | None: ...
+
     def rows(self, source: str, day: dt.date) -> pl.DataFrame: ...
 
 
@@ -72,30 +74,36 @@ def _index(table_name: str) -> dict[str, int]:
 
 @dataclasses.dataclass(frozen=True)
 class DayExact:
-    """A table's bounded sums of one UTC day as matrices over its domain: `hours[m][i, h]` is
-    measure m of domain cell i in hour h of the day."""
+    """A table's bounded sums of one UTC day, as arrays over its (cell, hour) pairs with any
+    contribution: `positions` index the domain, `hours` count from midnight, `values[m]` per measure."""
 
     day: dt.date
-    hours: dict[str, np.ndarray]
+    size: int
+    positions: np.ndarray
+    hours: np.ndarray
+    values: dict[str, np.ndarray]
 
     def of(self, node: Node, measure: str) -> np.ndarray:
-        """The node's exact sums (one per domain cell); the node lies within this day."""
+        """The node's exact sums, one per domain cell (the node lies within this day)."""
         first = int((node.start - _midnight(self.day)) / dt.timedelta(hours=1))
         span = int(LEVELS[node.level].length / dt.timedelta(hours=1))
-        return self.hours[measure][:, first:first + span].sum(axis=1)
+        inside = (self.hours >= first) & (self.hours < first + span)
+        return np.bincount(self.positions[inside], weights=self.values[measure][inside],
+                           minlength=self.size).astype(np.int64)
+
+    def whole_day(self, measure: str) -> np.ndarray:
+        return np.bincount(self.positions, weights=self.values[measure], minlength=self.size).astype(np.int64)
 
 
 def day_exact(table: Table, day: dt.date, hours: pl.DataFrame) -> DayExact:
-    """`bounding.bounded_hours`' frame as matrices (see `DayExact`)."""
+    """`bounding.bounded_hours`' frame as arrays (see `DayExact`)."""
     size = len(domains.domain(table))
+    if hours.height == 0:
+        empty = np.zeros(0, dtype=np.int64)
+        return DayExact(day, size, empty, empty, {m: empty for m in table.measure_names})
     positions = hours.get_column(CELL).replace_strict(_index(table.name), return_dtype=pl.Int64).to_numpy()
     hour = ((hours.get_column(HOUR_COLUMN) - _midnight(day)).dt.total_hours()).to_numpy()
-    matrices = {}
-    for name in table.measure_names:
-        matrix = np.zeros((size, 24), dtype=np.int64)
-        np.add.at(matrix, (positions, hour), hours.get_column(name).to_numpy())
-        matrices[name] = matrix
-    return DayExact(day, matrices)
+    return DayExact(day, size, positions, hour, {m: hours.get_column(m).to_numpy() for m in table.measure_names})
 
 
 @dataclasses.dataclass(frozen=True)
@@ -113,13 +121,13 @@ class NodeRows:
 def node_rows(table: Table, node: Node, exact: Callable[[str], np.ndarray], positions: np.ndarray,
               key: bytes, budget: Budget = BUDGET) -> NodeRows:
     """The node's exact bounded sums (`exact(measure)`: one per domain cell) plus its draws, for
-    the domain cells at `positions`, and its marker."""
-    size = len(domains.domain(table))
+    the domain cells at `positions` (the whole domain, or a day's hot cells in domain order: the
+    i-th draw of the node goes to the i-th of them), and its marker."""
     values, sigmas = {}, {}
     for measure in table.measures:
         s = sigma(table, measure, node.level, budget)
-        noisy = exact(measure.name) + node_draws(key, table.name, measure.name, node, size, s)
-        values[measure.name] = np.concatenate([[0], noisy[positions]])
+        noisy = exact(measure.name)[positions] + node_draws(key, table.name, measure.name, node, len(positions), s)
+        values[measure.name] = np.concatenate([[0], noisy])
         sigmas[measure.name] = s
     return NodeRows(node, np.concatenate([[-1], positions]).astype(np.int64), values, sigmas)
 
@@ -145,12 +153,14 @@ def rows_frame(table: Table, parts: list[NodeRows]) -> pl.DataFrame:
 
 
 def hot_cells(store: ReleaseStore, table: Table, day: dt.date, budget: Budget = BUDGET) -> list[str]:
-    """The cells whose hours and quarters `day` releases (see the module docstring)."""
+    """The cells whose hours and quarters `day` releases (see the module docstring): the day before
+    released at least `Budget.hot_min` user-days for them, and at least `Budget.hot_sigmas` times
+    that number's noise s.d., so that noise alone makes few cells hot."""
     if table.every_hour:
         return list(domains.domain(table))
+    floor = max(budget.hot_min, budget.hot_sigmas * sigma(table, table.measure(USER_DAYS), "day", budget))
     before = store.read_day(table, day - dt.timedelta(days=1))
-    hot = before.filter((pl.col(LEVEL) == "day") & pl.col(CELL_COLUMN).is_not_null()
-                        & (pl.col(USER_DAYS) >= budget.hot_min))
+    hot = before.filter((pl.col(LEVEL) == "day") & pl.col(CELL_COLUMN).is_not_null() & (pl.col(USER_DAYS) >= floor))
     return sorted(hot.get_column(CELL_COLUMN).to_list())
 
 
@@ -169,6 +179,12 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
     first = events.first_day()
     if first is None:
         return Summary(store.through())
+    # Every node processed with a day closes by that day's end: days that ended before the last
+    # completed run's `through` are whole already (a killed run published no state: its days are
+    # done again, and what it had written is kept).
+    done_through = store.through()
+    if done_through is not None:
+        first = max(first, (done_through - dt.timedelta(days=1)).date())
     days = list(_days(first, through))
     summary = Summary(through)
     exacts: dict[tuple[str, dt.date], DayExact] = {}
@@ -204,7 +220,7 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
                 week_days = [exact_of(table, week.start.date() + dt.timedelta(days=i)) for i in range(7)]
 
                 def week_sum(measure: str, days_: list[DayExact] = week_days) -> np.ndarray:
-                    return sum((d.hours[measure].sum(axis=1) for d in days_), np.zeros(len(everything), np.int64))
+                    return sum((d.whole_day(measure) for d in days_), np.zeros(len(everything), np.int64))
 
                 store.add(table.name, week.start.date(),
                           rows_frame(table, [node_rows(table, week, week_sum, everything, key, budget)]), node_schema(table))

@@ -14,6 +14,7 @@ A value outside its domain is kept in the store (it is valid data) and released 
 from __future__ import annotations
 
 import functools
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 import polars as pl
@@ -45,8 +46,9 @@ def values(dimension: str) -> tuple[str, ...]:
     # Imported on first use: the reference is built in the process that needs it.
     from service import geo
 
-    places = {"country": geo.country_codes, "region": geo.region_countries,
-              "county": geo.county_regions, "city": geo.city_countries}
+    places: dict[str, Callable[[], Iterable[str]]] = {
+        "country": geo.country_codes, "region": geo.region_countries,
+        "county": geo.county_regions, "city": geo.city_countries}
     if dimension not in places:
         raise KeyError(f"no public domain for {dimension!r}")
     return tuple(sorted(places[dimension]()))

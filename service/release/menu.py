@@ -125,13 +125,15 @@ SUPPRESSION_TABLES: Mapping[str, Table] = {t.dimension: t for t in TABLES if t.s
 class Budget:
     """The user-day's budget, as the squared parameter of Gaussian differential privacy (mu^2: the
     sum over every Gaussian release of (sensitivity / sigma)^2). `menu`: what the tables spend;
-    `repeat_factors`: the per-table distinct-count scalars (`estimates.py`); `hot_min`: the
-    user-days a day a cell needs to be released at sub-day nodes the next day."""
+    `repeat_factors`: the per-table distinct-count scalars (`estimates.py`); `hot_min` and
+    `hot_sigmas`: the user-days a day a cell needs (and in s.d. of their noise) to be released at
+    sub-day nodes the next day."""
 
     menu: float = 0.30
-    repeat_factors: float = 0.006
+    repeat_factors: float = 0.001
     delta: float = 1e-10          # per user-day; a user-month's is stated at 31 x
     hot_min: int = 24
+    hot_sigmas: float = 4.0
 
 
 BUDGET = Budget()
@@ -157,7 +159,14 @@ def mu_squared(table: Table, measure: Measure, budget: Budget = BUDGET) -> float
     return budget.menu * measure.weight / _total_weight()
 
 
+# How a measure's mu^2 is shared between its levels. The week's share is the smallest: one user
+# can be in a week node on seven days, so a user-month's change to a week node is up to seven
+# user-days' (accountant.month_factor: 205 against 31 at the other levels), and long windows
+# still use few week nodes.
+LEVEL_SHARES: Mapping[str, float] = {"hour": 0.27, "quarter": 0.27, "day": 0.38, "week": 0.08}
+
+
 def sigma(table: Table, measure: Measure, level: str, budget: Budget = BUDGET) -> float:
-    """The noise s.d. of one node of `level`: each of the measure's levels gets an equal part of its
-    mu^2, so sigma = sensitivity * sqrt(levels) / mu."""
-    return sensitivity(table, measure, level) * math.sqrt(len(LEVELS)) / math.sqrt(mu_squared(table, measure, budget))
+    """The noise s.d. of one node of `level`: the level gets `LEVEL_SHARES[level]` of the measure's
+    mu^2, so sigma = sensitivity / sqrt(share * mu^2)."""
+    return sensitivity(table, measure, level) / math.sqrt(LEVEL_SHARES[level] * mu_squared(table, measure, budget))

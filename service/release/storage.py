@@ -148,8 +148,9 @@ class ReleaseStore:
             log.write(json.dumps({"generation": generation, **summary}, default=str) + "\n")
         return generation
 
-    def remove_all(self, names: Iterable[str] = (*(t.name for t in TABLES), SCALARS)) -> None:
+    def remove_all(self, names: Iterable[str] | None = None) -> None:
         """Drop the release (a rebuild under a new secret starts from nothing)."""
+        names = names if names is not None else (*(t.name for t in TABLES), SCALARS)
         for name in names:
             folder = self.root / name
             if folder.is_dir():

@@ -1,10 +1,11 @@
 """gunicorn's access log without secrets.
 
-Keys belong in the Authorization header, which the access log format does not show; but a client
-may still put one in the URL (`?api_key=sig_live_...`), and the request line, the query string
-and the Referer are logged. `redact` replaces, in those, the value of any parameter named like a
-credential and anything shaped like one of our keys, so no key reaches a log file whichever way
-it was sent (the request itself is refused: keys are read from the header only).
+Keys and browser tokens belong in the Authorization header, which the access log format does not
+show; but a client may still put one in the URL (`?api_key=sig_live_...`), and the request line,
+the query string and the Referer are logged. `redact` replaces, in those, the value of any
+parameter named like a credential and anything shaped like one of our keys or tokens
+(service/observability/logging_setup.py), so none reaches a log file whichever way it was sent
+(the request itself is refused: credentials are read from the header only).
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ from typing import Any, cast
 
 from gunicorn.glogging import Logger as GunicornLogger
 
-REDACTED = "[redacted]"
-_KEY = re.compile(r"sig_(?:live|test)_[A-Za-z0-9]+")
+from service.observability.logging_setup import REDACTED, redact_secrets
+
 # name=value pairs whose name says credential (api_key, apikey, key, token, access_token, ...)
 _CREDENTIAL = re.compile(
     r"(?i)((?:^|[?&;])(?:api[_-]?key|key|token|access[_-]?token|auth|authorization|password|secret)=)[^&;#\s]*")
@@ -23,10 +24,10 @@ _URL_ATOMS = ("r", "q", "f", "U")
 
 
 def redact(text: str | None) -> str | None:
-    """`text` with credential parameters' values and anything shaped like a key replaced."""
+    """`text` with credential parameters' values and anything shaped like a key or a browser token replaced."""
     if not isinstance(text, str) or not text:
         return text
-    return _KEY.sub(REDACTED, _CREDENTIAL.sub(lambda m: m.group(1) + REDACTED, text))
+    return redact_secrets(_CREDENTIAL.sub(lambda m: m.group(1) + REDACTED, text))
 
 
 class Logger(GunicornLogger):

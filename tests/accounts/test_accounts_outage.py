@@ -32,10 +32,10 @@ class Unreachable:
         self.store, self.down = store, False
         self.clock = store.clock
 
-    def authenticate_digests(self, digests):
+    def authenticate_refs(self, refs):
         if self.down:
             raise OperationalError("SELECT", {}, ConnectionRefusedError("connection refused"))
-        return self.store.authenticate_digests(digests)
+        return self.store.authenticate_refs(refs)
 
     def authenticate(self, presented):
         if self.down:

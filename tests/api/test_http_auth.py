@@ -156,7 +156,7 @@ def test_the_key_cache_is_bounded_and_honours_key_expiry(tmp_path):
 
 
 class _CountingStore:
-    """An AccountStore whose batch lookups are recorded (the digests each query asked for)."""
+    """An AccountStore whose batch lookups are recorded (the digests and key ids each query asked for)."""
 
     def __init__(self, store) -> None:
         self._store = store
@@ -166,9 +166,9 @@ class _CountingStore:
     def authenticate(self, presented):
         return self._store.authenticate(presented)
 
-    def authenticate_digests(self, digests):
-        self.queries.append(list(digests))
-        return self._store.authenticate_digests(digests)
+    def authenticate_refs(self, refs):
+        self.queries.append(list(refs))
+        return self._store.authenticate_refs(refs)
 
 
 def test_keys_due_for_a_check_go_in_one_query_with_the_key_looked_up(accounts):
@@ -248,9 +248,9 @@ def test_a_batch_answer_older_than_another_check_is_not_applied(accounts):
     revoked, newcomer = (accounts.create_key(Tier.OBSERVER)[0] for _ in range(2))
 
     class Interleaving(_CountingStore):
-        def authenticate_digests(self, digests):
-            outcomes = super().authenticate_digests(digests)
-            if len(digests) > 1:                      # A's batch has read K as valid: now B
+        def authenticate_refs(self, refs):
+            outcomes = super().authenticate_refs(refs)
+            if len(refs) > 1:                      # A's batch has read K as valid: now B
                 accounts.revoke(revoked)
                 timer[0] = 10.5                       # K's entry has run out
                 assert cached.authenticate(revoked) is AuthFailure.REVOKED

@@ -58,10 +58,12 @@ def test_security_tiers_and_error_responses(client):
     doc = openapi(client)
     assert doc["components"]["securitySchemes"]["bearerAuth"] == {
         **doc["components"]["securitySchemes"]["bearerAuth"], "type": "http", "scheme": "bearer"}
+    assert doc["components"]["securitySchemes"]["browserToken"] == {  # issue 51: a key's browser token
+        **doc["components"]["securitySchemes"]["browserToken"], "type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
     for path, tier in MIN_TIER.items():
         method = "post" if path == "/query" else "get"
         operation = doc["paths"][BASE + path][method]
-        assert operation["security"] == [{"bearerAuth": []}]
+        assert operation["security"] == [{"bearerAuth": []}, {"browserToken": []}]  # a key, or a browser token
         assert operation["x-min-tier"] == tier
         assert tier.capitalize() in operation["description"]
         for status in ("200", "304", "400", "401", "403", "429", "500", "503"):

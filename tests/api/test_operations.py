@@ -17,7 +17,7 @@ from service.webhooks import evaluate, fields
 def test_the_table_holds_each_operation_once() -> None:
     names = [operation.name for operation in OPERATIONS]
     assert len(names) == len(set(names)), [n for n in names if names.count(n) > 1]
-    assert {o.tag for o in OPERATIONS} == {"signals", "account", "webhooks"}
+    assert {o.tag for o in OPERATIONS} == {"signals", "account", "tokens", "webhooks"}
     assert [o.name for o in OPERATIONS if o.tag == "signals"] == list(ENDPOINTS)
     assert len({(o.method, o.path) for o in OPERATIONS}) == len(OPERATIONS)
 

@@ -31,7 +31,8 @@ from tests.support.webhook_receiver import Answer, receiver
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.UTC)
 METHODS = {"list_webhooks": "webhooks", "create_webhook": "create_webhook", "get_webhook": "webhook",
            "update_webhook": "update_webhook", "delete_webhook": "delete_webhook", "test_webhook": "test_webhook",
-           "list_webhook_deliveries": "webhook_deliveries", "rotate_webhook_secret": "rotate_webhook_secret"}
+           "list_webhook_deliveries": "webhook_deliveries", "rotate_webhook_secret": "rotate_webhook_secret",
+           "mint_token": "mint_token"}  # a browser token (issue 51): account management too
 FIELDS = dict(window="24h", dimension="keyword", threshold_pct=50, cooldown_minutes=60)
 
 
@@ -179,3 +180,13 @@ def test_a_change_whose_answer_is_lost_is_not_sent_twice(connect, app):
     with pytest.raises(SignalsError) as lost:
         api.delete_webhook("wh_any")  # a retry would answer 404 for a webhook it had just deleted
     assert lost.value.status is None and front.sent == 1 + 1 + api.max_retries + 1
+
+
+def test_a_server_mints_a_browser_token_with_the_client(connect):
+    api = connect(Tier.ANALYST)
+    minted = api.mint_token(["https://app.example.com"], ttl_seconds=120, fixed={"window": "7d"})
+    assert minted["expires_at"] == "2026-03-10T12:32:00Z" and minted["fixed"] == {"window": "7d"}
+    assert "query" in minted["endpoints"] and minted["token"].startswith("eyJ")
+    with pytest.raises(SignalsError) as refused:
+        api.mint_token(["https://app.example.com/"])
+    assert refused.value.status == 400 and [e["name"] for e in refused.value.errors] == ["origins[0]"]

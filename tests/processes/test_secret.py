@@ -118,24 +118,27 @@ def test_run_sh_refuses_data_whose_secret_is_gone(tmp_path):
 
 
 # Each Procfile process, by whether it uses the secret. The API's clients (mcp, dashboard) never
-# read it, and the lander lands events the collector already hashed: they need not hold it.
+# read it; the lander lands events the collector already hashed, and needs it only to release the
+# closed hours (SIGNALS_PRIVACY_RELEASE).
 USES_THE_SECRET = {"web", "worker", "precompute", "collector"}
-DOES_NOT = {"mcp", "dashboard", "lander"}
+WHEN_RELEASING = {"lander"}
+DOES_NOT = {"mcp", "dashboard"}
 
 
 def test_every_procfile_process_is_classified():
     procfile = {line.split(":", 1)[0] for line in (ROOT / "Procfile").read_text().splitlines() if ":" in line}
-    assert procfile == USES_THE_SECRET | DOES_NOT
+    assert procfile == USES_THE_SECRET | WHEN_RELEASING | DOES_NOT
     for package in ("connectors", "dashboard"):  # the clients of the API never see it
         assert not [path for path in (ROOT / package).rglob("*.py") if "SIGNALS_SECRET" in path.read_text()]
 
 
-@pytest.mark.parametrize("name", sorted(USES_THE_SECRET))
+@pytest.mark.parametrize("name", sorted(USES_THE_SECRET | WHEN_RELEASING))
 def test_a_process_that_uses_the_secret_refuses_to_start_without_it(tmp_path, name):
     command = procfile_command(name)
-    if name in ("worker", "precompute"):
+    if name in ("worker", "precompute", "lander"):
         command[-1] += " --once"  # if it did start, it would not run forever
-    done = subprocess.run(command, cwd=ROOT, env=no_secret_env(tmp_path, PORT="1", SIGNALS_COLLECTOR_PORT="1"),
+    done = subprocess.run(command, cwd=ROOT, env=no_secret_env(tmp_path, PORT="1", SIGNALS_COLLECTOR_PORT="1",
+                                                               SIGNALS_PRIVACY_RELEASE="1"),
                           capture_output=True, text=True, timeout=60, check=False)
     output = done.stdout + done.stderr
     assert done.returncode != 0, output
@@ -144,8 +147,8 @@ def test_a_process_that_uses_the_secret_refuses_to_start_without_it(tmp_path, na
 
 
 @pytest.mark.parametrize("command", [["data", "demo", "--events", "1000", "--days", "2"],
-                                     ["data", "ingest", "events.ndjson"]])
-def test_the_data_commands_that_hash_user_ids_refuse_without_it(tmp_path, command):
+                                     ["data", "ingest", "events.ndjson"], ["data", "release"]])
+def test_the_data_commands_that_hash_user_ids_or_release_refuse_without_it(tmp_path, command):
     (tmp_path / "events.ndjson").write_text("")
     command = [str(tmp_path / part) if part.endswith(".ndjson") else part for part in command]
     done = subprocess.run([sys.executable, "-m", "service", *command], cwd=ROOT, env=no_secret_env(tmp_path / "d"),

@@ -31,6 +31,13 @@ def rate_limit_headers(admission: Admission, policy: str) -> list[tuple[str, str
     ]
 
 
+def standing_headers(gate: Gate, principal: Principal) -> dict[str, str]:
+    """The subscription's rate-limit headers, looked up without counting the request: what a
+    refusal before the rate limit (the plan's 403, a token's) carries, as every authenticated answer does."""
+    standing = gate.peek(f"sub:{principal.subscription_id}", principal.tier.requests_per_minute)
+    return dict(rate_limit_headers(standing, principal.tier.slug))
+
+
 def admit(req: falcon.Request, resp: falcon.Response, gate: Gate, principal: Principal, key: str | None = None,
           identity: str | None = None, answer: str | None = None) -> Admission:
     """Count the request against the subscription's moving 60-second window (429 past it), in one

@@ -43,6 +43,7 @@ from service.engine.interface import EventSource, QueryEngine, Snapshot
 from service.engine.requests import Request
 from service.http.errors import Problem
 from service.http.middleware.rate_limit import admit
+from service.http.resources.fixed import fix_body, fix_query
 from service.http.resources.json_body import read_json_body
 from service.http.resources.past import PAST_AS_OF_SECONDS, covered_start, first_event, past_data_version
 from service.observability import metrics
@@ -98,6 +99,11 @@ class SignalsResource:
         as_of = self._as_of(now, frames.last_event)
         if self._stale is not None:
             self._stale.seen(as_of, frames.generation)
+        token = getattr(req.context, "token", None)  # a browser token's fixed parameters (resources/fixed.py)
+        if token is not None and token.fixed and not self.endpoint.in_body:
+            errors = fix_query(req, self.endpoint.params, token.fixed)
+            if errors:
+                return PreparedRequest(problem=Problem(400, summary(errors), errors=errors))
         make = self._prepare_now if self.endpoint.in_body else self._memoised
         return make(req, frames, as_of)
 
@@ -227,7 +233,13 @@ class SignalsResource:
                         FieldError(name, "query parameters are not accepted here; send every field in the JSON body")
                         for name in sorted(req.params) if name != CURSOR
                     ])
-                req.context.body = body = read_json_body(req)
+                body = read_json_body(req)
+                token = getattr(req.context, "token", None)
+                if token is not None and token.fixed:
+                    body, errors = fix_body(body, endpoint.params, token.fixed)
+                    if errors:
+                        raise ValidationFailed(errors)
+                req.context.body = body
                 values = parse_body(endpoint.params, body)
             else:
                 values = parse_query(endpoint.params, req.params)
