@@ -170,3 +170,21 @@ def test_commands_that_do_not_use_it_run_without_it_and_production_refuses_them_
         output = done.stdout + done.stderr
         assert done.returncode != 0 and "SIGNALS_SECRET must be set in production" in output, output
         assert "Traceback" not in output, output
+
+
+@pytest.mark.slow  # two releases of the demo data (about 30 s each)
+def test_new_data_makes_the_release_again_under_the_new_secret(tmp_path):
+    """A release made before --new-data holds other data's numbers drawn under the old secret:
+    run.sh makes it again from nothing (`data release --rebuild`), not only the hours since."""
+    import json
+
+    data = tmp_path / "data"
+    first, _ = run_sh(tmp_path, data, SIGNALS_PRIVACY_RELEASE="1")
+    assert first.returncode == 0, first.stdout + first.stderr
+    log = data / "release" / "log.ndjson"
+    made = [json.loads(line) for line in log.read_text().splitlines()]
+    again, _ = run_sh(tmp_path, data, "--new-data", SIGNALS_PRIVACY_RELEASE="1")
+    assert again.returncode == 0, again.stdout + again.stderr
+    remade = [json.loads(line) for line in log.read_text().splitlines()][len(made):]
+    # every node again (as many as the first time, give or take an hour turned meanwhile), not the new hours only
+    assert remade and remade[-1]["nodes"] > made[-1]["nodes"] // 2 > 1000
