@@ -91,14 +91,11 @@ def create_app(
     secret = settings.require_secret()  # refused at start without SIGNALS_SECRET (keys the noise and the tokens)
     clock = clock or SystemClock()
     chosen = backend.choose(settings)
-    if settings.privacy_release and store is None and engine is None:
-        # Every answer read from the release (docs/privacy.md "Privacy by release").
-        from service.release.engine import ReleaseEngine, ReleaseSource
-
-        store, engine = ReleaseSource(settings.data_dir), ReleaseEngine()  # type: ignore[assignment]
-    store = store or chosen.event_store()
+    if store is None or engine is None:
+        answering_store, answering_engine = backend.answering(
+            settings, chosen, Privacy(secret, privacy_params(settings)))
+        store, engine = store or answering_store, engine or answering_engine
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
-    engine = engine or chosen.engine(Privacy(secret, privacy_params(settings)))
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                                  settings.process_cache_mb << 20)
 

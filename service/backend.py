@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from service.clickhouse.connection import ClickHouse
     from service.clickhouse.store import ClickHouseStore
     from service.engine.clickhouse import ClickHouseEngine
-    from service.engine.interface import Backend
+    from service.engine.interface import Backend, EventSource, QueryEngine
     from service.engine.polars import PolarsEngine
     from service.privacy import Privacy
     from service.store.reader import EventStore
@@ -155,6 +155,18 @@ BACKENDS: dict[str, type[ParquetBackend] | type[ClickHouseBackend]] = {
 def choose(settings: Settings) -> Backend:
     """The backend SIGNALS_ENGINE names (one of `service.settings.ENGINES`, checked by Settings)."""
     return BACKENDS[settings.engine](settings)
+
+
+def answering(settings: Settings, chosen: Backend, privacy: Privacy) -> tuple[EventSource, QueryEngine]:
+    """What answers read and what computes them: with SIGNALS_PRIVACY_RELEASE the release of the
+    data directory (service/release/: post-processing only, whichever engine holds the events),
+    else the backend's store and its engine with the per-cell privacy stage. The web process, the
+    precompute process and the alert worker all answer through this."""
+    if settings.privacy_release:
+        from service.release.engine import ReleaseEngine, ReleaseSource
+
+        return ReleaseSource(settings.data_dir), ReleaseEngine()  # type: ignore[return-value]
+    return chosen.event_store(), chosen.engine(privacy)
 
 
 if TYPE_CHECKING:  # the type checker holds each backend, and through it its engine, to the seam

@@ -31,11 +31,13 @@ def register(subparsers: Any) -> None:
 def build(settings: Settings, chosen: Backend, store: EventSource) -> Precompute:
     import cache
     from service.answers.precompute import Precompute
+    from service import backend
     from service.app import privacy_params, signals_resources
     from service.clock import SystemClock
     from service.privacy import Privacy
 
-    engine = chosen.engine(Privacy(settings.require_secret(), privacy_params(settings)))
+    answering_store, engine = backend.answering(settings, chosen, Privacy(settings.require_secret(), privacy_params(settings)))
+    store = answering_store if settings.privacy_release else store
     gate = cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                          settings.process_cache_mb << 20)
     clock = SystemClock()

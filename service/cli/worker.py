@@ -31,6 +31,7 @@ def register(subparsers: Any) -> None:
 
 def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountStore]:
     import cache
+    from service import backend
     from service.accounts import AccountStore
     from service.app import privacy_params
     from service.privacy import Privacy
@@ -39,10 +40,10 @@ def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountSt
     from service.webhooks.worker import Worker
 
     accounts = AccountStore(settings.accounts_url)
-    engine = chosen.engine(Privacy(settings.require_secret(), privacy_params(settings)))
+    store, engine = backend.answering(settings, chosen, Privacy(settings.require_secret(), privacy_params(settings)))
     # Alerts are charged to their subscription's privacy budget, in the web's ledgers (Redis).
     gate = cache.connect(settings.redis_url, settings.redis_prefix)
-    worker = Worker(chosen.event_store(), WebhookStore(accounts.db_engine), engine,
+    worker = Worker(store, WebhookStore(accounts.db_engine), engine,
                     interval_seconds=settings.worker_interval_seconds,
                     allow_private=settings.webhook_allow_private,
                     budget=PrivacyBudget(gate, settings.privacy_budget, settings.privacy_shared_budget))

@@ -30,7 +30,7 @@ import numpy as np
 import polars as pl
 
 from service.release import domains
-from service.release.bounding import CELL, HOUR_COLUMN, bounded_hours, kept_pairs
+from service.release.bounding import CELL, HOUR_COLUMN, DayRows, bounded_hours, kept_pairs
 from service.release.levels import LEVELS, Node, nodes_of_day
 from service.release.menu import BUDGET, TABLES, USER_DAYS, Budget, Table, sigma
 from service.release.noise import key_fingerprint, node_draws
@@ -190,14 +190,22 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
     exacts: dict[tuple[str, dt.date], DayExact] = {}
     pairs: dict[dt.date, dict[tuple[str, str], pl.DataFrame]] = {}
 
+    rows: dict[dt.date, DayRows] = {}
+
+    def rows_of(day: dt.date) -> DayRows:
+        if day not in rows:
+            rows.clear()  # the schedule moves forward: one day's rows at a time
+            rows[day] = DayRows({source: events.rows(source, day) for source in {t.source for t in TABLES}})
+        return rows[day]
+
     def exact_of(table: Table, day: dt.date) -> DayExact:
         if (table.name, day) not in exacts:
-            exacts[(table.name, day)] = day_exact(table, day, bounded_hours(table, events.rows(table.source, day)))
+            exacts[(table.name, day)] = day_exact(table, day, bounded_hours(table, rows_of(day)))
         return exacts[(table.name, day)]
 
     def pairs_of(day: dt.date) -> dict[tuple[str, str], pl.DataFrame]:
         if day not in pairs:
-            pairs[day] = kept_pairs({source: events.rows(source, day) for source in {t.source for t in TABLES}})
+            pairs[day] = kept_pairs(rows_of(day))
         return pairs[day]
 
     for done, day in enumerate(days):
@@ -205,16 +213,16 @@ def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through:
             everything = np.arange(len(domains.domain(table)), dtype=np.int64)
             released = store.released_nodes(table, day)
             wanted = [n for n in nodes_of_day(day) if n.end <= through and (n.level, n.start) not in released]
-            rows = []
+            released_rows = []
             if wanted:
                 exact = exact_of(table, day)
                 hot = np.array([_index(table.name)[c] for c in hot_cells(store, table, day, budget)], dtype=np.int64)
                 for node in wanted:
-                    rows.append(node_rows(table, node, functools.partial(exact.of, node), hot
+                    released_rows.append(node_rows(table, node, functools.partial(exact.of, node), hot
                                           if LEVELS[node.level].sub_day else everything, key, budget))
-            if rows:
-                store.add(table.name, day, rows_frame(table, rows), node_schema(table))
-                summary.nodes += len(rows)
+            if released_rows:
+                store.add(table.name, day, rows_frame(table, released_rows), node_schema(table))
+                summary.nodes += len(released_rows)
             week = _week_closing(day, through)
             if week is not None and (week.level, week.start) not in store.released_nodes(table, week.start.date()):
                 week_days = [exact_of(table, week.start.date() + dt.timedelta(days=i)) for i in range(7)]

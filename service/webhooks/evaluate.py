@@ -29,7 +29,7 @@ from service.engine import requests as rq
 from service.engine.interface import QueryEngine as Engine
 from service.privacy.budget import PrivacyBudget, answer_name
 from service.privacy.charges import charging
-from service.store.reader import EventFrames
+from service.engine.interface import Snapshot
 from service.webhooks.webhook_store import WebhookStore
 
 log = logging.getLogger("signals.webhooks")
@@ -97,7 +97,7 @@ class TrendingMemo:
         return frame, charges.micro, True
 
 
-def evaluate(store: WebhookStore, engine: Engine, frames: EventFrames, now: dt.datetime,
+def evaluate(store: WebhookStore, engine: Engine, frames: Snapshot, now: dt.datetime,
              hooks: Sequence[Any] | None = None, memo: TrendingMemo | None = None,
              budget: PrivacyBudget | None = None) -> RoundReport:
     import time

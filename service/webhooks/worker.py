@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from service.clock import Clock, SystemClock
 from service.engine.interface import QueryEngine as Engine
 from service.privacy.budget import PrivacyBudget
-from service.store.reader import EventStore
+from service.engine.interface import EventSource, Snapshot
 from service.webhooks import delivery
 from service.webhooks.evaluate import RoundReport, TrendingMemo, evaluate
 from service.webhooks.webhook_store import WebhookStore
@@ -29,7 +29,7 @@ TICK_SECONDS = 1.0
 
 
 class Worker:
-    def __init__(self, store: EventStore, webhooks: WebhookStore, engine: Engine, *, clock: Clock | None = None,
+    def __init__(self, store: EventSource[Snapshot], webhooks: WebhookStore, engine: Engine, *, clock: Clock | None = None,
                  interval_seconds: float = 60.0, allow_private: bool = False, threads: int = DELIVERY_THREADS,
                  timeout: float = delivery.sender.TIMEOUT_SECONDS, budget: PrivacyBudget | None = None) -> None:
         self.store = store

@@ -41,3 +41,18 @@ def released_copy(source: Path, target: Path, secret: str = RELEASE_SECRET, days
 def released_dir(fixture_data_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The fixture store with its release through FIXTURE_AS_OF (read-only: copy it to change it)."""
     return released_copy(fixture_data_dir, tmp_path_factory.mktemp("released") / "data")
+
+
+DEMO_END = dt.datetime(2026, 3, 10, 12, tzinfo=dt.UTC)
+
+
+@pytest.fixture(scope="session")
+def released_demo_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """300,000 demo events over 4 days ending at DEMO_END, released: cells of hundreds of users."""
+    from service.demo.generate import generate_demo
+
+    target = tmp_path_factory.mktemp("released-demo") / "data"
+    generate_demo(target, events=300_000, days=4, seed=3, end=DEMO_END, secret=RELEASE_SECRET, progress=False)
+    frames = EventStore(target).snapshot()
+    release_through(ReleaseStore(target), FrameDays(frames), release_key(RELEASE_SECRET), DEMO_END)
+    return target
