@@ -36,9 +36,12 @@ import multiprocessing
 from service.backend import embedded as _embedded
 from service.backend import web_workers_refusal
 from service.observability import metrics_export
-from service.settings import Settings
+from service.settings import Settings, SettingsError
 
-_settings = Settings.from_env()
+try:
+    _settings = Settings.from_env()
+except SettingsError as exc:  # one line saying what to set (production without SIGNALS_SECRET), no traceback
+    raise SystemExit(f"error: {exc}") from None
 # Metrics: the workers (and the machine's precompute and alert processes) write their values into
 # one directory; the master serves their sum on SIGNALS_METRICS_PORT (service/observability/metrics_export.py).
 _metrics_dir = metrics_export.use_directory(_settings.run_dir / "metrics")
@@ -57,11 +60,21 @@ _default_workers = multiprocessing.cpu_count() + 1 if _settings.redis_url and no
 workers = _settings.web_concurrency or _default_workers
 
 
+def _secret_refusal() -> str | None:
+    """Without SIGNALS_SECRET (the noise's key) the master refuses before it starts a worker."""
+    try:
+        _settings.require_secret()
+    except SettingsError as exc:
+        return str(exc)
+    return None
+
+
 def on_starting(server) -> None:
-    """Several workers without Redis is allowed (WEB_CONCURRENCY), but not what it seems. Several
-    workers on embedded ClickHouse (chdb://) are refused: only one process can open its directory."""
+    """Without SIGNALS_SECRET the web process refuses to start. Several workers without Redis is
+    allowed (WEB_CONCURRENCY), but not what it seems. Several workers on embedded ClickHouse
+    (chdb://) are refused: only one process can open its directory."""
     count = server.cfg.workers  # what gunicorn will run, after -w or GUNICORN_CMD_ARGS
-    refusal = web_workers_refusal(_settings, count)
+    refusal = _secret_refusal() or web_workers_refusal(_settings, count)
     if refusal:
         server.log.error(refusal)
         raise SystemExit(refusal)

@@ -2,7 +2,7 @@
 
 For every endpoint and window — the six GET endpoints and POST /query with and without group_by —
 the engine answers in-process on a snapshot of the demo store, exactly as the API does (the
-settings' privacy parameters and development secret), and DuckDB computes the true, uncapped,
+settings' privacy parameters and the bench secret), and DuckDB computes the true, uncapped,
 noise-free values from the same Parquet files. Each published cell is matched with its true cell
 and its relative error |published - true| / true recorded, per measure (`suppressions`, `events`,
 and `unique_users` for comparison; keyword activity's adds/removes/edits count as `events`).
@@ -41,6 +41,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import OUT, ensure_data  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 from cap_rules import RULES, cap_rule  # noqa: E402
 
 from service.api.windows import TimeRange, compute_as_of, trending_periods, window_range  # noqa: E402
@@ -180,12 +181,11 @@ def measure(args: argparse.Namespace, params) -> None:
     frames = EventStore(data_dir).snapshot()
     last = frames.suppressions.get_column("ts").max()
     as_of = compute_as_of(last + dt.timedelta(hours=1), last)
-    settings = Settings()
     if args.pilot_shrink is not None:
         params = dataclasses.replace(params, pilot_shrink=args.pilot_shrink)
     if args.cap_fit is not None:
         params = dataclasses.replace(params, cap_fit=args.cap_fit)
-    engine = Engine(Privacy(settings.secret, params))
+    engine = Engine(Privacy(bench_secret(), params))
     truth = Truth(data_dir)
     top = engine.top_keywords(frames, as_of, TopKeywords("30d", 500))
     keywords = [top["keyword_raw"][i] for i in (0, 9, 99) if i < top.height]

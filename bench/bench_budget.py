@@ -38,6 +38,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 
 SHEET = [
     ("top-keywords", {"window": "24h", "limit": "50"}),
@@ -79,6 +80,7 @@ def main() -> None:
     os.environ.update({"SIGNALS_DATA_DIR": str(data_dir), "SIGNALS_ACCOUNTS_URL": f"sqlite:///{work}/accounts.db",
                        "SIGNALS_RUN_DIR": str(work / "run"), "SIGNALS_PRIVACY_BUDGET": "1e12"})
     os.environ.pop("REDIS_URL", None)
+    bench_secret()
     from falcon import testing
 
     from service.accounts import AccountStore

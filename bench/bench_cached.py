@@ -55,6 +55,8 @@ import httpx
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_secret import bench_secret  # noqa: E402
+
 from service.accounts import AccountStore  # noqa: E402
 from service.api.tiers import Tier  # noqa: E402
 
@@ -247,7 +249,8 @@ def run(args: argparse.Namespace, redis_url: str) -> None:
 
     work = Path(tempfile.mkdtemp(prefix="signals-bench-"))
     data_dir = work / "data"
-    env = {"SIGNALS_DATA_DIR": str(data_dir), "WEB_CONCURRENCY": str(args.workers), "SIGNALS_LOG_LEVEL": "warning"}
+    env = {"SIGNALS_DATA_DIR": str(data_dir), "WEB_CONCURRENCY": str(args.workers), "SIGNALS_LOG_LEVEL": "warning",
+           "SIGNALS_SECRET": bench_secret()}
     subprocess.run([sys.executable, "-m", "service", "data", "demo", "--events", str(args.events), "--days", "30"],
                    cwd=ROOT, env={**os.environ, **env}, check=True, capture_output=True)
     accounts = AccountStore(f"sqlite:///{data_dir / 'accounts.db'}")

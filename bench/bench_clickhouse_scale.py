@@ -30,6 +30,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_endpoints import case_requests, case_subjects, endpoint_of  # noqa: E402  (the one case table)
+from bench_secret import bench_secret  # noqa: E402
 
 from service.api.windows import compute_as_of, iso_z  # noqa: E402
 from service.app import privacy_params  # noqa: E402
@@ -79,8 +80,9 @@ def main() -> None:
     copy_seconds = time.perf_counter() - started
     snapshot = ClickHouseStore(scaled).snapshot()
     as_of = compute_as_of(SystemClock().now(), snapshot.last_event)
+    bench_secret()
     settings = Settings.from_env()
-    engine = ClickHouseEngine(Privacy(settings.secret, privacy_params(settings)))
+    engine = ClickHouseEngine(Privacy(settings.require_secret(), privacy_params(settings)))
     rows = []
     for name, request in case_requests(*case_subjects(engine, snapshot, as_of)):
         call = getattr(engine, endpoint_of(request))

@@ -22,6 +22,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data, ranked_values  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 
 from service.api.windows import HOUR, compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
@@ -43,7 +44,7 @@ def main() -> None:
     frames = EventStore(data_dir).snapshot()
     as_of = compute_as_of(frames.last_event + HOUR, frames.last_event)
     settings = Settings()
-    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    engine = Engine(Privacy(bench_secret(), privacy_params(settings)))
     keyword = ranked_values(engine, frames, as_of, "keyword", 1)[0]
     cases = [
         ("top-keywords 30d limit 500", engine.top_keywords, TopKeywords("30d", 500)),

@@ -59,7 +59,7 @@ def main() -> None:
                   secret="bench", progress=False)
     accounts = AccountStore(f"sqlite:///{data_dir / 'accounts.db'}")
     key = accounts.create_key(Tier.PROFESSIONAL)[0]
-    client = falcon.testing.TestClient(create_app(Settings(data_dir=data_dir), store=EventStore(data_dir),
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=data_dir, secret="bench"), store=EventStore(data_dir),
                                                   accounts=accounts, gate=cache.LocalGate()))
     redis = Redis.from_url(args.redis)
     prefix = f"bench-compress-{uuid.uuid4().hex[:6]}:"

@@ -97,6 +97,8 @@ from tqdm import tqdm
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench_secret import bench_secret  # noqa: E402
+
 from service.api.endpoints import BY_NAME  # noqa: E402
 from service.api.periods import previous_as_of  # noqa: E402
 from service.api.windows import (  # noqa: E402
@@ -133,7 +135,7 @@ from service.engine.shapes import SHAPES  # noqa: E402
 from service.privacy import Privacy, PrivacyParams  # noqa: E402
 from service.privacy.cells import FAMILY_MIN_SPAN  # noqa: E402
 from service.privacy.params import geometric_std  # noqa: E402
-from service.settings import DEVELOPMENT_SECRET, Settings  # noqa: E402
+from service.settings import Settings  # noqa: E402
 from service.store.reader import EventFrames, EventStore  # noqa: E402
 
 OUT = ROOT / "bench" / "out"
@@ -196,7 +198,7 @@ def ensure_data(events: int, days: int, seed: int) -> tuple[Path, dict[str, Any]
     # Above demo.PIECE_EVENTS events the demo lands in pieces (one generation each), so that
     # generating 100M events needs a few GB rather than some 25 GB.
     report = demo.generate_demo(data_dir, events=events, days=days, seed=seed, end=end,
-                                secret=DEVELOPMENT_SECRET, progress=True)
+                                secret=bench_secret(), progress=True)
     info = {**wanted, "end": iso_z(end), "suppressions": report.suppressions,
             "keyword_changes": report.keyword_changes, "users": report.users,
             "pieces": report.pieces, "piece_events": demo.PIECE_EVENTS,
@@ -662,6 +664,7 @@ def server_env(data_dir: Path, port: int | None = None) -> dict[str, str]:
     # would stop the run).
     env = {"SIGNALS_COMPUTE_DEADLINE_SECONDS": "600", **os.environ, "SIGNALS_DATA_DIR": str(data_dir),
            "WEB_CONCURRENCY": "1", "SIGNALS_CACHE_RESPONSES": "false", "SIGNALS_LOG_LEVEL": "warning",
+           "SIGNALS_SECRET": bench_secret(),
            "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"}
     for name in ("REDIS_URL", "SIGNALS_ACCOUNTS_URL"):  # in-process gate; accounts in the data dir
         env.pop(name, None)
@@ -928,11 +931,12 @@ def main() -> None:
     user_keys.learn(frames)
     print(f"Learnt the users' spare bits in {time.perf_counter() - started:.1f} s", file=sys.stderr)
     as_of = compute_as_of(SystemClock().now(), frames.last_event)
-    # Timed as served: the real privacy stage with the settings' parameters (development secret).
+    # Timed as served: the real privacy stage with the settings' parameters (the bench secret).
+    bench_secret()
     settings = Settings.from_env()  # the environment the served process inherits too
-    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
+    engine = Engine(Privacy(settings.require_secret(), privacy_params(settings)))
     # Checked against DuckDB: the same privacy stage and parameters without noise.
-    checked = Engine(Noiseless(settings.secret, privacy_params(settings)))
+    checked = Engine(Noiseless(settings.require_secret(), privacy_params(settings)))
     cases = build_cases(checked, frames, as_of, Sources.of(data_dir, checked.privacy.params))
     if args.cases:  # --cases: only the cases whose name contains one of these
         cases = [case for case in cases if any(part in case.name for part in args.cases)]
@@ -940,7 +944,7 @@ def main() -> None:
     snapshot, clickhouse_load, clickhouse = None, None, None
     if args.clickhouse:
         snapshot, clickhouse_load = ensure_clickhouse(data_dir, args.events, args.days, args.seed)
-        clickhouse = ClickHouseEngine(Privacy(settings.secret, privacy_params(settings)))
+        clickhouse = ClickHouseEngine(Privacy(settings.require_secret(), privacy_params(settings)))
     print("Starting gunicorn ...", file=sys.stderr)
     with served(data_dir) as (client, ready):
         served_generation = ready["checks"]["data"]["generation"]

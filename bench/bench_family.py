@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 
 from service.api.windows import compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
@@ -48,7 +49,7 @@ def main() -> None:
         frames = EventStore(data_dir).snapshot()
         last = frames.suppressions.get_column("ts").max()
         places = frames.suppressions.get_column(args.level).drop_nulls().unique().sort().cast(pl.String)
-        return (PolarsEngine(Privacy(settings.secret, privacy_params(settings))), frames,
+        return (PolarsEngine(Privacy(bench_secret(), privacy_params(settings))), frames,
                 compute_as_of(last + dt.timedelta(hours=1), last), places.head(args.places + 1).to_list())
 
     engine, frames, as_of, places = fresh()

@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_endpoints import Noiseless, Sources, build_cases, ensure_data  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 
 from service.api.windows import compute_as_of  # noqa: E402
 from service.app import privacy_params  # noqa: E402
@@ -59,8 +60,8 @@ def main() -> None:
     args = parser.parse_args()
     data_dir, _info = ensure_data(args.events, args.days, args.seed)
     settings = Settings()
-    engine = Engine(Privacy(settings.secret, privacy_params(settings)))
-    checked = Engine(Noiseless(settings.secret, privacy_params(settings)))
+    engine = Engine(Privacy(bench_secret(), privacy_params(settings)))
+    checked = Engine(Noiseless(bench_secret(), privacy_params(settings)))
     mapped = EventStore(data_dir).snapshot()
     layouts = {"mapped (Enum)": mapped, "private (Categorical)": private_categorical(mapped)}
     as_of = compute_as_of(SystemClock().now(), mapped.last_event)

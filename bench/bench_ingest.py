@@ -51,6 +51,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench_endpoints import ensure_data  # noqa: E402
 from bench_memory import scratch_store  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 
 from service.store import layout, reader, schema, snapshot, snapshot_reading  # noqa: E402
 
@@ -114,7 +115,7 @@ def as_one_file_snapshot(data_dir: Path) -> None:
 def run_once(code: Path, data_dir: Path, path: Path) -> tuple[float, float, float]:
     """(wall s, CPU s, peak RSS MiB) of one `data ingest`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL"))}
-    env.update(SIGNALS_DATA_DIR=str(data_dir), PYTHONPATH=str(code))
+    env.update(SIGNALS_DATA_DIR=str(data_dir), PYTHONPATH=str(code), SIGNALS_SECRET=bench_secret())
     timing = Path(tempfile.mktemp(prefix="bench-ingest-time-"))
     done = subprocess.run(
         ["/usr/bin/time", "-f", "%e %U %S %M", "-o", str(timing), sys.executable, "-m", "service", "data",

@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bench_endpoints import ensure_data  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 
 from service.store import layout, snapshot, snapshot_reading  # noqa: E402
 from tests.support import process_memory  # noqa: E402
@@ -85,7 +86,7 @@ def procfile_set(data_dir: Path, redis_url: str, deadline: float | None = None) 
     ports = {"web": free_port(), "dashboard": free_port(), "mcp": free_port()}
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL", "WEB_CONCURRENCY"))}
     env.update({
-        "SIGNALS_DATA_DIR": str(data_dir), "REDIS_URL": redis_url,
+        "SIGNALS_DATA_DIR": str(data_dir), "REDIS_URL": redis_url, "SIGNALS_SECRET": bench_secret(),
         "SIGNALS_REDIS_PREFIX": f"bench-memory-{uuid.uuid4().hex[:8]}:", "SIGNALS_CACHE_RESPONSES": "false",
         "SIGNALS_LOG_LEVEL": "warning", "PORT": str(ports["web"]), "SIGNALS_API_URL": f"http://127.0.0.1:{ports['web']}",
         "SIGNALS_DASHBOARD_PORT": str(ports["dashboard"]), "SIGNALS_MCP_PORT": str(ports["mcp"]),

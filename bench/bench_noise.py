@@ -23,7 +23,7 @@ published frames are printed as a hash: two trees that differ only in speed must
 
 With `--data-dir` (a demo data set, e.g. bench/out/data-10000000-90-7), the cases are instead
 whole engine calls (`PolarsEngine.<endpoint>`, as bench/bench_endpoints.py times its "engine"
-column, with the served privacy parameters and the development secret) on the snapshot loaded
+column, with the served privacy parameters and the bench secret) on the snapshot loaded
 by each tree, the same requests in every tree (`--endpoint-cases`: parts of bench_endpoints'
 case names); a process per tree and round loads the snapshot once and runs each case --repeats
 times after a warm-up, its best kept.
@@ -129,7 +129,7 @@ def endpoint_worker(data_dir: str, parts: list[str], repeats: int) -> None:
     frames = EventStore(Path(data_dir)).snapshot()
     user_keys.learn(frames)
     as_of = compute_as_of(SystemClock().now(), frames.last_event)
-    settings = Settings.from_env()
+    settings = Settings.from_env()  # SIGNALS_SECRET: the run's (main), the same in every tree
     engine = PolarsEngine(Privacy(settings.secret, privacy_params(settings)))
     requests = [(name, req) for name, req in case_requests(*case_subjects(engine, frames, as_of))
                 if any(part in name for part in parts)]
@@ -192,6 +192,9 @@ def main() -> None:
     if args.worker:
         worker(args.worker, args.repeats)
         return
+    from bench_secret import bench_secret  # here: the workers run in trees that may not have it
+
+    bench_secret()  # in the environment the workers inherit
     trees = [path.resolve() for path in (args.code or [ROOT])]
     results: dict[tuple[str, Path], list[dict]] = {}
     for _round in range(args.rounds):

@@ -46,6 +46,7 @@ sys.path.insert(0, str(ROOT))
 import polars as pl  # noqa: E402
 
 from bench.bench_endpoints import ensure_data, served  # noqa: E402
+from bench.bench_secret import bench_secret  # noqa: E402
 from service.api.windows import compute_as_of, window_range  # noqa: E402
 from service.app import privacy_params  # noqa: E402
 from service.engine.cost import QueryTooLarge, estimate  # noqa: E402
@@ -59,7 +60,7 @@ from service.engine.requests import (  # noqa: E402
     FlexibleQuery,
 )
 from service.privacy import Privacy  # noqa: E402
-from service.settings import DEVELOPMENT_SECRET, QUERY_MAX_CELLS, Settings  # noqa: E402
+from service.settings import QUERY_MAX_CELLS, Settings  # noqa: E402
 from service.store import day_spans  # noqa: E402
 from service.store.reader import EventStore  # noqa: E402
 
@@ -103,7 +104,7 @@ def label(body: dict[str, Any]) -> str:
 
 
 def engine() -> Engine:
-    return Engine(Privacy(DEVELOPMENT_SECRET, privacy_params(Settings())))
+    return Engine(Privacy(bench_secret(), privacy_params(Settings())))
 
 
 def median_ms(fn, repeat: int) -> float:

@@ -4,7 +4,7 @@ twice the truth (issue 33's measure of "a ranking led by noise").
 For each ranking a person reads top down — `/keyword-activity` 30d (type all and added),
 `/top-keywords` 24h and 30d, `/geo-heat` 7d by city, and `/query` grouped by keyword, domain or
 city over 24h, 7d and 30d ordered by each measure — the engine answers in-process exactly as served
-(settings' privacy parameters, development secret), and DuckDB computes the exact, uncapped,
+(settings' privacy parameters, the bench secret), and DuckDB computes the exact, uncapped,
 noise-free value of each of the first `--rows` rows from the same Parquet files. A row counts as
 "over 2x" when the number the ranking is ordered by is published at more than twice its exact value.
 
@@ -31,6 +31,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
+from bench_secret import bench_secret  # noqa: E402
 from cap_rules import RULES, cap_rule  # noqa: E402
 
 from service.api.windows import compute_as_of, window_range  # noqa: E402
@@ -149,7 +150,7 @@ def main() -> None:
         if args.cap_fit is not None:
             params = dataclasses.replace(params, cap_fit=args.cap_fit)
         draws = [report(Engine(Privacy(secret, params)), frames, as_of, args.data_dir, args.rows)
-                 for secret in secrets(settings.secret, args.secrets)]
+                 for secret in secrets(bench_secret(), args.secrets)]
     table = draws[0]
     rule = args.rule if args.cap_fit is None else f"{args.rule}, cap_fit {args.cap_fit}"
     lines = [f"First {args.rows} rows of each ranking on {args.data_dir}, as_of {as_of:%Y-%m-%dT%H:%MZ}, "

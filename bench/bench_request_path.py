@@ -27,6 +27,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from bench.bench_secret import bench_secret  # noqa: E402
+
 PATH = "/api/v1/signals/top-keywords"
 
 
@@ -44,6 +46,7 @@ def main() -> None:
 
     work = Path(tempfile.mkdtemp(prefix="signals-bench-path-"))
     data_dir = work / "data"
+    bench_secret()
     os.environ.update({"SIGNALS_DATA_DIR": str(data_dir), "SIGNALS_LOG_LEVEL": "warning", "REDIS_URL": args.redis,
                        "SIGNALS_REDIS_PREFIX": f"bench-path-{uuid.uuid4().hex[:8]}:"})
     subprocess.run([sys.executable, "-m", "service", "data", "demo", "--events", "200000", "--days", "30"],

@@ -56,6 +56,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 from bench_endpoints import ensure_data, free_port  # noqa: E402
+from bench_secret import bench_secret  # noqa: E402
 from prometheus_client.parser import text_string_to_metric_families  # noqa: E402
 
 API = "/api/v1/signals"
@@ -94,6 +95,7 @@ class Server:
         self.env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "WEB_CONCURRENCY"))}
         self.env.update({
             "SIGNALS_DATA_DIR": str(data_dir), "REDIS_URL": redis_url, "SIGNALS_REDIS_PREFIX": self.prefix,
+            "SIGNALS_SECRET": bench_secret(),
             "PORT": str(self.port), "SIGNALS_METRICS_PORT": str(self.metrics_port), "SIGNALS_LOG_LEVEL": "warning",
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
             **({"SIGNALS_WEB_THREADS": str(threads)} if threads else {}), **(extra or {}),

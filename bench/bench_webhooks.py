@@ -29,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from bench.bench_endpoints import OUT, ensure_data  # noqa: E402
+from bench.bench_secret import bench_secret  # noqa: E402
 from service.accounts import AccountStore  # noqa: E402
 from service.api.tiers import Tier  # noqa: E402
 from service.api.windows import TRENDING_WINDOWS, compute_as_of  # noqa: E402
@@ -51,7 +52,7 @@ def main() -> None:
     args = parser.parse_args()
 
     data_dir, info = ensure_data(args.events, 90, 7)
-    settings = Settings(data_dir=data_dir)
+    settings = Settings(data_dir=data_dir, secret=bench_secret())
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
     started = time.perf_counter()
     frames = EventStore(data_dir).snapshot()

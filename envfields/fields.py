@@ -14,10 +14,11 @@ from typing import Any
 from envfields.networks import Network, parse_networks
 
 
-def env_field(name: str, default: object, *, lower: bool = False) -> Any:
+def env_field(name: str, default: object, *, lower: bool = False, secret: bool = False) -> Any:
     """A field read from the environment variable `name`; its type is the field's annotation, and
-    `default` is used when the variable is unset or empty. `lower`: the value is lower-cased."""
-    return dataclasses.field(default=default, metadata={"env": name, "lower": lower})
+    `default` is used when the variable is unset or empty. `lower`: the value is lower-cased.
+    `secret`: left out of the settings' repr (so a logged or printed settings object never shows it)."""
+    return dataclasses.field(default=default, repr=not secret, metadata={"env": name, "lower": lower})
 
 
 def read_env(cls: type, environ: Mapping[str, str] | None, error: type[ValueError]) -> dict[str, Any]:

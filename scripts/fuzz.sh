@@ -8,7 +8,7 @@
 # are paced at 4 a second, under the Professional limit of 300 a minute, so no 429 is provoked.
 # Takes about 5 minutes. Extra arguments go to `schemathesis run`, e.g. --seed 1 or --max-examples 10;
 # FUZZ_VENV=path uses (or makes) another venv for schemathesis.
-# Also fails when the server logged a traceback or the key.
+# Also fails when the server logged a traceback, the key or the secret (a random one for the run).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/bootstrap.sh requirements.txt
@@ -29,9 +29,12 @@ cleanup() {
 }
 trap cleanup EXIT
 
-# Only the settings the run needs: none inherited from the caller's shell or .env.
-run_env=(env -u REDIS_URL -u WEB_CONCURRENCY SIGNALS_DATA_DIR="$work/data" SIGNALS_ACCOUNTS_URL= SIGNALS_HOST=127.0.0.1)
+# Only the settings the run needs: none inherited from the caller's shell or .env; the run's own
+# secret (SIGNALS_SECRET: the processes refuse to start without one).
 py=.venv/bin/python
+secret=$($py -c 'import secrets; print(secrets.token_urlsafe(48))')
+run_env=(env -u REDIS_URL -u WEB_CONCURRENCY SIGNALS_DATA_DIR="$work/data" SIGNALS_ACCOUNTS_URL= SIGNALS_HOST=127.0.0.1
+         SIGNALS_SECRET="$secret")
 echo "==> demo data (200,000 events, 90 days) in $work/data" >&2
 "${run_env[@]}" $py -m service data demo --events 200000 --days 90 --no-progress >&2
 key=$("${run_env[@]}" $py -m service keys create --tier professional --subscription fuzz | tail -n 1)
@@ -60,6 +63,7 @@ if grep -q "Traceback" "$work/server.log"; then
   grep -n -A20 "Traceback" "$work/server.log" >&2; echo "error: the server logged a traceback" >&2; status=1
 fi
 if grep -qF "$key" "$work/server.log"; then echo "error: the API key appears in the server log" >&2; status=1; fi
+if grep -qF "$secret" "$work/server.log"; then echo "error: the secret appears in the server log" >&2; status=1; fi
 requests=$(grep -c '" [0-9][0-9][0-9] ' "$work/server.log" || true)
 echo "==> $requests requests served; schemathesis exit status $status" >&2
 exit "$status"

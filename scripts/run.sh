@@ -4,12 +4,16 @@
 #   ./scripts/run.sh                 the product
 #   ./scripts/run.sh --post-events   and a demo client posting about 20 events a second to the
 #                                    collector, so the newest hour fills (docs/collector.md)
+#   ./scripts/run.sh --new-data      first a new secret and new demo data made with it (the events
+#                                    of the data directory are replaced; keys and webhooks stay)
 set -euo pipefail
 post_events=""
+new_data=""
 for arg in "$@"; do
   case "$arg" in
     --post-events) post_events=1 ;;
-    *) echo "usage: scripts/run.sh [--post-events]" >&2; exit 2 ;;
+    --new-data) new_data=1 ;;
+    *) echo "usage: scripts/run.sh [--post-events] [--new-data]" >&2; exit 2 ;;
   esac
 done
 cd "$(dirname "$0")/.."
@@ -19,18 +23,40 @@ export SIGNALS_DATA_DIR="${SIGNALS_DATA_DIR:-./data}"
 export PORT="${PORT:-8000}"
 py=.venv/bin/python
 
-if [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
+# The install's secret (SIGNALS_SECRET keys the privacy noise and the hash of user ids): made at
+# random on the first run, kept in $SIGNALS_DATA_DIR/secret (0600), never shown; every process gets
+# it from here unless the environment sets its own (scripts/install_secret.sh). Before the demo
+# data: its user ids are hashed with it.
+# --new-data: a new one (secret.new), in the place of the old one once the data made with it is in.
+secret_file="$SIGNALS_DATA_DIR/secret${new_data:+.new}"
+if [ -z "${SIGNALS_SECRET:-}" ]; then
+  scripts/install_secret.sh ${new_data:+--new}
+  SIGNALS_SECRET=$(head -n 1 "$secret_file")
+fi
+export SIGNALS_SECRET
+
+if [ -n "$new_data" ]; then
+  echo "==> --new-data: a new demo data set (1,000,000 events, 90 days) in the place of the events in $SIGNALS_DATA_DIR"
+  $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90 --replace
+  if [ -f "$SIGNALS_DATA_DIR/secret.new" ]; then mv "$SIGNALS_DATA_DIR/secret.new" "$SIGNALS_DATA_DIR/secret"; fi
+elif [ ! -f "$SIGNALS_DATA_DIR/GENERATION" ]; then
   echo "==> no event data in $SIGNALS_DATA_DIR: generating the demo data set (1,000,000 events, 90 days)"
   $py -m service data demo --events "${SIGNALS_DEMO_EVENTS:-1000000}" --days 90
 fi
 
 # Privacy by release (SIGNALS_PRIVACY_RELEASE=1): release every closed hour of the store before the
 # API starts (a few minutes the first time; later runs release only the hours since), then the
-# lander releases each hour as it closes.
+# lander releases each hour as it closes. After --new-data a release made before (other data, the
+# old secret) is made again from nothing.
 case "${SIGNALS_PRIVACY_RELEASE:-0}" in
   1|true|yes|on)
     echo "==> releasing the closed hours of the store (privacy by release: docs/privacy.md)"
-    $py -m service data release ;;
+    $py -m service data release ${new_data:+--rebuild} ;;
+  *)
+    if [ -n "$new_data" ] && [ -d "$SIGNALS_DATA_DIR/release" ]; then
+      echo "==> --new-data: making the release of an earlier run again, for the new data and secret"
+      $py -m service data release --rebuild
+    fi ;;
 esac
 
 # The key made once, kept in $SIGNALS_DATA_DIR/demo-key (0600), shown again on every run: whole and

@@ -3,7 +3,8 @@
 # purpose rather than by the test suite (whose browser tests save theirs to a temporary
 # directory): the dashboard's browser
 # tests run with SIGNALS_SCREENSHOTS_DIR=docs/dashboard, in headless Debian Chromium at 1440 px,
-# against the real API and dashboard on the run command's demo data (1M events, seed 7).
+# against the real API and dashboard on the run command's demo data (1M events, seed 7), which the
+# tests' fixtures start with the tests' own SIGNALS_SECRET (tests/support/secret.py).
 # Installs chromium and chromium-driver with apt when missing. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -30,6 +30,13 @@ def main(argv: list[str] | None = None) -> int:
     except SettingsError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
+    needs_secret = getattr(args, "needs_secret", False)  # the commands that hash user ids or draw noise
+    if needs_secret is True or (callable(needs_secret) and needs_secret(settings)):
+        try:
+            settings.require_secret()
+        except SettingsError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
     configure_logging("warning")
     if args.command in ("worker", "precompute", "data", "lander"):  # their metrics join the web process's (gunicorn.conf.py)
         metrics_export.use_directory(settings.run_dir / "metrics")

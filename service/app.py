@@ -59,7 +59,7 @@ def privacy_params(settings: Settings) -> PrivacyParams:
 
 def cache_variant(settings: Settings) -> str:
     """What besides the request and the data an answer depends on: code version and privacy."""
-    return f"{__version__}:{noise_key_fingerprint(settings.secret)}:{privacy_params(settings)!r}"
+    return f"{__version__}:{noise_key_fingerprint(settings.require_secret())}:{privacy_params(settings)!r}"
 
 
 def signals_resources(settings: Settings, engine: QueryEngine, store: EventSource, clock: Clock, gate: cache.Gate,
@@ -88,11 +88,12 @@ def create_app(
     gate: cache.Gate | None = None,
 ) -> falcon.App:
     settings = settings or Settings.from_env()
+    secret = settings.require_secret()  # refused at start without SIGNALS_SECRET (keys the noise and the tokens)
     clock = clock or SystemClock()
     chosen = backend.choose(settings)
     if store is None or engine is None:
         answering_store, answering_engine = backend.answering(
-            settings, chosen, Privacy(settings.secret, privacy_params(settings)))
+            settings, chosen, Privacy(secret, privacy_params(settings)))
         store, engine = store or answering_store, engine or answering_engine
     accounts = accounts or AccountStore(settings.accounts_url, clock=clock)
     gate = gate or cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
@@ -102,7 +103,7 @@ def create_app(
     # URL too long (414) -> query string not UTF-8 (400) -> a CORS preflight (204) -> who (401) -> this credential
     # here (403) -> may they (403) -> how often (429) -> resource: valid? (400) -> cached? -> compute
     client_address = ClientAddress(settings.trusted_proxies)
-    tokens = TokenSigner(settings.secret)
+    tokens = TokenSigner(secret)
     middleware = (
         MetricsMiddleware(gate),
         RequestIdMiddleware(),

@@ -28,8 +28,11 @@ MAX_COMPUTE_DEADLINE_SECONDS = 600.0
 
 ENGINES = ("polars", "clickhouse")
 
-# Used only in development mode, and announced as such at start-up.
-DEVELOPMENT_SECRET = "signals-development-secret-do-not-use-in-production"
+# How to make a secret (the messages of a missing SIGNALS_SECRET say it; scripts/run.sh does the same).
+SECRET_COMMAND = "python3 -c 'import secrets; print(secrets.token_urlsafe(48))'"
+
+# The name of the file beside the demo key where `scripts/run.sh` keeps the install's secret.
+SECRET_FILE = "secret"
 
 
 _HOST_NAME = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")
@@ -58,7 +61,10 @@ class Settings:
     host: str = _env("SIGNALS_HOST", "127.0.0.1")
     port: int = _env("PORT", 8000)
     environment: str = _env("SIGNALS_ENV", "development", lower=True)  # development | production
-    secret: str = _env("SIGNALS_SECRET", DEVELOPMENT_SECRET)
+    # Keys the privacy noise, the hash of user ids and the browser tokens' signatures. No default:
+    # empty means not set, and the processes that use it refuse to start (`require_secret`);
+    # production refuses at once.
+    secret: str = _env("SIGNALS_SECRET", "", secret=True)
     web_concurrency: int = _env("WEB_CONCURRENCY", 0)  # 0 = size for the machine (gunicorn.conf.py)
     # requests each web worker serves at once (threads; gunicorn.conf.py)
     web_threads: int = _env("SIGNALS_WEB_THREADS", 8)
@@ -156,8 +162,10 @@ class Settings:
             raise SettingsError(f"SIGNALS_HOST must be an IP address or a host name, got {self.host!r}")
         if self.environment not in ("development", "production"):
             raise SettingsError("SIGNALS_ENV must be 'development' or 'production'")
-        if self.environment == "production" and self.secret == DEVELOPMENT_SECRET:
-            raise SettingsError("SIGNALS_SECRET must be set in production (SIGNALS_ENV=production)")
+        if self.environment == "production" and not self.secret:
+            raise SettingsError("SIGNALS_SECRET must be set in production (SIGNALS_ENV=production): a long random "
+                                "value of your own, the same for every process of the deployment, e.g. what "
+                                f"{SECRET_COMMAND} prints")
         for name in ("privacy_epsilon_suppressions", "privacy_epsilon_events", "privacy_epsilon_users"):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):  # noise can be made smaller, never switched off
@@ -237,9 +245,23 @@ class Settings:
         first; one slowed by its neighbours goes on, and its waiters are told when it will be there)."""
         return self.wait_seconds or self.compute_deadline_seconds + 1.0
 
-    @property
-    def uses_development_secret(self) -> bool:
-        return self.secret == DEVELOPMENT_SECRET
+    def require_secret(self) -> str:
+        """SIGNALS_SECRET, for the processes that use it (the web app: noise and browser tokens; the
+        worker, precompute, `data release` and, releasing, the lander: noise; the collector, `data
+        demo` and `data ingest`: the user ids' hash). Not set: SettingsError, saying how to get one
+        (no secret in the code ever stands in for it)."""
+        if self.secret:
+            return self.secret
+        kept = self.data_dir / SECRET_FILE
+        if kept.is_file():
+            how = (f"This install's, made by ./scripts/run.sh, is kept in {kept}: "
+                   f'export SIGNALS_SECRET="$(cat {kept})"')
+        else:
+            how = (f"./scripts/run.sh makes one for this install on its first run (kept in {kept}) and sets it; "
+                   f"to start this process yourself, set SIGNALS_SECRET to a long random value, the same for "
+                   f"every process of the deployment, e.g. what {SECRET_COMMAND} prints")
+        raise SettingsError("SIGNALS_SECRET is not set: it keys the privacy noise, the hash of user ids and the "
+                            f"browser tokens, and no secret in the code stands in for it. {how}.")
 
     @property
     def uses_clickhouse(self) -> bool:

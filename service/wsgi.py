@@ -2,8 +2,6 @@
 off): the event data is loaded here, in the worker, never in the master — polars must not have
 run in a process before it forks."""
 
-import logging
-
 from service import backend
 from service.app import create_app
 from service.observability.logging_setup import configure_logging
@@ -11,10 +9,7 @@ from service.settings import Settings
 
 settings = Settings.from_env()
 configure_logging(settings.log_level)
-if settings.uses_development_secret:
-    logging.getLogger("signals").warning(
-        "development mode: using the built-in development secret (set SIGNALS_SECRET and SIGNALS_ENV=production)"
-    )
+settings.require_secret()  # the master refused already (gunicorn.conf.py); a worker never serves without it
 chosen = backend.choose(settings)
 store = chosen.event_store()
 chosen.warm(store)  # open the store now, so the first request does not pay (service/backend.py)

@@ -29,6 +29,7 @@ from service.settings import Settings
 from service.store.reader import EventStore
 from tests.support import redis_server
 from tests.support.fixture_data import FIXTURE_NOW, write_fixture_store
+from tests.support.secret import TEST_SECRET
 
 pytest_plugins = [
     "tests.support.tiers",     # the quick tier's `slow` marker
@@ -79,7 +80,7 @@ def app(fixture_data_dir: Path, fixture_store: EventStore, accounts: AccountStor
     stage, so they can check the fixture's known aggregates. Tests of the gate build apps on the
     real Redis; tests of privacy (tests/privacy/) build apps with the real stage."""
     return create_app(
-        Settings(data_dir=fixture_data_dir),
+        Settings(data_dir=fixture_data_dir, secret=TEST_SECRET),
         clock=FixedClock(FIXTURE_NOW),
         store=fixture_store,
         accounts=accounts,

@@ -6,7 +6,7 @@ label of its own (`TOKEN_KEY_LABEL`), never the secret itself: the secret also k
 noise, and a key derived for one use cannot be turned into another's. It says which API key
 minted it (the key's id, and `key_binding`: a digest of the key's stored hash, so that a token
 names one key whatever becomes of ids, and cannot be made without the accounts database even
-where the secret is known, as the public development secret is), until when it works, the
+where the secret is known), until when it works, the
 origins it works from, the data endpoints it may call and the parameters it fixes. Reading one costs no database query: its signature and
 expiry are checked here, and the key it names is looked up in the per-worker cache of accepted
 keys (service/accounts/cached.py, `authenticate_key_id`), so revoking or expiring the key stops
@@ -79,6 +79,8 @@ class TokenSigner:
     """Signs and reads browser tokens under the key derived from the deployment's secret."""
 
     def __init__(self, secret: str) -> None:
+        if not secret:  # an empty one would be a key anyone knows: every token forgeable
+            raise ValueError("the token secret must not be empty (SIGNALS_SECRET)")
         self._key = hmac.digest(secret.encode(), TOKEN_KEY_LABEL, "sha256")
 
     def sign(self, token: BrowserToken) -> str:

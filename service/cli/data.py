@@ -12,7 +12,8 @@ the data directory.
 
 Exit codes: 0 done; 1 the command ran but failed (data already present without --replace, a
 file refused as a whole, a write error, a store in a state no crash leaves); 2 bad usage
-(argparse) or a file that does not exist. Rows rejected by the contract do not change the exit
+(argparse), a file that does not exist, or no SIGNALS_SECRET (demo and ingest hash the user ids
+with it). Rows rejected by the contract do not change the exit
 code: they are quarantined and counted in the summary. Nor does a file skipped because its
 content is already in the store (`--force` loads it again).
 """
@@ -62,7 +63,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     demo_parser.add_argument("--replace", action="store_true", help="replace event data already in the data directory")
     demo_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    demo_parser.set_defaults(func=run_demo)
+    demo_parser.set_defaults(func=run_demo, needs_secret=True)  # hashes the user ids
 
     ingest_parser = commands.add_parser(
         "ingest",
@@ -81,7 +82,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "running an ingest again after a crash never loads a row twice)",
     )
     ingest_parser.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
-    ingest_parser.set_defaults(func=run_ingest)
+    ingest_parser.set_defaults(func=run_ingest, needs_secret=True)  # hashes the user ids
 
     init_parser = commands.add_parser(
         "clickhouse-init",
@@ -119,7 +120,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     release_parser.add_argument("--rebuild", action="store_true",
                                 help="drop the release and build it again from the store")
     release_parser.add_argument("--no-progress", action="store_true", help="no progress bar")
-    release_parser.set_defaults(func=run_release)
+    release_parser.set_defaults(func=run_release, needs_secret=True)  # keys the release's noise
 
 
 def _positive_int(text: str) -> int:
@@ -226,6 +227,7 @@ def run_clickhouse_init(args: argparse.Namespace, settings: Settings) -> int:
 def run_demo(args: argparse.Namespace, settings: Settings) -> int:
     from service.demo import generate as demo
 
+    secret = settings.require_secret()
     data_dir = settings.data_dir
     end = floor_hour(SystemClock().now())  # so the newest hour of data is a complete hour
     chosen = backend.choose(settings)
@@ -239,7 +241,7 @@ def run_demo(args: argparse.Namespace, settings: Settings) -> int:
             days=args.days,
             seed=args.seed,
             end=end,
-            secret=settings.secret,
+            secret=secret,
             progress=args.progress,
             replace=args.replace,
             target=target,
@@ -278,6 +280,7 @@ def _landing(outcome: str) -> None:
 
 
 def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
+    secret = settings.require_secret()
     problems = [
         f"{path}: {'is a directory' if path.is_dir() else 'file not found'}"
         for path in args.files
@@ -296,7 +299,7 @@ def run_ingest(args: argparse.Namespace, settings: Settings) -> int:
         report = ingest.ingest_files(
             settings.data_dir,
             args.files,
-            secret=settings.secret,
+            secret=secret,
             now=now,
             table=args.table,
             progress=args.progress,

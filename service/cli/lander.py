@@ -38,7 +38,8 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--include-open-hour", action="store_true",
                         help="with --once: land the running hour's events too (by default they wait for the hour "
                              "to end; answers count whole hours only, and a landing changes its dates' noise)")
-    parser.set_defaults(func=run)
+    # It releases the closed hours with SIGNALS_PRIVACY_RELEASE (their noise is keyed by the secret).
+    parser.set_defaults(func=run, needs_secret=lambda settings: settings.privacy_release)
 
 
 _ATTEMPTED: list[dt.datetime] = []  # the last due hour a release ran for (one run per due hour)

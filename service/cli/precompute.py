@@ -25,7 +25,7 @@ def register(subparsers: Any) -> None:
                     "lower priority, so their askers find them in the cache. Needs REDIS_URL (the counts "
                     "and the cache the web workers share).")
     parser.add_argument("--once", action="store_true", help="precompute for the current as_of once and exit")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, needs_secret=True)  # keys the noise
 
 
 def build(settings: Settings, chosen: Backend, store: EventSource) -> Precompute:
@@ -36,7 +36,7 @@ def build(settings: Settings, chosen: Backend, store: EventSource) -> Precompute
     from service.clock import SystemClock
     from service.privacy import Privacy
 
-    answering_store, engine = backend.answering(settings, chosen, Privacy(settings.secret, privacy_params(settings)))
+    answering_store, engine = backend.answering(settings, chosen, Privacy(settings.require_secret(), privacy_params(settings)))
     store = answering_store if settings.privacy_release else store
     gate = cache.connect(settings.redis_url, settings.redis_prefix, settings.redis_spin_microseconds / 1e6,
                          settings.process_cache_mb << 20)

@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
                     "lands, and deliver the alerts from the outbox in the accounts database.")
     parser.add_argument("--once", action="store_true",
                         help="evaluate once, make every delivery attempt that is due, and exit")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, needs_secret=True)  # keys the noise
 
 
 def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountStore]:
@@ -40,7 +40,7 @@ def build_worker(settings: Settings, chosen: Backend) -> tuple[Worker, AccountSt
     from service.webhooks.worker import Worker
 
     accounts = AccountStore(settings.accounts_url)
-    store, engine = backend.answering(settings, chosen, Privacy(settings.secret, privacy_params(settings)))
+    store, engine = backend.answering(settings, chosen, Privacy(settings.require_secret(), privacy_params(settings)))
     # Alerts are charged to their subscription's privacy budget, in the web's ledgers (Redis).
     gate = cache.connect(settings.redis_url, settings.redis_prefix)
     worker = Worker(store, WebhookStore(accounts.db_engine), engine,

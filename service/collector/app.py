@@ -149,6 +149,7 @@ class Backlog:
 class EventsResource:
     def __init__(self, settings: Settings, accounts: AccountStore, clock: Clock, gate: Gate | None = None) -> None:
         self.settings = settings
+        self.secret = settings.require_secret()  # hashes the user ids: refused at start without SIGNALS_SECRET
         self.clock = clock
         self.keys = IngestKeys(accounts, settings.auth_cache_seconds, clock)
         self.rates: KeyRates | shared.SharedRates = KeyRates(settings.collector_requests_per_minute)
@@ -200,7 +201,7 @@ class EventsResource:
             self._check_backlog(self.backlog.events())
         body = self._body(req, encoding)
         now = self.clock.now()
-        checked = events.check_body(body, now=now, secret=self.settings.secret, late_hours=self.settings.late_hours)
+        checked = events.check_body(body, now=now, secret=self.secret, late_hours=self.settings.late_hours)
         ids = checked.event_ids().to_list()
         checked.without(self.recent.seen(ids) | self._shared_seen(ids))
         accepted = checked.accepted

@@ -9,9 +9,12 @@ metrics join the machine's (served by the web process's master, gunicorn.conf.py
 """
 
 from service.observability import metrics_export
-from service.settings import Settings
+from service.settings import Settings, SettingsError
 
-_settings = Settings.from_env()
+try:
+    _settings = Settings.from_env()
+except SettingsError as exc:  # one line saying what to set (production without SIGNALS_SECRET), no traceback
+    raise SystemExit(f"error: {exc}") from None
 metrics_export.use_directory(_settings.run_dir / "metrics")
 
 bind = _settings.collector_bind
@@ -31,6 +34,15 @@ logger_class = "service.server.gunicorn_logging.Logger"
 errorlog = "-"
 loglevel = _settings.log_level
 limit_request_line = 8190
+
+
+def on_starting(server) -> None:
+    """Without SIGNALS_SECRET (the key of the user ids' hash) the collector refuses to start."""
+    try:
+        _settings.require_secret()
+    except SettingsError as exc:
+        server.log.error(str(exc))
+        raise SystemExit(str(exc)) from None
 
 
 def child_exit(server, worker) -> None:

@@ -36,7 +36,10 @@ _NOISE_DOMAIN = b"signals privacy noise v1"
 
 
 def noise_key(secret: str) -> bytes:
-    """The key the cell descriptions are hashed under, derived from the secret."""
+    """The key the cell descriptions are hashed under, derived from the secret (never empty: an
+    empty one would be a key anyone knows)."""
+    if not secret:
+        raise ValueError("the noise secret must not be empty (SIGNALS_SECRET)")
     return hmac.digest(secret.encode(), _NOISE_DOMAIN, "sha256")
 
 

@@ -30,6 +30,8 @@ _DOMAIN = b"signals release noise v1"
 
 def release_key(secret: str) -> bytes:
     """The key every release draw is derived from (a release of one secret is one release)."""
+    if not secret:  # an empty one would be a key anyone knows
+        raise ValueError("the release secret must not be empty (SIGNALS_SECRET)")
     return hmac.digest(secret.encode(), _DOMAIN, "sha256")
 
 

@@ -40,5 +40,5 @@ def release_now(settings: Settings, now: dt.datetime, *, rebuild: bool = False,
     if rebuild:
         store.remove_all()
     events = day_events(settings)
-    return release_through(store, events, release_key(settings.secret), compute_as_of(now, events.last_event()),
+    return release_through(store, events, release_key(settings.require_secret()), compute_as_of(now, events.last_event()),
                            progress=progress)

@@ -19,6 +19,7 @@ from service.privacy import Privacy
 from service.settings import Settings, SettingsError
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import assert_problem
+from tests.support.secret import TEST_SECRET
 from tests.support.spec_table import BASE
 
 ORIGIN = "https://app.example.com"
@@ -78,7 +79,7 @@ def test_a_preflight_for_a_post_with_a_json_body(client):
 
 
 def test_the_preflights_max_age_is_a_setting(fixture_data_dir, fixture_store, accounts):
-    app = create_app(Settings(data_dir=fixture_data_dir, cors_max_age_seconds=600), clock=FixedClock(FIXTURE_NOW),
+    app = create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, cors_max_age_seconds=600), clock=FixedClock(FIXTURE_NOW),
                      store=fixture_store, accounts=accounts, gate=LocalGate(), engine=PolarsEngine(Privacy.exact()))
     result = falcon.testing.TestClient(app).simulate_options(BASE + "/top-keywords", headers=PREFLIGHT)
     assert result.headers["access-control-max-age"] == "600"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.support.http import assert_problem, get
+from tests.support.secret import TEST_SECRET
 from tests.support.spec_table import BASE, GET_ENDPOINTS
 
 ALL_PATHS = [*GET_ENDPOINTS, "/query"]
@@ -58,7 +59,7 @@ def test_unexpected_errors_are_500_problems_without_internals(fixture_data_dir, 
                 raise RuntimeError("secret internal detail")
             return fail
 
-    app = create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
+    app = create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
                      accounts=accounts, engine=BrokenEngine())
     result = get(falcon.testing.TestClient(app), "/top-keywords", keys["observer"])
     body = assert_problem(result, 500)

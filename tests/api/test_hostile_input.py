@@ -18,6 +18,7 @@ from service.clock import FixedClock
 from service.settings import Settings
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import assert_problem, get
+from tests.support.secret import TEST_SECRET
 from tests.support.spec_table import BASE
 
 BIG = "9" * 310     # past a float: float(int) overflowed (OverflowError -> 500)
@@ -67,7 +68,7 @@ def test_a_number_beyond_a_float_is_echoed_as_sent(client, keys, number):
 
 @pytest.fixture
 def webhooks_client(accounts, tmp_path) -> falcon.testing.TestClient:
-    settings = Settings(data_dir=tmp_path, webhook_allow_private=True)
+    settings = Settings(data_dir=tmp_path, secret=TEST_SECRET, webhook_allow_private=True)
     return falcon.testing.TestClient(create_app(settings, accounts=accounts, gate=LocalGate(),
                                                 clock=FixedClock(FIXTURE_NOW)))
 

@@ -10,6 +10,7 @@ from service.accounts import AuthFailure, Principal
 from service.accounts.keys import generate_key
 from service.api.tiers import Tier
 from tests.support.http import assert_problem, get, post_query
+from tests.support.secret import TEST_SECRET
 from tests.support.spec_table import BASE, GET_ENDPOINTS, MIN_TIER, REQUIRED
 
 ALL_PATHS = [*GET_ENDPOINTS, "/query"]
@@ -47,7 +48,7 @@ def _app_client(fixture_data_dir, fixture_store, accounts, clock, **settings):
     from service.app import create_app
     from service.settings import Settings
 
-    return falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, **settings), clock=clock,
+    return falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, **settings), clock=clock,
                                                 store=fixture_store, accounts=accounts))
 
 
@@ -97,7 +98,7 @@ def test_expired_key_is_401(tmp_path, fixture_data_dir, fixture_store):
     clock = FixedClock(FIXTURE_NOW)
     accounts = AccountStore(f"sqlite:///{tmp_path / 'accounts.db'}", clock=clock)
     key, _ = accounts.create_key(Tier.OBSERVER, expires_at=FIXTURE_NOW + dt.timedelta(hours=1))
-    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=clock,
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=clock,
                                                   store=fixture_store, accounts=accounts))
     assert get(client, "/top-keywords", key).status_code == 200
     clock.advance(dt.timedelta(hours=1))

@@ -8,6 +8,7 @@ import io
 import pytest
 
 from tests.support.http import assert_problem, post_query
+from tests.support.secret import TEST_SECRET
 from tests.support.spec_table import QUERY_FILTER_KEYS, QUERY_GROUP_BY, QUERY_WINDOWS
 
 GEO_FIELDS = {"country": ["country_id", "country_name"], "region": ["region_id", "region_name"],
@@ -227,7 +228,7 @@ def test_totals_row_is_always_there_even_when_suppressed(fixture_data_dir, fixtu
     from service.settings import Settings
     from tests.support.fixture_data import FIXTURE_NOW
 
-    app = create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
+    app = create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
                      accounts=accounts, gate=LocalGate())
     client = falcon.testing.TestClient(app)
     body = post_query(client, keys["analyst"], {"window": "24h", "filters": {"keywords": ["fresh"]}}).json  # 1 user

@@ -29,6 +29,7 @@ from service.privacy import Privacy
 from service.settings import Settings
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import assert_problem
+from tests.support.secret import TEST_SECRET
 from tests.support.spec_table import BASE
 
 TOKENS = "/api/v1/tokens"
@@ -69,7 +70,7 @@ def clock() -> FixedClock:
 @pytest.fixture
 def clocked(fixture_data_dir, fixture_store, accounts, clock) -> falcon.testing.TestClient:
     """The app of the conftest's `client`, on a clock the test moves."""
-    return falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=clock, store=fixture_store,
+    return falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=clock, store=fixture_store,
                                                 accounts=accounts, gate=LocalGate(),
                                                 engine=PolarsEngine(Privacy.exact())))
 
@@ -208,7 +209,7 @@ def test_a_key_cannot_mint_from_a_web_page(client, keys):
 
 def test_a_token_never_outlives_its_key(fixture_data_dir, fixture_store, tmp_path, clock):
     store = AccountStore(f"sqlite:///{tmp_path / 'accounts.db'}", clock=clock)
-    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=clock, store=fixture_store,
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=clock, store=fixture_store,
                                                   accounts=store, gate=LocalGate(),
                                                   engine=PolarsEngine(Privacy.exact())))
     key, _ = store.create_key(Tier.OBSERVER, expires_at=FIXTURE_NOW + dt.timedelta(seconds=600))
@@ -394,8 +395,8 @@ def test_a_token_not_ours_is_401(client, keys, tamper):
     elif tamper == "secret":
         forged = TokenSigner("another secret").sign(BrowserToken(claims["key"], claims["kb"], (ORIGIN,), tuple(GETS),
                                                                  {}, FIXTURE_NOW, FIXTURE_NOW + dt.timedelta(hours=1)))
-    elif tamper == "binding":  # signed with this deployment's (here public) secret, without the key's hash
-        forged = TokenSigner(Settings().secret).sign(BrowserToken(claims["key"], key_binding("0" * 64), (ORIGIN,),
+    elif tamper == "binding":  # signed with this deployment's secret (known here), without the key's hash
+        forged = TokenSigner(TEST_SECRET).sign(BrowserToken(claims["key"], key_binding("0" * 64), (ORIGIN,),
                                                                   tuple(GETS), {}, FIXTURE_NOW,
                                                                   FIXTURE_NOW + dt.timedelta(hours=1)))
     elif tamper == "payload":
@@ -413,9 +414,9 @@ def test_a_token_not_ours_is_401(client, keys, tamper):
 def test_the_signing_key_is_derived_from_the_secret_not_the_secret_itself(keys, client):
     token = token_for(client, keys["observer"])
     with pytest.raises(jwt.InvalidSignatureError):
-        jwt.decode(token, Settings().secret, algorithms=["HS256"], audience="signals-api", options={"verify_exp": False})
+        jwt.decode(token, TEST_SECRET, algorithms=["HS256"], audience="signals-api", options={"verify_exp": False})
     import hmac
-    derived = hmac.digest(Settings().secret.encode(), TOKEN_KEY_LABEL, "sha256")
+    derived = hmac.digest(TEST_SECRET.encode(), TOKEN_KEY_LABEL, "sha256")
     assert jwt.decode(token, derived, algorithms=["HS256"], audience="signals-api", options={"verify_exp": False})["origins"] == [ORIGIN]
 
 

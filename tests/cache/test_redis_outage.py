@@ -28,6 +28,7 @@ from service.store.reader import EventStore
 from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import assert_problem, get, post_query
 from tests.support.landing import write_events
+from tests.support.secret import TEST_SECRET
 
 pytestmark = pytest.mark.redis
 
@@ -60,7 +61,7 @@ def build(server, fixture_data_dir, fixture_store, accounts, *, tier=Tier.OBSERV
           prefix=None):
     gate = cache.connect(server.url, prefix or f"outage-{uuid.uuid4().hex[:6]}:")
     gate._retry_seconds = 0.2  # probe Redis often, so recovery is quick in a test
-    app = create_app(Settings(data_dir=fixture_data_dir, redis_url=server.url), clock=clock or FixedClock(FIXTURE_NOW),
+    app = create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, redis_url=server.url), clock=clock or FixedClock(FIXTURE_NOW),
                      store=fixture_store, accounts=accounts, gate=gate, engine=engine)
     key = accounts.create_key(tier, subscription=f"outage-{uuid.uuid4().hex[:8]}")[0]
     return falcon.testing.TestClient(app), key, gate

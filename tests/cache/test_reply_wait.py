@@ -12,6 +12,7 @@ from cache import ReplyWait, Wire
 from service.app import create_app
 from service.settings import Settings, SettingsError
 from service.store.reader import EventStore
+from tests.support.secret import TEST_SECRET
 
 
 class ScriptedSocket:
@@ -134,7 +135,7 @@ def test_the_setting_reaches_the_connection(tmp_path):
     assert Settings.from_env({}).redis_spin_microseconds == 0  # off unless asked for
     assert Settings.from_env({"SIGNALS_REDIS_SPIN_MICROSECONDS": "0"}).redis_spin_microseconds == 0
     settings = Settings.from_env({"REDIS_URL": "redis://127.0.0.1:6379/0", "SIGNALS_REDIS_SPIN_MICROSECONDS": "123",
-                                  "SIGNALS_DATA_DIR": str(tmp_path)})
+                                  "SIGNALS_DATA_DIR": str(tmp_path), "SIGNALS_SECRET": TEST_SECRET})
     app = create_app(settings, store=EventStore(tmp_path))  # nothing connects until a request
     resource, *_ = app._router.find("/api/v1/signals/top-keywords")
     wire = resource._gate._primary._factory()

@@ -28,6 +28,7 @@ from tests.support.fixture_data import FIXTURE_NOW, suppressions_frame
 from tests.support.http import get, post_query
 from tests.support.landing import write_events
 from tests.support.redis_app import delete_prefix, redis_test_client
+from tests.support.secret import TEST_SECRET
 
 pytestmark = pytest.mark.redis
 
@@ -144,7 +145,7 @@ def test_one_computation_per_key_across_concurrent_requests(fixture_data_dir, fi
     prefix = f"{redis_prefix}{uuid.uuid4().hex[:8]}:"
     gates = [cache.connect(redis_url, prefix) for _ in range(6)]  # six "workers" sharing one Redis
     clients = [
-        falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW),
+        falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=FixedClock(FIXTURE_NOW),
                                              store=fixture_store, accounts=accounts, engine=CountingEngine(),
                                              gate=gate))
         for gate in gates
@@ -191,7 +192,7 @@ class SlowEngine:
 def _two_workers_one_filling(gates, engine, fixture_data_dir, fixture_store, accounts, after_start=None):
     """Worker A starts computing an entry (holding its lock); then worker B asks for it and
     waits. Returns (A's response, B's response, seconds B took)."""
-    clients = [falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW),
+    clients = [falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=FixedClock(FIXTURE_NOW),
                                                     store=fixture_store, accounts=accounts, engine=engine, gate=gate))
                for gate in gates]
     key = key_for(accounts)
@@ -268,7 +269,7 @@ def test_a_stored_entry_lives_until_the_next_hour(fixture_data_dir, fixture_stor
 
 
 def test_response_cache_can_be_switched_off(fixture_data_dir, fixture_store, accounts):
-    app = create_app(Settings(data_dir=fixture_data_dir, cache_responses=False), clock=FixedClock(FIXTURE_NOW),
+    app = create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, cache_responses=False), clock=FixedClock(FIXTURE_NOW),
                      store=fixture_store, accounts=accounts, gate=cache.LocalGate())
     client = falcon.testing.TestClient(app)
     key = key_for(accounts)
@@ -356,7 +357,7 @@ def test_one_body_cache_keeps_each_body_decoded_beside_it():
 def test_as_of_and_the_cache_entry_move_on_with_the_hour(fixture_data_dir, fixture_store, accounts):
     # Data ends at 12:20, so as_of is the current hour until 13:00, and stays 13:00 after.
     clock = FixedClock(FIXTURE_NOW - dt.timedelta(hours=1))
-    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir), clock=clock,
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=clock,
                                                   store=fixture_store, accounts=accounts, gate=cache.LocalGate()))
     key = key_for(accounts)
     seen = []
@@ -388,6 +389,6 @@ def test_the_process_cache_size_is_a_setting(fixture_data_dir, fixture_store, ac
     assert with_redis._primary._bodies.budget == 5 << 20
     made = []
     monkeypatch.setattr(cache, "connect", lambda *args: made.append(args) or cache.LocalGate())
-    create_app(Settings(data_dir=fixture_data_dir, process_cache_mb=7), clock=FixedClock(FIXTURE_NOW),
+    create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, process_cache_mb=7), clock=FixedClock(FIXTURE_NOW),
                store=fixture_store, accounts=accounts)
     assert made[0][-1] == 7 << 20

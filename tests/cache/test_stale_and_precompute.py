@@ -22,6 +22,7 @@ from service.settings import Settings
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import get
 from tests.support.redis_app import delete_prefix
+from tests.support.secret import TEST_SECRET
 
 # The fixture's data end at 12:20: at 11:30 as_of is 11:00; at 12:05 it is 12:00.
 BEFORE = FIXTURE_NOW.replace(hour=11, minute=30)
@@ -29,7 +30,7 @@ AFTER = FIXTURE_NOW.replace(hour=12, minute=5)
 
 
 def build(fixture_data_dir, fixture_store, accounts, gate, clock, **settings):
-    app_settings = Settings(data_dir=fixture_data_dir, **settings)
+    app_settings = Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, **settings)
     app = create_app(app_settings, clock=clock, store=fixture_store, accounts=accounts, gate=gate,
                      engine=Engine(Privacy.exact()))
     key = accounts.create_key(Tier.PROFESSIONAL, subscription=f"stale-{uuid.uuid4().hex[:8]}")[0]

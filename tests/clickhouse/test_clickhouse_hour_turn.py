@@ -27,6 +27,7 @@ from tests.support.engines import land
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.http import get
 from tests.support.redis_app import delete_prefix
+from tests.support.secret import TEST_SECRET
 
 # The fixture's data end at 12:20: at 11:30 as_of is 11:00; at 12:05 it is 12:00.
 BEFORE = FIXTURE_NOW.replace(hour=11, minute=30)
@@ -54,7 +55,7 @@ def store(fixture_store, chdb_dir):
 
 
 def build(store, accounts, gate, clock, engine=None, **settings):
-    app_settings = Settings(engine="clickhouse", clickhouse_url=store.ch.url, **settings)
+    app_settings = Settings(engine="clickhouse", clickhouse_url=store.ch.url, secret=TEST_SECRET, **settings)
     engine = engine or ClickHouseEngine(Privacy.exact())
     app = create_app(app_settings, clock=clock, store=store, accounts=accounts, gate=gate, engine=engine)
     key = accounts.create_key(Tier.PROFESSIONAL, subscription=f"ch-turn-{uuid.uuid4().hex[:8]}")[0]

@@ -21,6 +21,7 @@ from service.engine.clickhouse import ClickHouseEngine
 from service.privacy import Privacy
 from service.settings import Settings, SettingsError
 from tests.support.engines import fresh_database
+from tests.support.secret import TEST_SECRET
 
 # Counting 10^11 numbers takes minutes: a query only a deadline ends.
 SLOW = "SELECT count() AS n FROM numbers(100000000000) WHERE sipHash64(number) % 7 = 3"
@@ -45,7 +46,7 @@ def test_the_request_deadline_answers_503_and_the_query_is_stopped(chdb_dir: Pat
     """The app's ClickHouse connection carries SIGNALS_COMPUTE_DEADLINE_SECONDS as max_execution_time
     (service/backend.py); the resource's own timer (service/answers/deadline.py) and ClickHouse agree."""
     ch = fresh_database(chdb_dir, "deadline_http")
-    settings = Settings(compute_deadline_seconds=0.5, cache_responses=False, engine="clickhouse",
+    settings = Settings(secret=TEST_SECRET, compute_deadline_seconds=0.5, cache_responses=False, engine="clickhouse",
                         clickhouse_url=f"chdb://{chdb_dir}")
     ch.deadline_seconds = clickhouse(settings).deadline_seconds
 

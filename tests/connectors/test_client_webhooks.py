@@ -25,6 +25,7 @@ from service.settings import Settings
 from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.api_server import BASE_URL, Recorder
+from tests.support.secret import TEST_SECRET
 from tests.support.webhook_receiver import Answer, receiver
 
 NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.UTC)
@@ -37,7 +38,7 @@ FIELDS = dict(window="24h", dimension="keyword", threshold_pct=50, cooldown_minu
 
 @pytest.fixture
 def app(accounts, tmp_path):
-    settings = Settings(data_dir=tmp_path, webhook_allow_private=True)
+    settings = Settings(data_dir=tmp_path, secret=TEST_SECRET, webhook_allow_private=True)
     return create_app(settings, accounts=accounts, gate=LocalGate(), clock=FixedClock(NOW))
 
 

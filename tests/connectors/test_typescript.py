@@ -37,6 +37,7 @@ from service.settings import Settings
 from tests.support.api_server import Ticker, serve
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.processes import ROOT
+from tests.support.secret import TEST_SECRET
 
 PACKAGE = ROOT / "connectors" / "typescript"
 GENERATED = ("schema.d.ts", "operations.ts")
@@ -87,7 +88,7 @@ def test_generated_files_are_those_of_todays_document(typescript_packages, tmp_p
 @pytest.fixture
 def served_api(fixture_data_dir, fixture_store, accounts):
     """The app on the fixture data over HTTP on 127.0.0.1, webhooks to local addresses allowed."""
-    settings = Settings(data_dir=fixture_data_dir, webhook_allow_private=True)
+    settings = Settings(data_dir=fixture_data_dir, secret=TEST_SECRET, webhook_allow_private=True)
     ticker = Ticker()
     app = create_app(settings, clock=FixedClock(FIXTURE_NOW), store=fixture_store, accounts=accounts,
                      gate=LocalGate(clock=ticker), engine=PolarsEngine(Privacy.exact()))

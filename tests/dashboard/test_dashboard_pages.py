@@ -25,6 +25,7 @@ from service.api.openapi import build_openapi  # noqa: E402
 from service.api.tiers import Tier  # noqa: E402
 from tests.support.api_server import serve  # noqa: E402
 from tests.support.layouts import ids, texts  # noqa: E402
+from tests.support.secret import TEST_SECRET
 
 
 @pytest.fixture
@@ -143,7 +144,7 @@ def relabelled_api(monkeypatch, fixture_data_dir, fixture_store, accounts):
     from tests.support.fixture_data import FIXTURE_NOW
 
     monkeypatch.setattr(Tier, "label", property(lambda tier: RELABELLED[tier.slug]))
-    served = create_app(Settings(data_dir=fixture_data_dir), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
+    served = create_app(Settings(data_dir=fixture_data_dir, secret=TEST_SECRET), clock=FixedClock(FIXTURE_NOW), store=fixture_store,
                         accounts=accounts, gate=LocalGate(), engine=Engine(Privacy.exact()))
     run = uuid.uuid4().hex[:8]
     keys = {tier.slug: accounts.create_key(tier, subscription=f"labels-{tier.slug}-{run}")[0] for tier in Tier}

@@ -1,5 +1,5 @@
 """Every `curl` example of the API's page (docs/api.md) and of the README, run against the demo data
-set that `scripts/run.sh` makes (1,000,000 events over 90 days, seed 7, the development secret):
+set that `scripts/run.sh` makes (1,000,000 events over 90 days, seed 7; the tests' secret):
 each answers 200 with data a person can see — records, and numbers that are not all zero."""
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from service.settings import Settings
 from service.store.reader import EventStore
 from tests.support.default_demo import DEFAULT_DEMO_END
 from tests.support.processes import ROOT
+from tests.support.secret import TEST_SECRET
 
 API_PAGE = ROOT / "docs" / "api.md"
 README = ROOT / "README.md"
@@ -81,7 +82,7 @@ def test_every_as_of_in_an_example_is_relative_so_it_works_on_demo_data_made_tod
 
 @pytest.fixture(scope="module")
 def client(default_demo_dir, accounts):
-    settings = Settings(data_dir=default_demo_dir, cache_responses=False)  # the development secret, as run.sh
+    settings = Settings(data_dir=default_demo_dir, secret=TEST_SECRET, cache_responses=False)  # the demo's secret
     app = create_app(settings, clock=FixedClock(NOW),
                      store=EventStore(default_demo_dir), accounts=accounts, gate=LocalGate())
     return falcon.testing.TestClient(app)

@@ -15,7 +15,7 @@ from tests.support.processes import ROOT
 EMPTY_ON_PURPOSE = {
     "SIGNALS_ACCOUNTS_URL": "the default is derived from SIGNALS_DATA_DIR",
     "REDIS_URL": "unset = no Redis (in-process cache and limits)",
-    "SIGNALS_SECRET": "a secret; the default is the public development secret",
+    "SIGNALS_SECRET": "a secret; no default (scripts/run.sh makes one per install; without it the processes that use it refuse)",
     "WEB_CONCURRENCY": "the default 0 means 'size for the machine' (gunicorn.conf.py)",
     "SIGNALS_TRUSTED_PROXIES": "the default is no proxies",
     "SIGNALS_API_KEY": "a secret; no default",

@@ -36,6 +36,7 @@ from tests.support import fixture_data as fx
 from tests.support.http import assert_problem, post_query
 from tests.support.processes import ROOT, create_key, gunicorn
 from tests.support.query_cases import AS_OF, random_bodies, random_frames, request
+from tests.support.secret import TEST_SECRET
 
 UTC = dt.UTC
 NOW = AS_OF + dt.timedelta(minutes=20)
@@ -104,7 +105,7 @@ class CountingEngine(Engine):
 def make_client(accounts, frames: EventFrames | None = None, engine: Engine | None = None, *,
                 fixture_data_dir=None, fixture_store=None, **settings) -> falcon.testing.TestClient:
     store = FramesStore(frames) if frames is not None else fixture_store
-    app = create_app(Settings(data_dir=fixture_data_dir or ROOT / "data", **settings),
+    app = create_app(Settings(data_dir=fixture_data_dir or ROOT / "data", secret=TEST_SECRET, **settings),
                      clock=FixedClock(NOW if frames is not None else fx.FIXTURE_NOW), store=store,
                      accounts=accounts, gate=LocalGate(), engine=engine or Engine(Privacy.exact()))
     return falcon.testing.TestClient(app)

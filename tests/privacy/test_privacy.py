@@ -183,7 +183,29 @@ def test_production_refuses_to_start_without_a_secret():
     with pytest.raises(SettingsError, match="SIGNALS_SECRET"):
         Settings.from_env({"SIGNALS_ENV": "production"})
     assert Settings.from_env({"SIGNALS_ENV": "production", "SIGNALS_SECRET": "x" * 32}).secret == "x" * 32
-    assert Settings.from_env({}).uses_development_secret
+
+
+def test_no_secret_in_the_code_stands_in_for_a_missing_one(tmp_path):
+    """Outside production the settings hold no secret when SIGNALS_SECRET is not set, and whatever
+    uses one (the app, the noise) refuses, saying how to get one; the secret is never in the
+    settings' repr."""
+    from service.privacy import noise
+    from service.settings import Settings, SettingsError
+
+    unset = Settings.from_env({"SIGNALS_DATA_DIR": str(tmp_path)})
+    assert unset.secret == ""
+    with pytest.raises(SettingsError, match=r"SIGNALS_SECRET is not set.*\./scripts/run\.sh makes one"):
+        unset.require_secret()
+    (tmp_path / "secret").write_text("kept\n")  # the install's, made by run.sh: the message shows how to use it
+    with pytest.raises(SettingsError, match=r'export SIGNALS_SECRET="\$\(cat .*/secret\)"'):
+        unset.require_secret()
+    with pytest.raises(ValueError, match="must not be empty"):
+        Privacy("")
+    with pytest.raises(ValueError, match="must not be empty"):
+        noise.noise_key_fingerprint("")
+    chosen = Settings.from_env({"SIGNALS_SECRET": "an install's own secret"})
+    assert chosen.require_secret() == "an install's own secret"
+    assert "an install's own secret" not in repr(chosen) and "an install's own secret" not in str(chosen)
 
 
 # The noise derivation is part of what is published: a change to it changes every number once

@@ -13,6 +13,7 @@ import redis
 
 from tests.support.fixture_data import write_fixture_store
 from tests.support.processes import ROOT, cli, gunicorn
+from tests.support.secret import TEST_SECRET
 
 
 def test_cli_creates_a_key_on_the_last_line(tmp_path):
@@ -101,6 +102,7 @@ def test_gunicorn_worker_count(monkeypatch, tmp_path, env, expected):
     for name in ("REDIS_URL", "WEB_CONCURRENCY", "PROMETHEUS_MULTIPROC_DIR"):  # the file sets the last one
         monkeypatch.delenv(name, raising=False)
     monkeypatch.setenv("SIGNALS_RUN_DIR", str(tmp_path))
+    monkeypatch.setenv("SIGNALS_SECRET", TEST_SECRET)  # without it on_starting refuses (test_secret.py)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
     config = runpy.run_path(str(ROOT / "gunicorn.conf.py"))

@@ -15,6 +15,7 @@ from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
 from tests.support.default_demo import DEFAULT_DEMO_END
+from tests.support.secret import TEST_SECRET
 
 AS_OF = DEFAULT_DEMO_END
 CASES = sorted({(b.window, b.dimension) for b in DEMO_BURSTS})
@@ -25,7 +26,7 @@ def frames(default_demo_dir):
     return EventStore(default_demo_dir).snapshot()
 
 
-SECRETS = [Settings().secret] + [f"trending-secret-{i}" for i in range(7)]  # the served one, and others
+SECRETS = [TEST_SECRET] + [f"trending-secret-{i}" for i in range(7)]  # the demo's, and others
 
 
 def _trending(frames, secret: str, window: str, dimension: str, metric: str) -> list[str]:

@@ -20,12 +20,12 @@ from pathlib import Path
 import polars as pl
 import pytest
 
-from service.settings import Settings
 from service.store import ingest, layout, leftovers, reader, schema, snapshot, snapshot_reading, writer_lock
 from tests.support.crashed_ingest import BAD_LINE, kill, suppression_rows, write_files
 from tests.support.processes import ROOT, cli, service_env
+from tests.support.secret import TEST_SECRET
 
-SECRET = Settings().secret  # the command line's (development) secret, so every path hashes alike
+SECRET = TEST_SECRET  # the command line's (service_env), so every path hashes alike
 
 
 @pytest.fixture

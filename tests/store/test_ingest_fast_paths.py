@@ -22,6 +22,7 @@ from polars.testing import assert_frame_equal
 
 from service.store import geography, ingest, kinds, layout, ndjson, row_checks, timestamps, validate
 from service.store.user_ids import hash_user_ids
+from tests.support.secret import TEST_SECRET
 
 NOW = dt.datetime(2026, 3, 20, tzinfo=dt.UTC)
 PLACES = [
@@ -238,7 +239,8 @@ def test_an_ingest_process_imports_neither_redis_nor_pandas(tmp_path: Path) -> N
         "print(sorted(m for m in ('redis', 'pandas') if m in sys.modules))\n"
     )
     env = {k: v for k, v in os.environ.items() if not k.startswith(("SIGNALS_", "REDIS_URL"))}
-    done = subprocess.run([sys.executable, "-c", script], env={**env, "SIGNALS_DATA_DIR": str(tmp_path / "data")},
+    done = subprocess.run([sys.executable, "-c", script], env={**env, "SIGNALS_DATA_DIR": str(tmp_path / "data"),
+                                                              "SIGNALS_SECRET": TEST_SECRET},
                           capture_output=True, text=True, cwd=Path(__file__).resolve().parents[2], timeout=120)
     assert done.returncode == 0, done.stderr
     assert "1 rows accepted" in done.stdout or "1 row accepted" in done.stdout

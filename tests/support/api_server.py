@@ -24,6 +24,7 @@ from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
 from tests.support.fixture_data import FIXTURE_NOW
+from tests.support.secret import TEST_SECRET
 
 BASE_URL = "http://signals.test"
 
@@ -45,7 +46,7 @@ class Ticker:
 
 
 def make_app(data_dir: Path, store: EventStore, accounts: AccountStore, ticker: Ticker) -> falcon.App:
-    return create_app(Settings(data_dir=data_dir), clock=FixedClock(FIXTURE_NOW), store=store, accounts=accounts,
+    return create_app(Settings(data_dir=data_dir, secret=TEST_SECRET), clock=FixedClock(FIXTURE_NOW), store=store, accounts=accounts,
                       gate=LocalGate(clock=ticker), engine=Engine(Privacy.exact()))
 
 

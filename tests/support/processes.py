@@ -14,6 +14,7 @@ from pathlib import Path
 import httpx
 
 from tests.support.redis_server import free_port
+from tests.support.secret import TEST_SECRET
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 
@@ -24,7 +25,7 @@ def service_env(data_dir: Path, **extra: str) -> dict[str, str]:
     # Metrics are not served unless a test asks (SIGNALS_METRICS_PORT): servers of parallel tests
     # must not compete for one port.
     env.update({"SIGNALS_DATA_DIR": str(data_dir), "PATH": f"{Path(sys.executable).parent}:{env.get('PATH', '')}",
-                "SIGNALS_METRICS_PORT": "0", **extra})
+                "SIGNALS_METRICS_PORT": "0", "SIGNALS_SECRET": TEST_SECRET, **extra})
     return env
 
 

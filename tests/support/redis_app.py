@@ -16,13 +16,14 @@ from service.engine.polars import PolarsEngine as Engine
 from service.privacy import Privacy
 from service.settings import Settings
 from service.store.reader import EventStore
+from tests.support.secret import TEST_SECRET
 
 
 def redis_test_client(redis_url: str, prefix: str, data_dir: Path, store: EventStore, accounts: AccountStore,
                       clock: Clock) -> tuple[falcon.testing.TestClient, cache.Gate, str]:
     own_prefix = f"{prefix}{uuid.uuid4().hex[:8]}:"
     gate = cache.connect(redis_url, own_prefix)
-    app = create_app(Settings(data_dir=data_dir, redis_url=redis_url, redis_prefix=own_prefix),
+    app = create_app(Settings(data_dir=data_dir, secret=TEST_SECRET, redis_url=redis_url, redis_prefix=own_prefix),
                      clock=clock, store=store, accounts=accounts, gate=gate,
                      engine=Engine(Privacy.exact()))  # exact numbers: these tests are about caching and limits
     return falcon.testing.TestClient(app), gate, own_prefix

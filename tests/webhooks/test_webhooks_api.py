@@ -21,6 +21,7 @@ from service.clock import FixedClock
 from service.settings import Settings
 from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
+from tests.support.secret import TEST_SECRET
 from tests.support.webhook_receiver import Answer, receiver
 
 BASE = "/api/v1/account/webhooks"
@@ -29,7 +30,7 @@ NOW = dt.datetime(2026, 3, 10, 12, 30, tzinfo=dt.UTC)
 
 @pytest.fixture
 def client(accounts: AccountStore, tmp_path: Path) -> falcon.testing.TestClient:
-    settings = Settings(data_dir=tmp_path, webhook_allow_private=True)
+    settings = Settings(data_dir=tmp_path, secret=TEST_SECRET, webhook_allow_private=True)
     return falcon.testing.TestClient(create_app(settings, accounts=accounts, gate=LocalGate(),
                                                 clock=FixedClock(NOW)))
 
@@ -144,7 +145,7 @@ def test_unauthenticated_is_401(client):
 
 
 def test_ssrf_refused_at_creation_without_the_development_setting(accounts, tmp_path):
-    client = falcon.testing.TestClient(create_app(Settings(data_dir=tmp_path), accounts=accounts, gate=LocalGate()))
+    client = falcon.testing.TestClient(create_app(Settings(data_dir=tmp_path, secret=TEST_SECRET), accounts=accounts, gate=LocalGate()))
     h = _headers(accounts)
     for url in ["http://example.com/", "https://127.0.0.1/", "https://10.0.0.1/", "https://169.254.169.254/latest",
                 "https://[::1]/", "https://[::ffff:127.0.0.1]/", "https://0x7f000001/", "https://localhost/",

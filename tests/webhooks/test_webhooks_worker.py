@@ -35,6 +35,7 @@ from service.webhooks.webhook_store import WebhookStore
 from service.webhooks.worker import Worker
 from tests.support.fixture_data import FIXTURE_NOW
 from tests.support.processes import ROOT, service_env
+from tests.support.secret import TEST_SECRET
 from tests.support.webhook_receiver import Answer, receiver
 
 BASE = "/api/v1/account/webhooks"
@@ -48,7 +49,7 @@ def sqlite_accounts(tmp_path: Path) -> Iterator[AccountStore]:
 
 
 def _api(accounts: AccountStore, data_dir: Path, store: EventStore, clock, engine: Engine):
-    settings = Settings(data_dir=data_dir, webhook_allow_private=True)
+    settings = Settings(data_dir=data_dir, secret=TEST_SECRET, webhook_allow_private=True)
     client = falcon.testing.TestClient(create_app(settings, accounts=accounts, gate=LocalGate(), clock=clock,
                                                   store=store, engine=engine))
     key, _ = accounts.create_key(Tier.OBSERVER, subscription=f"wk-{uuid.uuid4().hex[:8]}")
@@ -83,7 +84,7 @@ def exact_setup(accounts, fixture_data_dir, fixture_store):
 def test_alert_equals_trending_and_verifies(sqlite_accounts, default_demo_dir):
     """Real privacy on the default demo data, the system clock (so the receiver's standardwebhooks
     verify checks the timestamp too): the alert lists exactly /trending's records above the threshold."""
-    settings = Settings(data_dir=default_demo_dir)
+    settings = Settings(data_dir=default_demo_dir, secret=TEST_SECRET)
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
     store = EventStore(default_demo_dir)
     client, headers = _api(sqlite_accounts, default_demo_dir, store, SystemClock(), engine)
@@ -298,7 +299,7 @@ def _worker_env(data_dir: Path, accounts_url: str) -> dict[str, str]:
 
 @pytest.mark.process
 def test_three_worker_processes_one_delivery_per_cooldown(accounts, accounts_url, default_demo_dir):
-    settings = Settings(data_dir=default_demo_dir)
+    settings = Settings(data_dir=default_demo_dir, secret=TEST_SECRET)
     engine = Engine(Privacy(settings.secret, privacy_params(settings)))
     store = EventStore(default_demo_dir)
     client, headers = _api(accounts, default_demo_dir, store, SystemClock(), engine)
