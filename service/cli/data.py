@@ -144,6 +144,7 @@ def _instant(text: str) -> dt.datetime:
 def run_release(args: argparse.Namespace, settings: Settings) -> int:
     from tqdm import tqdm
 
+    from service.release.builder import ReleaseKeyChanged
     from service.release.schedule import release_now
     from service.store.unavailable import BackendUnavailable
 
@@ -157,7 +158,7 @@ def run_release(args: argparse.Namespace, settings: Settings) -> int:
 
     try:
         summary = release_now(settings, SystemClock().now(), rebuild=args.rebuild, progress=progress)
-    except BackendUnavailable as exc:
+    except (BackendUnavailable, ReleaseKeyChanged) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     finally:

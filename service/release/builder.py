@@ -174,6 +174,22 @@ def _days(first: dt.date, through: dt.datetime) -> Iterator[dt.date]:
 def release_through(store: ReleaseStore, events: DayEvents, key: bytes, through: dt.datetime,
                     budget: Budget = BUDGET, progress: Callable[[int, int], None] | None = None) -> Summary:
     """Release every node closed by `through` (a whole UTC hour) that is not yet released."""
+    with store.writing():
+        made_with = store.state().get("key")
+        if made_with and made_with != key_fingerprint(key):
+            raise ReleaseKeyChanged(
+                "the release in this data directory was made under another SIGNALS_SECRET: releasing more hours "
+                "under this one would mix two releases. Run `python -m service data release --rebuild` to make "
+                "the release again under this secret (docs/privacy.md \"Late events, rebuilding, secrets\").")
+        return _release_through(store, events, key, through, budget, progress)
+
+
+class ReleaseKeyChanged(RuntimeError):
+    """The release on disk was made under another secret than the one given."""
+
+
+def _release_through(store: ReleaseStore, events: DayEvents, key: bytes, through: dt.datetime,
+                     budget: Budget, progress: Callable[[int, int], None] | None) -> Summary:
     through = through.replace(minute=0, second=0, microsecond=0)
     started = time.monotonic()
     first = events.first_day()

@@ -21,12 +21,14 @@ accountant recomputes the bound from the release itself (`accountant.from_releas
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
+import fcntl
 import json
 import os
 import tempfile
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from pathlib import Path
 
 import polars as pl
@@ -115,6 +117,22 @@ class ReleaseStore:
 
     # --- writing -------------------------------------------------------------------------------
 
+    @contextlib.contextmanager
+    def writing(self) -> Iterator[None]:
+        """Hold the release's writer lock (one schedule run at a time: the lander's and a
+        `data release` wait for each other), and sweep what a killed run left half-written."""
+        self.root.mkdir(parents=True, exist_ok=True)
+        with open(self.root / ".lock", "a+") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            try:
+                for leftover in self.root.rglob(".*.parquet"):  # a killed run's temporary file
+                    leftover.unlink(missing_ok=True)
+                for leftover in self.root.glob(".tmp*"):
+                    leftover.unlink(missing_ok=True)
+                yield
+            finally:
+                fcntl.flock(lock, fcntl.LOCK_UN)
+
     def add(self, name: str, day: dt.date, rows: pl.DataFrame, schema: dict[str, pl.DataType]) -> None:
         """Add `rows` (new nodes only) to the day's file: old rows kept verbatim, one rename."""
         if rows.height == 0:
@@ -140,7 +158,7 @@ class ReleaseStore:
         """Say what is released (readers reload on a new generation) and log the run."""
         self.root.mkdir(parents=True, exist_ok=True)
         generation = self.generation + 1
-        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".")
+        fd, tmp = tempfile.mkstemp(dir=self.root, prefix=".tmp")
         with os.fdopen(fd, "w") as handle:
             json.dump({"generation": generation, "through": through.isoformat(), "key": key}, handle)
         os.replace(tmp, self.root / STATE)

@@ -44,3 +44,13 @@ def test_the_lander_releases_an_hour_once_its_delay_has_passed(released_dir: Pat
     assert ReleaseStore(copy).through() == FIXTURE_AS_OF
     lander._release_closed_hours(settings, hour_end + dt.timedelta(seconds=40))
     assert ReleaseStore(copy).through() == hour_end
+
+
+def test_a_release_under_another_secret_is_not_extended_but_rebuilt(released_dir: Path, tmp_path: Path) -> None:
+    copy = tmp_path / "data"
+    shutil.copytree(released_dir, copy)
+    env = {**os.environ, "SIGNALS_DATA_DIR": str(copy), "SIGNALS_SECRET": "a new secret"}
+    refused = subprocess.run([sys.executable, "-m", "service", "data", "release", "--no-progress"], cwd=ROOT,
+                             env=env, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 1 and "--rebuild" in refused.stderr
+    assert ReleaseStore(copy).through() == FIXTURE_AS_OF  # nothing added

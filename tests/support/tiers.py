@@ -27,6 +27,7 @@ SLOW_MODULES = {
     "accounts/test_accounts_outage.py",   # PostgreSQL behind a proxy that is cut
     "processes/test_slow_clients.py",     # waits out client timeouts
     "store/test_demo.py",                 # one million demo events
+    "release/test_release_kill.py",       # kills `data release` processes mid-way
     "store/test_demo_trending.py",
     "privacy/test_privacy_caps.py",       # heavy-tailed cells of many users
     "privacy/test_privacy_budget_kill.py",  # kills processes charging the privacy ledger
