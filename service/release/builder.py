@@ -264,12 +264,12 @@ def _release_through(store: ReleaseStore, events: DayEvents, key: bytes, through
         if progress is not None:
             progress(done + 1, len(days))
     summary.seconds = time.monotonic() - started
-    store.publish(through, key_fingerprint(key), {"nodes": summary.nodes, "days": summary.days,
-                                                   "seconds": round(summary.seconds, 2)})
+    run = {"nodes": summary.nodes, "days": summary.days, "seconds": round(summary.seconds, 2)}
+    store.publish(through, key_fingerprint(key), run)
     if deferred:  # the hour's nodes are out; a block's repeat factors read its days again
         for day in deferred:
             _release_scalars(store, pairs_of, key, day, through, budget)
-        store.publish(through, key_fingerprint(key), {"scalars_of": [d.isoformat() for d in deferred]})
+        store.publish(through, key_fingerprint(key), {**run, "scalars_of": [d.isoformat() for d in deferred]})
     return summary
 
 

@@ -175,5 +175,5 @@ def test_a_subscription_key_sent_from_a_page_is_refused(stack, browser):
     error = browser.find_element("id", "error")
     assert error.get_attribute("data-status") == "403", error.text
     assert error.get_attribute("data-type") == "urn:signals:problem:credential-not-allowed"
-    assert "Keys are for servers; mint a token at POST /api/v1/tokens." in error.text
+    assert "keys are for servers; mint a token at post /api/v1/tokens" in error.text.lower()
     assert css(browser, "#ranking tbody tr") == []
