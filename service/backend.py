@@ -169,6 +169,15 @@ def answering(settings: Settings, chosen: Backend, privacy: Privacy) -> tuple[Ev
     return chosen.event_store(), chosen.engine(privacy)
 
 
+def warm_answering(settings: Settings, chosen: Backend, store: EventSource) -> None:
+    """Make `answering`'s store ready before the first request: the release loaded, or the
+    backend's store opened (`Backend.warm`); raises `BackendUnavailable` for the latter."""
+    if settings.privacy_release:
+        store.snapshot()
+    else:
+        chosen.warm(store)
+
+
 if TYPE_CHECKING:  # the type checker holds each backend, and through it its engine, to the seam
     from service.clickhouse.store import ClickHouseSnapshot
     from service.store.reader import EventFrames

@@ -3,7 +3,8 @@ off): the event data is loaded here, in the worker, never in the master — pola
 run in a process before it forks."""
 
 from service import backend
-from service.app import create_app
+from service.app import create_app, privacy_params
+from service.privacy import Privacy
 from service.observability.logging_setup import configure_logging
 from service.settings import Settings
 
@@ -11,6 +12,6 @@ settings = Settings.from_env()
 configure_logging(settings.log_level)
 settings.require_secret()  # the master refused already (gunicorn.conf.py); a worker never serves without it
 chosen = backend.choose(settings)
-store = chosen.event_store()
-chosen.warm(store)  # open the store now, so the first request does not pay (service/backend.py)
-app = create_app(settings, store=store)
+store, engine = backend.answering(settings, chosen, Privacy(settings.secret, privacy_params(settings)))
+backend.warm_answering(settings, chosen, store)  # load now, so the first request does not pay
+app = create_app(settings, store=store, engine=engine)

@@ -264,7 +264,7 @@ def _release_through(store: ReleaseStore, events: DayEvents, key: bytes, through
         if progress is not None:
             progress(done + 1, len(days))
     summary.seconds = time.monotonic() - started
-    run = {"nodes": summary.nodes, "days": summary.days, "seconds": round(summary.seconds, 2)}
+    run: dict[str, object] = {"nodes": summary.nodes, "days": summary.days, "seconds": round(summary.seconds, 2)}
     store.publish(through, key_fingerprint(key), run)
     if deferred:  # the hour's nodes are out; a block's repeat factors read its days again
         for day in deferred:
