@@ -4,8 +4,8 @@ run in a process before it forks."""
 
 from service import backend
 from service.app import create_app, privacy_params
-from service.privacy import Privacy
 from service.observability.logging_setup import configure_logging
+from service.privacy import Privacy
 from service.settings import Settings
 
 settings = Settings.from_env()

@@ -30,8 +30,8 @@ def register(subparsers: Any) -> None:
 
 def build(settings: Settings, chosen: Backend, store: EventSource) -> Precompute:
     import cache
-    from service.answers.precompute import Precompute
     from service import backend
+    from service.answers.precompute import Precompute
     from service.app import privacy_params, signals_resources
     from service.clock import SystemClock
     from service.privacy import Privacy

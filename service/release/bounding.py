@@ -27,11 +27,11 @@ import polars as pl
 from service.release import domains
 from service.release.menu import (
     ACTION_MEASURES,
-    TABLES,
     EVENTS,
     KEYWORD_DAYS,
     KEYWORDS_PER_USER_DAY,
     SUPPRESSIONS,
+    TABLES,
     USER_DAYS,
     Table,
 )

@@ -244,8 +244,8 @@ def _release_through(store: ReleaseStore, events: DayEvents, key: bytes, through
             if week is not None and (week.level, week.start) not in store.released_nodes(table, week.start.date()):
                 week_days = [exact_of(table, week.start.date() + dt.timedelta(days=i)) for i in range(7)]
 
-                def week_sum(measure: str, days_: list[DayExact] = week_days) -> np.ndarray:
-                    return sum((d.whole_day(measure) for d in days_), np.zeros(len(everything), np.int64))
+                def week_sum(measure: str, days_: list[DayExact] = week_days, size: int = len(everything)) -> np.ndarray:
+                    return sum((d.whole_day(measure) for d in days_), np.zeros(size, np.int64))
 
                 store.add(table.name, week.start.date(),
                           rows_frame(table, [node_rows(table, week, week_sum, everything, key, budget)]), node_schema(table))

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-
 from typing import TYPE_CHECKING
 
 import polars as pl

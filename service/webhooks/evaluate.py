@@ -27,9 +27,9 @@ from service.api.endpoint_params import TRENDING_LIMIT
 from service.api.windows import compute_as_of
 from service.engine import requests as rq
 from service.engine.interface import QueryEngine as Engine
+from service.engine.interface import Snapshot
 from service.privacy.budget import PrivacyBudget, answer_name
 from service.privacy.charges import charging
-from service.engine.interface import Snapshot
 from service.webhooks.webhook_store import WebhookStore
 
 log = logging.getLogger("signals.webhooks")

@@ -14,9 +14,9 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 from service.clock import Clock, SystemClock
+from service.engine.interface import EventSource, Snapshot
 from service.engine.interface import QueryEngine as Engine
 from service.privacy.budget import PrivacyBudget
-from service.engine.interface import EventSource, Snapshot
 from service.webhooks import delivery
 from service.webhooks.evaluate import RoundReport, TrendingMemo, evaluate
 from service.webhooks.webhook_store import WebhookStore

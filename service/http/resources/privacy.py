@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import threading
+
 import falcon
 
 from service.release.statement import privacy_statement
