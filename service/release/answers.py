@@ -8,8 +8,9 @@ the frame holding the endpoint's record fields in order; with `noise`, each coun
 dimension only, is read from that dimension's table (a filter sums the released cells it lists;
 a user count of several values is their sum of user-days over the repeat factor, which counts a
 user of two listed values twice: an upper estimate). Totals (no group_by, no filter) are read
-from the platforms table, which every event is in. Anything else is `OutsideMenu` (a 422 naming
-the tables that cover it).
+from the countries table: every event has a country and a user-day counts in one (from the
+platforms table a user of two platforms counted twice: 30-day totals 68 % high). Anything else
+is `OutsideMenu` (a 422 naming the tables that cover it).
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ from service.engine.requests import (
     Trending,
 )
 from service.release import domains
-from service.release.estimates import STD, days_touched, distinct, repeat_factor, show_z, whole
+from service.release.estimates import STD, distinct, repeat_factor, show_z, whole, window_days
 from service.release.menu import (
     ADDS,
     EDITS,
@@ -66,7 +67,7 @@ def _cells(release: Release, table: Table, window: TimeRange, as_of: dt.datetime
     """The table's shown cells over the window: its sums, its users (`USERS`) and their variances."""
     frame = release.view(table.name).window(window.start, window.end)
     frame = frame.filter(pl.col(USER_DAYS) >= show_z(table) * pl.col(USER_DAYS + VAR).sqrt())
-    factor = repeat_factor(release, table, USER_DAYS, days_touched(window.start, window.end), as_of)
+    factor = repeat_factor(release, table, USER_DAYS, window_days(window.start, window.end), as_of)
     return distinct(frame, USER_DAYS, factor, USERS).filter(pl.col(USERS) >= 0.5)
 
 
@@ -108,7 +109,7 @@ def _series(release: Release, table: Table, cell: str, window: TimeRange, bucket
             *(pl.lit(0.0).alias(c) for m in table.measure_names for c in (m, m + VAR)))
     else:
         frame = release.view(table.name).buckets(cell, ranges).with_columns(pl.Series("ts", starts))
-    factors = [repeat_factor(release, table, USER_DAYS, days_touched(a, b), as_of) for a, b in ranges]
+    factors = [repeat_factor(release, table, USER_DAYS, window_days(a, b), as_of) for a, b in ranges]
     frame = frame.with_columns(pl.Series("_factor", factors, dtype=pl.Float64))
     visible = pl.col(USER_DAYS) >= show_z(table) * pl.col(USER_DAYS + VAR).sqrt()
     out = frame.select(
@@ -139,7 +140,7 @@ def geo_heat(release: Release, as_of: dt.datetime, req: GeoHeat, noise: bool = F
     table = PLACE_TABLES[req.level]
     window = window_range(req.window, as_of)
     cells = _cells(release, table, window, as_of)
-    keyword_factor = repeat_factor(release, table, KEYWORD_DAYS, days_touched(window.start, window.end), as_of)
+    keyword_factor = repeat_factor(release, table, KEYWORD_DAYS, window_days(window.start, window.end), as_of)
     cells = distinct(cells, KEYWORD_DAYS, keyword_factor, "_keywords")
     shown = cells.select(
         pl.col(CELL).alias("geo_key"), whole(SUPPRESSIONS).alias(SUPPRESSIONS), whole(EVENTS).alias(EVENTS),
@@ -225,8 +226,8 @@ def query_shape(req: FlexibleQuery) -> QueryShape:
             f"this query combines {', '.join(sorted(covered))}; the release covers one dimension at a time "
             f"(group_by and filters on the same one, with or without time): tables "
             f"{', '.join(t.name for t in SUPPRESSION_TABLES.values())}. See GET /api/v1/privacy.")
-    if not covered:
-        return QueryShape(SUPPRESSION_TABLES["platform"], None, None)
+    if not covered:  # every event has a country, and a user-day is in one: no user counted twice
+        return QueryShape(SUPPRESSION_TABLES["country"], None, None)
     (dimension,) = covered
     return QueryShape(SUPPRESSION_TABLES[dimension], dimension if dims else None, filtered.get(dimension))
 
@@ -250,7 +251,7 @@ def query(release: Release, as_of: dt.datetime, req: FlexibleQuery, noise: bool 
         for index, (first, last) in enumerate(ranges):
             frame = view.window(first, last)
             frame = frame.filter(pl.col(CELL).is_in(cells))
-            factor = repeat_factor(release, table, USER_DAYS, days_touched(first, last), as_of)
+            factor = repeat_factor(release, table, USER_DAYS, window_days(first, last), as_of)
             parts.append(frame.with_columns(pl.lit(starts[index]).cast(pl.Datetime("us", "UTC")).alias("ts"),
                                             pl.lit(factor).alias("_factor")))
         frame = pl.concat(parts, how="vertical")
@@ -259,7 +260,7 @@ def query(release: Release, as_of: dt.datetime, req: FlexibleQuery, noise: bool 
         frame = view.window(window.start, window.end)
         if shape.values is not None:
             frame = frame.filter(pl.col(CELL).is_in(list(shape.values)))
-        factor = repeat_factor(release, table, USER_DAYS, days_touched(window.start, window.end), as_of)
+        factor = repeat_factor(release, table, USER_DAYS, window_days(window.start, window.end), as_of)
         frame = frame.with_columns(pl.lit(factor).alias("_factor"))
         keys = [] if shape.grouped is None else [CELL]
     agg = [pl.col(c).sum() for m in measures for c in (m, m + VAR)] + [pl.col("_factor").first()]

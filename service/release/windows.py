@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 from collections.abc import Mapping, Sequence
+from typing import Any
 
 import polars as pl
 
@@ -83,10 +84,11 @@ class TableView:
         """One cell over consecutive ranges: `ts` (each range's start) and every measure."""
         measures = [*self.table.measure_names, *(m + VAR for m in self.table.measure_names)]
         cell_rows = self.rows.filter(pl.col(CELL) == cell)
+        keyed = {(row[LEVEL], row[START]): row for row in cell_rows.iter_rows(named=True)}
         out = []
         for first, last in ranges:
             nodes = cover(first, last)
-            values = self._cell_nodes(cell_rows, cell, nodes)
+            values = self._cell_nodes(keyed, nodes)
             out.append({"ts": first, **{m: float(values[m]) for m in measures}})
         return pl.DataFrame(out, schema={"ts": pl.Datetime("us", "UTC"), **{m: pl.Float64 for m in measures}})
 
@@ -112,12 +114,11 @@ class TableView:
                 *(pl.col(m + VAR) * share[m] ** 2 for m in measures)))
         return parts
 
-    def _cell_nodes(self, cell_rows: pl.DataFrame, cell: str, nodes: list[Node]) -> dict[str, float]:
+    def _cell_nodes(self, keyed: Mapping[tuple[str, dt.datetime], Mapping[str, Any]],
+                    nodes: list[Node]) -> dict[str, float]:
+        """One cell's measures over `nodes` (`keyed`: its released rows by (level, start))."""
         measures = self.table.measure_names
         out = {m: 0.0 for m in [*measures, *(x + VAR for x in measures)]}
-        if not nodes:
-            return out
-        keyed = {(lv, st): row for row in cell_rows.iter_rows(named=True) for lv, st in [(row[LEVEL], row[START])]}
         for node in nodes:
             row = keyed.get((node.level, node.start))
             if row is None and LEVELS[node.level].sub_day and node.start.date() in self.reference_day:
