@@ -249,8 +249,7 @@ def query(release: Release, as_of: dt.datetime, req: FlexibleQuery, noise: bool 
             cells = list(domains.domain(table))
         parts = []
         for index, (first, last) in enumerate(ranges):
-            frame = view.window(first, last)
-            frame = frame.filter(pl.col(CELL).is_in(cells))
+            frame = view.window(first, last, cells if shape.values is not None else None)
             factor = repeat_factor(release, table, USER_DAYS, window_days(first, last), as_of)
             parts.append(frame.with_columns(pl.lit(starts[index]).cast(pl.Datetime("us", "UTC")).alias("ts"),
                                             pl.lit(factor).alias("_factor")))

@@ -72,9 +72,13 @@ class TableView:
 
     # --- answers ---------------------------------------------------------------------------------
 
-    def window(self, start: dt.datetime, end: dt.datetime) -> pl.DataFrame:
-        """Per cell of the domain: every measure summed over [start, end), with its variance."""
+    def window(self, start: dt.datetime, end: dt.datetime, cells: Sequence[str] | None = None) -> pl.DataFrame:
+        """Per cell of the domain (or of `cells`): every measure summed over [start, end), with its
+        variance."""
         parts = self._parts(cover(start, end))
+        if cells is not None:
+            wanted = pl.Series(CELL, list(cells), dtype=pl.String).implode()
+            parts = [part.filter(pl.col(CELL).is_in(wanted)) for part in parts]
         measures = [*self.table.measure_names, *(m + VAR for m in self.table.measure_names)]
         if not parts:
             return pl.DataFrame(schema={CELL: pl.String, **{m: pl.Float64 for m in measures}})
