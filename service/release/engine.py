@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import functools
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -58,10 +59,20 @@ class ReleaseSnapshot:
         starts = [v.rows.get_column("start").min() for v in self.release.views.values() if v.rows.height]
         return min(starts) if starts else None  # type: ignore[type-var,return-value]
 
-    @property
+    @functools.cached_property
     def versions(self) -> Mapping[str, Mapping[dt.date, int]]:
-        # A released node never changes: an answer for a past as_of is the same in every generation.
-        return {}
+        """Every released date at one version named by the release key: a released node never
+        changes, so an answer for a past as_of stays valid across generations, until a rebuild
+        under another secret (a new key) makes it another answer (its cache key changes)."""
+        first, through = self.first_event, self.release.through
+        if first is None or through is None:
+            return {}
+        epoch = int(self.release.key[:7] or "0", 16) + 1
+        day, last, dates = first.date(), through.date(), {}
+        while day <= last:
+            dates[day] = epoch
+            day += dt.timedelta(days=1)
+        return {"release": dates}
 
 
 class ReleaseSource:
